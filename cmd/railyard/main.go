@@ -1,0 +1,23 @@
+// Command railyard is the Railyard command-line tool: it shows a node's
+// GPU/NIC topology, simulates allocation policies and judges benchmark runs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/railyard-io/railyard/internal/cli"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cli.Run(ctx, os.Args[1:], iostreams.Std()); err != nil {
+		fmt.Fprintln(os.Stderr, "railyard:", err)
+		os.Exit(1)
+	}
+}

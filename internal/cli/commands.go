@@ -1,0 +1,13 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+// commands returns every verb of the railyard command, in help order.
+// Each verb package exports NewCommand(iostreams.Streams) *cobra.Command.
+func commands(s iostreams.Streams) []*cobra.Command {
+	return []*cobra.Command{}
+}

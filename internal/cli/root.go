@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+// NewRootCommand returns the railyard command with every verb attached.
+func NewRootCommand(s iostreams.Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "railyard",
+		Short: "RDMA networking for GPU clusters on Kubernetes",
+		Long: `railyard shows how a node's GPUs pair with its RDMA NICs on the PCIe fabric,
+simulates topology-aware allocation at cluster scale, and parses, judges and
+plots RDMA benchmark results (perftest, nccl-tests, OSU).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.AddCommand(commands(s)...)
+	return root
+}
+
+// Run executes the railyard command line args (without the program name).
+func Run(ctx context.Context, args []string, s iostreams.Streams) error {
+	root := NewRootCommand(s)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}

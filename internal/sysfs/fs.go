@@ -1,0 +1,175 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNotFound is returned (wrapped) when a device or attribute does not exist.
+var ErrNotFound = errors.New("not found")
+
+// FS is a sysfs tree rooted at Root ("/sys" on a real node).
+type FS struct {
+	Root string
+}
+
+// New returns the sysfs tree at root; "" means "/sys".
+func New(root string) FS {
+	if root == "" {
+		root = "/sys"
+	}
+	return FS{Root: root}
+}
+
+// Path joins elements below the root.
+func (f FS) Path(elem ...string) string {
+	return filepath.Join(append([]string{f.Root}, elem...)...)
+}
+
+// ReadString reads an attribute file (a path below the root) and trims
+// surrounding white space.
+func (f FS) ReadString(rel string) (string, error) {
+	b, err := os.ReadFile(f.Path(rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: %w", rel, ErrNotFound)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadInt reads a decimal attribute.
+func (f FS) ReadInt(rel string) (int, error) {
+	s, err := f.ReadString(rel)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", rel, err)
+	}
+	return v, nil
+}
+
+// ReadHex reads a hexadecimal attribute such as "0x15b3".
+func (f FS) ReadHex(rel string) (uint64, error) {
+	s, err := f.ReadString(rel)
+	if err != nil {
+		return 0, err
+	}
+	v, err := ParseHex(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", rel, err)
+	}
+	return v, nil
+}
+
+// LinkBase returns the last element of the symlink at rel ("mlx5_core" for
+// a driver link), or ErrNotFound.
+func (f FS) LinkBase(rel string) (string, error) {
+	target, err := os.Readlink(f.Path(rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: %w", rel, ErrNotFound)
+		}
+		return "", err
+	}
+	return filepath.Base(target), nil
+}
+
+// List returns the sorted names in a directory below the root; a missing
+// directory is an empty list.
+func (f FS) List(rel string) ([]string, error) {
+	entries, err := os.ReadDir(f.Path(rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// PCIDevices lists the PCI addresses in bus/pci/devices.
+func (f FS) PCIDevices() ([]string, error) {
+	names, err := f.List("bus/pci/devices")
+	if err != nil {
+		return nil, fmt.Errorf("listing PCI devices: %w", err)
+	}
+	out := names[:0]
+	for _, n := range names {
+		if ValidPCIAddress(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// PCIDeviceDir resolves bus/pci/devices/<addr> to its real directory, as a
+// path relative to the root ("devices/pci0000:15/0000:15:01.0/...").
+func (f FS) PCIDeviceDir(addr string) (string, error) {
+	if !ValidPCIAddress(addr) {
+		return "", fmt.Errorf("%q is not a PCI address (want DDDD:BB:DD.F)", addr)
+	}
+	link := f.Path("bus/pci/devices", addr)
+	real, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("PCI device %s: %w", addr, ErrNotFound)
+		}
+		return "", fmt.Errorf("PCI device %s: %w", addr, err)
+	}
+	root, err := filepath.EvalSymlinks(f.Root)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("PCI device %s resolves outside %s", addr, f.Root)
+	}
+	return rel, nil
+}
+
+// Netdevs returns the network interfaces of a PCI function (its net/ dir).
+func (f FS) Netdevs(addr string) ([]string, error) {
+	return f.List(filepath.Join("bus/pci/devices", addr, "net"))
+}
+
+// RDMADevices returns the RDMA devices of a PCI function (its infiniband/ dir).
+func (f FS) RDMADevices(addr string) ([]string, error) {
+	return f.List(filepath.Join("bus/pci/devices", addr, "infiniband"))
+}
+
+// UverbsDevices returns the verbs char devices of a PCI function
+// ("uverbs0"), from its infiniband_verbs/ dir.
+func (f FS) UverbsDevices(addr string) ([]string, error) {
+	return f.List(filepath.Join("bus/pci/devices", addr, "infiniband_verbs"))
+}
+
+// NetdevPCIAddress returns the PCI address behind a network interface
+// (class/net/<name>/device), or ErrNotFound for a virtual interface.
+func (f FS) NetdevPCIAddress(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return "", fmt.Errorf("invalid interface name %q", name)
+	}
+	addr, err := f.LinkBase(filepath.Join("class/net", name, "device"))
+	if err != nil {
+		return "", fmt.Errorf("interface %s has no PCI device: %w", name, err)
+	}
+	if !ValidPCIAddress(addr) {
+		return "", fmt.Errorf("interface %s: device %q is not PCI: %w", name, addr, ErrNotFound)
+	}
+	return addr, nil
+}

@@ -1,0 +1,86 @@
+package sysfs
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var pciAddressRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+
+// ValidPCIAddress reports whether s is a full PCI address in sysfs form,
+// lower-case "DDDD:BB:DD.F".
+func ValidPCIAddress(s string) bool { return pciAddressRE.MatchString(s) }
+
+// ParseHex parses "0x15b3" or "15b3".
+func ParseHex(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if s == "" {
+		return 0, fmt.Errorf("empty hex value")
+	}
+	return strconv.ParseUint(s, 16, 64)
+}
+
+// ParsePortState parses a port's state or phys_state file ("4: ACTIVE",
+// "5: LinkUp") into its name ("ACTIVE", "LinkUp").
+func ParsePortState(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	num, name, ok := strings.Cut(s, ":")
+	if !ok {
+		if s == "" {
+			return "", fmt.Errorf("empty port state")
+		}
+		return s, nil // some drivers print the bare name
+	}
+	if _, err := strconv.Atoi(strings.TrimSpace(num)); err != nil {
+		return "", fmt.Errorf("port state %q: bad number: %w", s, err)
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", fmt.Errorf("port state %q has no name", s)
+	}
+	return name, nil
+}
+
+// ParseRate parses a port rate ("400 Gb/sec (4X NDR)", "25 Gb/sec (1X EDR)",
+// "2.5 Gb/sec (1X SDR)") into Gb/s.
+func ParseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	f := strings.Fields(s)
+	if len(f) < 2 || !strings.HasPrefix(f[1], "Gb/s") {
+		return 0, fmt.Errorf("rate %q: want \"<N> Gb/sec ...\"", s)
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 || v > 1e6 {
+		return 0, fmt.Errorf("rate %q: bad number", s)
+	}
+	return v, nil
+}
+
+// ParseNUMANode parses numa_node; -1 (or any negative) means unknown.
+func ParseNUMANode(s string) (int, error) {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return -1, fmt.Errorf("numa_node %q: %w", s, err)
+	}
+	if v < 0 {
+		return -1, nil
+	}
+	return v, nil
+}
+
+// IsZeroGID reports whether a GID string ("fe80:0000:...") is all zeros.
+func IsZeroGID(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return true
+	}
+	for _, r := range s {
+		if r != '0' && r != ':' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,254 @@
+package topology
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/railyard-io/railyard/internal/assign"
+)
+
+// Inventory is what discovery read from sysfs, before any reasoning: the raw
+// input of Build. Tests may also write one by hand.
+type Inventory struct {
+	Root        string
+	HostBridges []HostBridge
+	Devices     []PCIDevice
+	GPUs        []GPU
+	NICs        []NIC
+	Warnings    []Warning
+}
+
+// Build derives the distance classes and rails from an inventory and returns
+// the immutable Topology. It never fails: inconsistencies become warnings.
+func Build(in Inventory) *Topology {
+	t := &Topology{
+		Root:        in.Root,
+		HostBridges: slices.Clone(in.HostBridges),
+		GPUs:        slices.Clone(in.GPUs),
+		NICs:        slices.Clone(in.NICs),
+		Warnings:    slices.Clone(in.Warnings),
+		devices:     make(map[string]*PCIDevice, len(in.Devices)),
+		gpuIdx:      make(map[string]int, len(in.GPUs)),
+		nicIdx:      make(map[string]int, len(in.NICs)),
+		vfOwner:     map[string]int{},
+	}
+	slices.SortFunc(t.HostBridges, func(a, b HostBridge) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(t.GPUs, func(a, b GPU) int { return cmp.Compare(a.PCI, b.PCI) })
+	slices.SortFunc(t.NICs, func(a, b NIC) int { return cmp.Compare(a.PCI, b.PCI) })
+	for i := range in.Devices {
+		d := in.Devices[i]
+		t.devices[d.Address] = &d
+	}
+	for i, g := range t.GPUs {
+		t.gpuIdx[g.PCI] = i
+	}
+	for i := range t.NICs {
+		n := &t.NICs[i]
+		t.nicIdx[n.PCI] = i
+		n.VFCount = len(n.VFs)
+		for _, vf := range n.VFs {
+			t.vfOwner[vf.PCI] = i
+		}
+	}
+	t.Links = make([]Link, 0, len(t.GPUs)*len(t.NICs))
+	for _, g := range t.GPUs {
+		for _, n := range t.NICs {
+			t.Links = append(t.Links, Link{GPU: g.PCI, NIC: n.PCI, Class: t.distance(g.PCI, n.PCI)})
+		}
+	}
+	rails, err := t.rails()
+	if err != nil {
+		t.Warnings = append(t.Warnings, Warning{Message: "no rails: " + err.Error()})
+	}
+	t.Rails = rails
+	for _, r := range t.Rails {
+		if r.Class == SYS {
+			t.Warnings = append(t.Warnings, Warning{Path: r.GPU, Message: "GPU has no NIC closer than SYS"})
+		}
+	}
+	return t
+}
+
+// Device returns the PCI function at addr.
+func (t *Topology) Device(addr string) (PCIDevice, bool) {
+	d, ok := t.devices[addr]
+	if !ok {
+		return PCIDevice{}, false
+	}
+	return *d, true
+}
+
+// GPU returns the GPU at addr.
+func (t *Topology) GPU(addr string) (GPU, bool) {
+	i, ok := t.gpuIdx[addr]
+	if !ok {
+		return GPU{}, false
+	}
+	return t.GPUs[i], true
+}
+
+// NIC returns the physical function at addr, or the PF owning the VF at addr.
+func (t *Topology) NIC(addr string) (NIC, bool) {
+	i, ok := t.nicIndex(addr)
+	if !ok {
+		return NIC{}, false
+	}
+	return t.NICs[i], true
+}
+
+// VF returns the virtual function at addr and its PF.
+func (t *Topology) VF(addr string) (VF, NIC, bool) {
+	i, ok := t.vfOwner[addr]
+	if !ok {
+		return VF{}, NIC{}, false
+	}
+	for _, vf := range t.NICs[i].VFs {
+		if vf.PCI == addr {
+			return vf, t.NICs[i], true
+		}
+	}
+	return VF{}, NIC{}, false
+}
+
+func (t *Topology) nicIndex(addr string) (int, bool) {
+	if i, ok := t.nicIdx[addr]; ok {
+		return i, true
+	}
+	i, ok := t.vfOwner[addr]
+	return i, ok
+}
+
+// Class returns the distance class between a GPU and a NIC; nic may be a
+// PF or one of its VFs (a VF has its PF's distance). ClassUnknown when
+// either is not part of the model.
+func (t *Topology) Class(gpu, nic string) Class {
+	gi, ok := t.gpuIdx[gpu]
+	if !ok {
+		return ClassUnknown
+	}
+	ni, ok := t.nicIndex(nic)
+	if !ok {
+		return ClassUnknown
+	}
+	return t.Links[gi*len(t.NICs)+ni].Class
+}
+
+// Rail returns the rail (assigned NIC) of a GPU.
+func (t *Topology) Rail(gpu string) (Link, bool) {
+	i, ok := t.gpuIdx[gpu]
+	if !ok || i >= len(t.Rails) {
+		return Link{}, false
+	}
+	return t.Rails[i], true
+}
+
+// ancestors returns the bridges above addr, host bridge first.
+func (t *Topology) ancestors(addr string) []string {
+	var chain []string
+	seen := map[string]bool{addr: true}
+	for d, ok := t.devices[addr]; ok && d.Parent != ""; d, ok = t.devices[d.Parent] {
+		if seen[d.Parent] {
+			break // a loop in a corrupt inventory; stop rather than spin
+		}
+		seen[d.Parent] = true
+		chain = append(chain, d.Parent)
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
+// switchGroup returns the switch a bridge belongs to. Bridges alternate
+// below a host bridge: a root port (depth 0) is its own group; a switch
+// upstream port (odd depth) heads a group; a downstream port (even depth
+// > 0) belongs to the group of its upstream port.
+func switchGroup(chain []string, depth int) string {
+	if depth > 0 && depth%2 == 0 {
+		return chain[depth-1]
+	}
+	return chain[depth]
+}
+
+func (t *Topology) numa(addr string) int {
+	d, ok := t.devices[addr]
+	if !ok {
+		return -1
+	}
+	if d.NUMA >= 0 {
+		return d.NUMA
+	}
+	for _, hb := range t.HostBridges {
+		if hb.Name == d.HostBridge {
+			return hb.NUMA
+		}
+	}
+	return -1
+}
+
+// distance computes the class between two PCI functions by walking to their
+// lowest common ancestor.
+func (t *Topology) distance(a, b string) Class {
+	da, okA := t.devices[a]
+	db, okB := t.devices[b]
+	if !okA || !okB {
+		return ClassUnknown
+	}
+	if da.HostBridge != db.HostBridge {
+		na, nb := t.numa(a), t.numa(b)
+		if na == nb {
+			return NODE // also when both are unknown: a single-node machine
+		}
+		return SYS
+	}
+	ca, cb := t.ancestors(a), t.ancestors(b)
+	k := 0
+	for k < len(ca) && k < len(cb) && ca[k] == cb[k] {
+		k++
+	}
+	if k == 0 {
+		return PHB
+	}
+	groups := map[string]bool{}
+	for _, c := range [][]string{ca, cb} {
+		for depth := k - 1; depth < len(c); depth++ {
+			groups[switchGroup(c, depth)] = true
+		}
+	}
+	if len(groups) == 1 {
+		return PIX
+	}
+	return PXB
+}
+
+// rails solves the GPU -> NIC assignment exactly: minimal total rank, each
+// NIC serving at most ceil(GPUs/NICs) GPUs. Ties prefer spreading GPUs over
+// NICs (a NIC's second slot costs more than any NIC's first) and then the
+// lowest PCI addresses, as the solver is deterministic over sorted input.
+func (t *Topology) rails() ([]Link, error) {
+	g, n := len(t.GPUs), len(t.NICs)
+	if g == 0 || n == 0 {
+		return nil, nil
+	}
+	capacity := (g + n - 1) / n
+	const rankWeight = 1 << 20
+	cost := make([][]int64, g)
+	for i := range cost {
+		cost[i] = make([]int64, n*capacity)
+		for j := 0; j < n; j++ {
+			c := int64(t.Links[i*n+j].Class.Rank()) * rankWeight
+			for s := 0; s < capacity; s++ {
+				cost[i][s*n+j] = c + int64(s)
+			}
+		}
+	}
+	cols, _, err := assign.Solve(cost)
+	if err != nil {
+		return nil, fmt.Errorf("assigning GPUs to NICs: %w", err)
+	}
+	rails := make([]Link, g)
+	for i, col := range cols {
+		j := col % n
+		rails[i] = t.Links[i*n+j]
+	}
+	return rails, nil
+}

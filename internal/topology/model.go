@@ -1,0 +1,131 @@
+package topology
+
+// Topology is the immutable model of one node. Build it with Discover (or
+// the test helpers built on generated sysfs trees); never modify it.
+type Topology struct {
+	// Root is the sysfs directory the model was read from ("/sys" on a node).
+	Root string `json:"-"`
+	// HostBridges are the PCI root complexes ("pci0000:15"), sorted by name.
+	HostBridges []HostBridge `json:"host_bridges"`
+	// GPUs are NVIDIA and AMD GPUs, sorted by PCI address.
+	GPUs []GPU `json:"gpus"`
+	// NICs are RDMA-capable physical functions (each port of a multi-port
+	// card is its own function), sorted by PCI address.
+	NICs []NIC `json:"nics"`
+	// Links holds the distance class of every GPU x NIC pair, GPU-major in
+	// the order of GPUs and NICs.
+	Links []Link `json:"links"`
+	// Rails assigns one NIC to every GPU: minimal total class rank, with no
+	// NIC serving more than ceil(len(GPUs)/len(NICs)) GPUs. Sorted like GPUs.
+	Rails []Link `json:"rails"`
+	// Warnings are problems found during discovery that did not stop it.
+	Warnings []Warning `json:"warnings"`
+
+	devices map[string]*PCIDevice // every PCI function by address
+	gpuIdx  map[string]int
+	nicIdx  map[string]int
+	vfOwner map[string]int // VF address -> index of its PF in NICs
+}
+
+// HostBridge is a PCI root complex.
+type HostBridge struct {
+	Name string `json:"name"` // "pci0000:15"
+	NUMA int    `json:"numa"` // -1 when unknown
+}
+
+// PCIDevice is one PCI function and its place in the tree.
+type PCIDevice struct {
+	Address   string `json:"pci"`    // "0000:18:00.0"
+	Vendor    uint16 `json:"vendor"` // 0x15b3
+	Device    uint16 `json:"device"`
+	Class     uint32 `json:"class"` // 0x020700
+	Driver    string `json:"driver,omitempty"`
+	NUMA      int    `json:"numa"`        // -1 when unknown
+	Bridge    bool   `json:"bridge"`      // a PCI-to-PCI bridge (root port or switch port)
+	Parent    string `json:"parent"`      // address of the parent bridge, "" under a host bridge
+	HostBridge string `json:"host_bridge"` // "pci0000:15"
+}
+
+// GPU is a GPU function.
+type GPU struct {
+	PCI    string `json:"pci"`
+	Vendor uint16 `json:"vendor"`
+	Device uint16 `json:"device"`
+	NUMA   int    `json:"numa"`
+}
+
+// NIC is an RDMA-capable physical function.
+type NIC struct {
+	PCI    string `json:"pci"`
+	Vendor uint16 `json:"vendor"`
+	Device uint16 `json:"device"`
+	Driver string `json:"driver,omitempty"`
+	NUMA   int    `json:"numa"`
+	// Netdev is the first network interface of the function ("" if none);
+	// Netdevs lists all of them.
+	Netdev  string   `json:"netdev"`
+	Netdevs []string `json:"netdevs,omitempty"`
+	// RDMA is the RDMA device name ("mlx5_0").
+	RDMA string `json:"rdma"`
+	// Uverbs is the verbs char device name ("uverbs0"), "" when absent.
+	Uverbs string `json:"uverbs,omitempty"`
+	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE), from port 1.
+	LinkLayer string `json:"link_layer"`
+	Ports     []Port `json:"ports"`
+	// TotalVFs is sriov_totalvfs (0 without SR-IOV); NumVFs is sriov_numvfs.
+	TotalVFs int  `json:"total_vfs"`
+	NumVFs   int  `json:"num_vfs"`
+	VFs      []VF `json:"vf_list,omitempty"`
+	// VFCount is len(VFs), the VFs that exist (the --json contract's "vfs").
+	VFCount int `json:"vfs"`
+}
+
+// Port is one port of an RDMA device.
+type Port struct {
+	Num       int     `json:"num"`
+	State     string  `json:"state"`      // "ACTIVE", "DOWN", ... (without the "4: " prefix)
+	PhysState string  `json:"phys_state"` // "LinkUp", "Disabled", ...
+	Rate      string  `json:"rate"`       // "400 Gb/sec (4X NDR)"
+	RateGbps  float64 `json:"rate_gbps"`  // 400
+	LinkLayer string  `json:"link_layer"` // "InfiniBand" | "Ethernet"
+	// RoCEv2GIDs are the GID indexes of type "RoCE v2" with a non-zero GID.
+	RoCEv2GIDs []int `json:"rocev2_gids,omitempty"`
+}
+
+// Active reports whether the port is usable: state ACTIVE and physical
+// state LinkUp (or unknown physical state).
+func (p Port) Active() bool {
+	return p.State == "ACTIVE" && (p.PhysState == "" || p.PhysState == "LinkUp")
+}
+
+// VF is an SR-IOV virtual function of a NIC.
+type VF struct {
+	Index  int    `json:"index"` // N of virtfnN
+	PCI    string `json:"pci"`
+	Driver string `json:"driver,omitempty"` // "mlx5_core", "vfio-pci", ""
+	Netdev string `json:"netdev,omitempty"` // "" when bound to vfio or unbound
+	RDMA   string `json:"rdma,omitempty"`
+	Uverbs string `json:"uverbs,omitempty"`
+	Ports  []Port `json:"ports,omitempty"`
+}
+
+// Link is the distance class between one GPU and one NIC.
+type Link struct {
+	GPU   string `json:"gpu"`
+	NIC   string `json:"nic"`
+	Class Class  `json:"class"`
+}
+
+// Warning is a problem found during discovery. Path is the sysfs path or
+// PCI address concerned.
+type Warning struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string {
+	if w.Path == "" {
+		return w.Message
+	}
+	return w.Path + ": " + w.Message
+}
