@@ -1,0 +1,35 @@
+package alloc
+
+import "github.com/railyard-io/railyard/internal/topology"
+
+// Request is one allocation decision, shaped like kubelet's
+// GetPreferredAllocation request plus what Railyard knows about the pod.
+type Request struct {
+	// Topology is the node's model. Device IDs are PCI addresses of VFs or
+	// PFs that appear in it.
+	Topology *topology.Topology
+	// Available are the device IDs that may be returned (free devices).
+	Available []string
+	// MustInclude are device IDs that must be part of the answer; each is
+	// also in Available.
+	MustInclude []string
+	// Size is the exact number of devices to return.
+	Size int
+	// GPUs are the PCI addresses of the GPUs the pod holds, when known.
+	GPUs []string
+}
+
+// Result is a policy's answer.
+type Result struct {
+	// Devices are the chosen device IDs, len(Devices) == Request.Size.
+	Devices []string
+	// Reasons explain the choice, one line each, for logs and tests.
+	Reasons []string
+}
+
+// Policy chooses devices. Implementations are pure and safe for concurrent
+// use: they read the request and return a new result.
+type Policy interface {
+	Name() string
+	Allocate(req Request) (Result, error)
+}
