@@ -35,14 +35,14 @@ type HostBridge struct {
 
 // PCIDevice is one PCI function and its place in the tree.
 type PCIDevice struct {
-	Address   string `json:"pci"`    // "0000:18:00.0"
-	Vendor    uint16 `json:"vendor"` // 0x15b3
-	Device    uint16 `json:"device"`
-	Class     uint32 `json:"class"` // 0x020700
-	Driver    string `json:"driver,omitempty"`
-	NUMA      int    `json:"numa"`        // -1 when unknown
-	Bridge    bool   `json:"bridge"`      // a PCI-to-PCI bridge (root port or switch port)
-	Parent    string `json:"parent"`      // address of the parent bridge, "" under a host bridge
+	Address    string `json:"pci"`    // "0000:18:00.0"
+	Vendor     uint16 `json:"vendor"` // 0x15b3
+	Device     uint16 `json:"device"`
+	Class      uint32 `json:"class"` // 0x020700
+	Driver     string `json:"driver,omitempty"`
+	NUMA       int    `json:"numa"`        // -1 when unknown
+	Bridge     bool   `json:"bridge"`      // a PCI-to-PCI bridge (root port or switch port)
+	Parent     string `json:"parent"`      // address of the parent bridge, "" under a host bridge
 	HostBridge string `json:"host_bridge"` // "pci0000:15"
 }
 

@@ -1,0 +1,326 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/railyard-io/railyard/internal/sysfs"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// PCI vendors and classes discovery cares about.
+const (
+	vendorNVIDIA = 0x10de
+	vendorAMD    = 0x1002
+)
+
+var hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4}:[0-9a-f]{2}$`)
+
+// Discover reads the sysfs tree at root ("" means /sys) and returns the
+// node's topology. It fails only when the tree has no PCI bus at all or ctx
+// is done; every other problem is a warning in the result.
+func Discover(ctx context.Context, root string) (*topology.Topology, error) {
+	inv, err := ReadInventory(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return topology.Build(inv), nil
+}
+
+// ReadInventory reads the raw inventory without deriving classes or rails.
+func ReadInventory(ctx context.Context, root string) (topology.Inventory, error) {
+	fs := sysfs.New(root)
+	r := &reader{fs: fs, inv: topology.Inventory{Root: fs.Root}}
+	if _, err := os.Stat(fs.Path("bus/pci/devices")); err != nil {
+		return topology.Inventory{}, fmt.Errorf("no PCI bus under %s: %w", fs.Root, err)
+	}
+	addrs, err := fs.PCIDevices()
+	if err != nil {
+		return topology.Inventory{}, err
+	}
+	hostNUMA := map[string]int{}
+	var hostOrder []string
+	funcs := make(map[string]*fn, len(addrs))
+	for i, addr := range addrs {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return topology.Inventory{}, err
+			}
+		}
+		f, err := r.readFunction(addr)
+		if err != nil {
+			r.warn(addr, "skipped: "+err.Error())
+			continue
+		}
+		funcs[addr] = f
+		if _, ok := hostNUMA[f.dev.HostBridge]; !ok {
+			hostNUMA[f.dev.HostBridge] = -1
+			hostOrder = append(hostOrder, f.dev.HostBridge)
+		}
+		if hostNUMA[f.dev.HostBridge] < 0 && f.dev.NUMA >= 0 {
+			hostNUMA[f.dev.HostBridge] = f.dev.NUMA
+		}
+	}
+	for _, hb := range hostOrder {
+		r.inv.HostBridges = append(r.inv.HostBridges, topology.HostBridge{Name: hb, NUMA: hostNUMA[hb]})
+	}
+	for _, addr := range addrs {
+		f, ok := funcs[addr]
+		if !ok {
+			continue
+		}
+		r.inv.Devices = append(r.inv.Devices, f.dev)
+		switch {
+		case f.physfn != "":
+			continue // VFs are read with their PF
+		case isGPU(f.dev):
+			r.inv.GPUs = append(r.inv.GPUs, topology.GPU{PCI: addr, Vendor: f.dev.Vendor, Device: f.dev.Device, NUMA: f.dev.NUMA})
+		case f.hasRDMA:
+			r.inv.NICs = append(r.inv.NICs, r.readNIC(f, funcs))
+		}
+	}
+	return r.inv, nil
+}
+
+type reader struct {
+	fs  sysfs.FS
+	inv topology.Inventory
+}
+
+func (r *reader) warn(path, msg string) {
+	r.inv.Warnings = append(r.inv.Warnings, topology.Warning{Path: path, Message: msg})
+}
+
+// fn is one PCI function as read from sysfs.
+type fn struct {
+	dev     topology.PCIDevice
+	dir     string // relative to the root
+	physfn  string // PF address when this is a VF
+	hasRDMA bool
+}
+
+func isGPU(d topology.PCIDevice) bool {
+	if d.Vendor != vendorNVIDIA && d.Vendor != vendorAMD {
+		return false
+	}
+	base, sub := d.Class>>16, (d.Class>>8)&0xff
+	return base == 0x03 || (base == 0x12 && sub == 0x00) // display/3D, processing accelerator
+}
+
+// devDir resolves bus/pci/devices/<addr> with one readlink; falls back to a
+// full resolution for unusual trees.
+func (r *reader) devDir(addr string) (string, error) {
+	link := r.fs.Path("bus/pci/devices", addr)
+	if t, err := os.Readlink(link); err == nil && !filepath.IsAbs(t) {
+		rel, err := filepath.Rel(r.fs.Root, filepath.Join(filepath.Dir(link), t))
+		if err == nil && strings.HasPrefix(rel, "devices"+string(filepath.Separator)) {
+			return rel, nil
+		}
+	}
+	return r.fs.PCIDeviceDir(addr)
+}
+
+func (r *reader) readFunction(addr string) (*fn, error) {
+	dir, err := r.devDir(addr)
+	if err != nil {
+		return nil, err
+	}
+	// devices/[platform path.../]pciDDDD:BB/[bridges...]/addr: Hyper-V VMs
+	// put the host bridge below VMBus devices, so search for it.
+	parts := strings.Split(filepath.ToSlash(dir), "/")
+	hb := -1
+	for i, p := range parts {
+		if hostBridgeRE.MatchString(p) {
+			hb = i
+		}
+	}
+	if hb < 0 || hb >= len(parts)-1 || parts[len(parts)-1] != addr {
+		return nil, fmt.Errorf("unexpected sysfs path %s (no pciDDDD:BB host bridge above the device)", dir)
+	}
+	d := topology.PCIDevice{Address: addr, HostBridge: parts[hb], NUMA: -1}
+	if p := parts[len(parts)-2]; len(parts)-2 > hb && sysfs.ValidPCIAddress(p) {
+		d.Parent = p
+	}
+	vendor, err := r.fs.ReadHex(filepath.Join(dir, "vendor"))
+	if err != nil {
+		return nil, fmt.Errorf("vendor: %w", err)
+	}
+	device, err := r.fs.ReadHex(filepath.Join(dir, "device"))
+	if err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	class, err := r.fs.ReadHex(filepath.Join(dir, "class"))
+	if err != nil {
+		return nil, fmt.Errorf("class: %w", err)
+	}
+	d.Vendor, d.Device, d.Class = uint16(vendor), uint16(device), uint32(class)
+	d.Bridge = d.Class>>8 == 0x0604
+	if s, err := r.fs.ReadString(filepath.Join(dir, "numa_node")); err == nil {
+		if d.NUMA, err = sysfs.ParseNUMANode(s); err != nil {
+			r.warn(addr, err.Error())
+		}
+	}
+	if drv, err := r.fs.LinkBase(filepath.Join(dir, "driver")); err == nil {
+		d.Driver = drv
+	}
+	f := &fn{dev: d, dir: dir}
+	if d.Bridge {
+		return f, nil
+	}
+	if pf, err := r.fs.LinkBase(filepath.Join(dir, "physfn")); err == nil {
+		f.physfn = pf
+	}
+	if ents, _ := r.fs.List(filepath.Join(dir, "infiniband")); len(ents) > 0 {
+		f.hasRDMA = true
+	}
+	return f, nil
+}
+
+// readNIC reads an RDMA-capable PF and its VFs.
+func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
+	n := topology.NIC{PCI: f.dev.Address, Vendor: f.dev.Vendor, Device: f.dev.Device, Driver: f.dev.Driver, NUMA: f.dev.NUMA}
+	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = r.readEndpoints(f.dir, f.dev.Address)
+	if len(n.Netdevs) > 0 {
+		n.Netdev = n.Netdevs[0]
+	}
+	if len(n.Ports) > 0 {
+		n.LinkLayer = n.Ports[0].LinkLayer
+	}
+	for _, p := range n.Ports {
+		if !p.Active() {
+			r.warn(n.PCI, fmt.Sprintf("%s port %d is %s (%s)", n.RDMA, p.Num, p.State, p.PhysState))
+		}
+	}
+	if v, err := r.fs.ReadInt(filepath.Join(f.dir, "sriov_totalvfs")); err == nil {
+		n.TotalVFs = v
+	}
+	if v, err := r.fs.ReadInt(filepath.Join(f.dir, "sriov_numvfs")); err == nil {
+		n.NumVFs = v
+	}
+	entries, _ := r.fs.List(f.dir)
+	for _, e := range entries {
+		idx, ok := strings.CutPrefix(e, "virtfn")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			continue
+		}
+		addr, err := r.fs.LinkBase(filepath.Join(f.dir, e))
+		if err != nil {
+			r.warn(n.PCI, fmt.Sprintf("%s: %v", e, err))
+			continue
+		}
+		vfn, ok := funcs[addr]
+		if !ok {
+			r.warn(addr, fmt.Sprintf("VF %d of %s vanished during discovery", i, n.PCI))
+			continue
+		}
+		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver}
+		var netdevs []string
+		netdevs, vf.RDMA, vf.Uverbs, vf.Ports = r.readEndpoints(vfn.dir, addr)
+		if len(netdevs) > 0 {
+			vf.Netdev = netdevs[0]
+		} else if vf.Driver != "vfio-pci" {
+			r.warn(addr, fmt.Sprintf("VF %d of %s has no netdev (driver %q)", i, n.PCI, vf.Driver))
+		}
+		n.VFs = append(n.VFs, vf)
+	}
+	slices.SortFunc(n.VFs, func(a, b topology.VF) int { return a.Index - b.Index })
+	if n.NumVFs != len(n.VFs) {
+		r.warn(n.PCI, fmt.Sprintf("sriov_numvfs is %d but %d VFs exist", n.NumVFs, len(n.VFs)))
+	}
+	return n
+}
+
+// readEndpoints reads a function's netdevs, its first RDMA device with its
+// ports, and its verbs device.
+func (r *reader) readEndpoints(dir, addr string) (netdevs []string, rdma, uverbs string, ports []topology.Port) {
+	netdevs, _ = r.fs.List(filepath.Join(dir, "net"))
+	rdmas, _ := r.fs.List(filepath.Join(dir, "infiniband"))
+	if len(rdmas) > 0 {
+		rdma = rdmas[0]
+		if len(rdmas) > 1 {
+			r.warn(addr, fmt.Sprintf("several RDMA devices %v; using %s", rdmas, rdma))
+		}
+		ports = r.readPorts(filepath.Join(dir, "infiniband", rdma), addr)
+	}
+	if uv, _ := r.fs.List(filepath.Join(dir, "infiniband_verbs")); len(uv) > 0 {
+		uverbs = uv[0]
+	} else if rdma != "" {
+		r.warn(addr, rdma+" has no verbs device (infiniband_verbs)")
+	}
+	return netdevs, rdma, uverbs, ports
+}
+
+func (r *reader) readPorts(ibDir, addr string) []topology.Port {
+	names, _ := r.fs.List(filepath.Join(ibDir, "ports"))
+	var ports []topology.Port
+	for _, name := range names {
+		num, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		pd := filepath.Join(ibDir, "ports", name)
+		p := topology.Port{Num: num}
+		var errs []error
+		if s, err := r.fs.ReadString(filepath.Join(pd, "state")); err != nil {
+			errs = append(errs, err)
+		} else if p.State, err = sysfs.ParsePortState(s); err != nil {
+			errs = append(errs, err)
+		}
+		if s, err := r.fs.ReadString(filepath.Join(pd, "phys_state")); err == nil {
+			if p.PhysState, err = sysfs.ParsePortState(s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s, err := r.fs.ReadString(filepath.Join(pd, "rate")); err == nil {
+			p.Rate = s
+			if p.RateGbps, err = sysfs.ParseRate(s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s, err := r.fs.ReadString(filepath.Join(pd, "link_layer")); err == nil {
+			p.LinkLayer = s
+		}
+		if p.LinkLayer == "Ethernet" {
+			p.RoCEv2GIDs = r.roceV2GIDs(pd)
+		}
+		if len(errs) > 0 {
+			r.warn(addr, fmt.Sprintf("port %d: %v", num, errors.Join(errs...)))
+		}
+		ports = append(ports, p)
+	}
+	return ports
+}
+
+// roceV2GIDs returns the GID indexes of type "RoCE v2" whose GID is set.
+func (r *reader) roceV2GIDs(portDir string) []int {
+	types, _ := r.fs.List(filepath.Join(portDir, "gid_attrs/types"))
+	var out []int
+	for _, t := range types {
+		idx, err := strconv.Atoi(t)
+		if err != nil {
+			continue
+		}
+		typ, err := r.fs.ReadString(filepath.Join(portDir, "gid_attrs/types", t))
+		if err != nil || !strings.EqualFold(typ, "RoCE v2") {
+			continue
+		}
+		gid, err := r.fs.ReadString(filepath.Join(portDir, "gids", t))
+		if err != nil || sysfs.IsZeroGID(gid) {
+			continue
+		}
+		out = append(out, idx)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,12 @@
+// Package fakesysfs writes realistic fake sysfs trees for tests, demos and
+// the built-in machine models: the real directory layout of
+// /sys/devices/pciDDDD:BB/... with the bus/pci/devices, bus/pci/drivers,
+// class/net, class/infiniband and class/infiniband_verbs symlinks, PCI
+// attributes, RDMA ports with their state, rate, link layer and GIDs, and
+// SR-IOV virtual functions. It also mutates trees the way a node changes
+// (ports going down, VFs created or removed, VFs rebound to vfio-pci,
+// devices vanishing), so tests of rediscovery and health use real files.
+//
+// Nothing here is used on a real node; only tests and the CLI's --machine
+// models call it.
+package fakesysfs

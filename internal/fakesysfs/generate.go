@@ -1,0 +1,300 @@
+package fakesysfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/railyard-io/railyard/internal/machine"
+)
+
+// Options tune a generated tree.
+type Options struct {
+	// VFsPerPF creates this many VFs on every SR-IOV capable PF (ConnectX).
+	VFsPerPF int
+	// TotalVFs is written to sriov_totalvfs of SR-IOV capable PFs; 0 means
+	// max(VFsPerPF, 16).
+	TotalVFs int
+}
+
+// Generate writes the sysfs tree of a machine description below dir, which
+// must be empty or not exist.
+func Generate(dir string, d *machine.Description, opt Options) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("fakesysfs: %s is not empty", dir)
+	}
+	g := &generator{root: dir, opt: opt}
+	for _, r := range d.Roots {
+		hb := filepath.Join("devices", r.Address)
+		if err := g.mkdir(hb); err != nil {
+			return err
+		}
+		for _, c := range r.Children {
+			if err := g.node(c, hb, r.NUMA); err != nil {
+				return err
+			}
+		}
+	}
+	// VFs come last so their addresses avoid every function of the tree.
+	for _, pf := range g.sriovPFs {
+		if err := AddVFs(dir, pf, opt.VFsPerPF); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type generator struct {
+	root     string
+	opt      Options
+	uverbs   int
+	sriovPFs []string
+}
+
+func (g *generator) mkdir(rel string) error {
+	return os.MkdirAll(filepath.Join(g.root, rel), 0o755)
+}
+
+func (g *generator) write(rel, content string) error {
+	p := filepath.Join(g.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content+"\n"), 0o644)
+}
+
+// symlink creates rel -> a relative path to target (both below the root).
+func (g *generator) symlink(target, rel string) error {
+	return symlinkRel(g.root, target, rel)
+}
+
+func symlinkRel(root, target, rel string) error {
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	t, err := filepath.Rel(filepath.Dir(p), filepath.Join(root, target))
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(p)
+	return os.Symlink(t, p)
+}
+
+func (g *generator) node(n *machine.Node, parentDir string, numa int) error {
+	if n.NUMA >= 0 {
+		numa = n.NUMA
+	}
+	dir := filepath.Join(parentDir, n.Address)
+	if err := writeFunction(g.root, dir, function{
+		addr: n.Address, vendor: n.Vendor, device: n.Device, class: n.Class,
+		numa: numa, driver: driverFor(n),
+	}); err != nil {
+		return err
+	}
+	if n.Kind == machine.KindNIC {
+		if err := g.nic(n, dir); err != nil {
+			return err
+		}
+	}
+	for _, c := range n.Children {
+		if err := g.node(c, dir, numa); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func driverFor(n *machine.Node) string {
+	switch {
+	case n.Kind == machine.KindGPU && n.Vendor == 0x10de:
+		return "nvidia"
+	case n.Kind == machine.KindGPU && n.Vendor == 0x1002:
+		return "amdgpu"
+	case n.Kind != machine.KindNIC:
+		if n.Class>>8 == 0x0604 {
+			return "pcieport"
+		}
+		if n.Class>>8 == 0x0108 {
+			return "nvme"
+		}
+		return ""
+	case n.Vendor == 0x15b3:
+		return "mlx5_core"
+	case n.Vendor == 0x1d0f && n.Device == 0xefa0:
+		return "efa"
+	case n.Vendor == 0x1d0f:
+		return "ena"
+	case n.Vendor == 0x8086:
+		return "ice"
+	}
+	return ""
+}
+
+// function is the identity of one PCI function.
+type function struct {
+	addr           string
+	vendor, device uint16
+	class          uint32
+	numa           int
+	driver         string
+}
+
+func writeFunction(root, dir string, f function) error {
+	g := &generator{root: root}
+	files := map[string]string{
+		"vendor":    fmt.Sprintf("0x%04x", f.vendor),
+		"device":    fmt.Sprintf("0x%04x", f.device),
+		"class":     fmt.Sprintf("0x%06x", f.class),
+		"numa_node": strconv.Itoa(f.numa),
+	}
+	for name, v := range files {
+		if err := g.write(filepath.Join(dir, name), v); err != nil {
+			return err
+		}
+	}
+	if err := g.symlink(dir, filepath.Join("bus/pci/devices", f.addr)); err != nil {
+		return err
+	}
+	if f.driver != "" {
+		drv := filepath.Join("bus/pci/drivers", f.driver)
+		if err := g.mkdir(drv); err != nil {
+			return err
+		}
+		if err := g.symlink(drv, filepath.Join(dir, "driver")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nic writes a NIC's netdev, RDMA device, ports and verbs device.
+func (g *generator) nic(n *machine.Node, dir string) error {
+	if n.Netdev != "" {
+		if err := writeNetdev(g.root, dir, n.Netdev, n.LinkLayer == "InfiniBand", macFor(n.Address, 0)); err != nil {
+			return err
+		}
+	}
+	if n.RDMA == "" {
+		return nil
+	}
+	state := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: n.Rate, linkLayer: n.LinkLayer}
+	ports := n.Ports
+	if ports < 1 {
+		ports = 1
+	}
+	if err := writeRDMA(g.root, dir, n.RDMA, ports, state, n.Netdev != ""); err != nil {
+		return err
+	}
+	if err := writeUverbs(g.root, dir, fmt.Sprintf("uverbs%d", g.uverbs), n.RDMA); err != nil {
+		return err
+	}
+	g.uverbs++
+	if n.Vendor == 0x15b3 {
+		total := g.opt.TotalVFs
+		if total == 0 {
+			total = max(g.opt.VFsPerPF, 16)
+		}
+		if err := g.write(filepath.Join(dir, "sriov_totalvfs"), strconv.Itoa(total)); err != nil {
+			return err
+		}
+		if err := g.write(filepath.Join(dir, "sriov_numvfs"), "0"); err != nil {
+			return err
+		}
+		g.sriovPFs = append(g.sriovPFs, n.Address)
+	}
+	return nil
+}
+
+func macFor(addr string, vf int) string {
+	h := uint32(2166136261)
+	for _, c := range addr {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", byte(h>>24), byte(h>>16), byte(h>>8), byte(h), byte(vf))
+}
+
+func writeNetdev(root, dir, name string, infiniband bool, mac string) error {
+	g := &generator{root: root}
+	nd := filepath.Join(dir, "net", name)
+	typ, mtu := "1", "1500"
+	if infiniband {
+		typ, mtu = "32", "4092"
+	}
+	for file, v := range map[string]string{"operstate": "up", "address": mac, "mtu": mtu, "type": typ} {
+		if err := g.write(filepath.Join(nd, file), v); err != nil {
+			return err
+		}
+	}
+	if err := g.symlink(dir, filepath.Join(nd, "device")); err != nil {
+		return err
+	}
+	return g.symlink(nd, filepath.Join("class/net", name))
+}
+
+type portState struct {
+	state, phys, rate, linkLayer string
+}
+
+func writeRDMA(root, dir, name string, ports int, st portState, withIP bool) error {
+	g := &generator{root: root}
+	ib := filepath.Join(dir, "infiniband", name)
+	if err := g.write(filepath.Join(ib, "node_type"), "1: CA"); err != nil {
+		return err
+	}
+	for p := 1; p <= ports; p++ {
+		pd := filepath.Join(ib, "ports", strconv.Itoa(p))
+		for file, v := range map[string]string{"state": st.state, "phys_state": st.phys, "rate": st.rate, "link_layer": st.linkLayer} {
+			if err := g.write(filepath.Join(pd, file), v); err != nil {
+				return err
+			}
+		}
+		for idx, gid := range gidTable(st.linkLayer, withIP) {
+			if err := g.write(filepath.Join(pd, "gids", strconv.Itoa(idx)), gid.gid); err != nil {
+				return err
+			}
+			if gid.typ != "" {
+				if err := g.write(filepath.Join(pd, "gid_attrs/types", strconv.Itoa(idx)), gid.typ); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := g.symlink(dir, filepath.Join(ib, "device")); err != nil {
+		return err
+	}
+	return g.symlink(ib, filepath.Join("class/infiniband", name))
+}
+
+type gidEntry struct{ gid, typ string }
+
+// gidTable returns a port's GID table: the link-local GID for InfiniBand;
+// for RoCE the v1/v2 pair of the link-local GID at 0/1 and, once the netdev
+// has an IPv4 address, the v1/v2 pair of it at 2/3 (the usual layout).
+func gidTable(linkLayer string, withIP bool) []gidEntry {
+	ll := "fe80:0000:0000:0000:0200:00ff:fe00:0001"
+	if linkLayer != "Ethernet" {
+		return []gidEntry{{gid: ll}}
+	}
+	out := []gidEntry{{ll, "IB/RoCE v1"}, {ll, "RoCE v2"}}
+	if withIP {
+		v4 := "0000:0000:0000:0000:0000:ffff:c0a8:0001"
+		out = append(out, gidEntry{v4, "IB/RoCE v1"}, gidEntry{v4, "RoCE v2"})
+	}
+	return out
+}
+
+func writeUverbs(root, dir, name, rdma string) error {
+	g := &generator{root: root}
+	ud := filepath.Join(dir, "infiniband_verbs", name)
+	n, _ := strconv.Atoi(strings.TrimPrefix(name, "uverbs"))
+	if err := g.write(filepath.Join(ud, "ibdev"), rdma); err != nil {
+		return err
+	}
+	if err := g.write(filepath.Join(ud, "dev"), fmt.Sprintf("231:%d", 192+n)); err != nil {
+		return err
+	}
+	return g.symlink(ud, filepath.Join("class/infiniband_verbs", name))
+}

@@ -1,0 +1,578 @@
+package machine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNoTree is returned by Parse for a description without a PCIe tree
+// (a partial description that only has published matrix rows).
+var ErrNoTree = errors.New("machine description has no PCIe tree")
+
+// Kind is the role of a node in the PCIe tree.
+type Kind string
+
+// Node kinds.
+const (
+	KindRoot       Kind = "root"        // a host bridge (root complex)
+	KindRootPort   Kind = "root_port"   // a root port bridge
+	KindSwitch     Kind = "switch"      // a switch upstream port
+	KindSwitchPort Kind = "switch_port" // a switch downstream port
+	KindGPU        Kind = "gpu"
+	KindNIC        Kind = "nic"
+	KindOther      Kind = "other" // NVMe, NVSwitch, anything else
+)
+
+// Description is a normalized machine description.
+type Description struct {
+	ID    string // "dgx_h100"
+	Title string // "NVIDIA DGX H100 (...)"
+	Kind  string // "bare-metal" | "cloud-vm"
+	// Roots are the host bridges, each with its subtree.
+	Roots []*Node
+	// Matrix is the published (or inferred) nvidia-smi matrix: GPU name ->
+	// NIC name (RDMA device name) -> class name. Empty when none is given.
+	Matrix map[string]map[string]string
+	// MatrixEvidence says where Matrix comes from.
+	MatrixEvidence string
+	// BestNIC maps a GPU name to the NIC names published as its closest.
+	BestNIC map[string][]string
+}
+
+// Node is one node of the PCIe tree.
+type Node struct {
+	Kind Kind
+	// Name of a host bridge ("pci0000:15") or PCI address of a function.
+	Address  string
+	NUMA     int // -1 when unknown
+	Vendor   uint16
+	Device   uint16
+	Class    uint32
+	Label    string // "GPU0", "mlx5_0": how published matrices name it
+	Evidence string
+	// NIC details.
+	RDMA      string // RDMA device name, "" when not RDMA-capable
+	Netdev    string // "" when the function has no netdev
+	Ports     int
+	Rate      string // "400 Gb/sec (4X NDR)"
+	LinkLayer string // "InfiniBand" | "Ethernet" | "" (derived)
+	Role      string // "compute", "storage/...", free text
+	Virtual   bool   // a bridge that exists only in an NCCL topo file
+	Children  []*Node
+}
+
+var (
+	hostBridgeRE = regexp.MustCompile(`^pci([0-9a-f]{4}):([0-9a-f]{2})$`)
+	bdfRE        = regexp.MustCompile(`^([0-9a-f]{4}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$`)
+	hexRE        = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+`)
+)
+
+// Parse reads a machine description. Unknown fields are ignored; missing
+// values get defaults from the node's kind; malformed values are errors
+// naming their path in the tree.
+func Parse(data []byte) (*Description, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("machine description: %w", err)
+	}
+	d := &Description{
+		ID:    str(raw["id"]),
+		Title: str(raw["name"]),
+		Kind:  str(raw["kind"]),
+	}
+	nicPorts := nicPortTable(raw)
+	var roots []any
+	switch t := raw["tree"].(type) {
+	case []any:
+		roots = t
+	case map[string]any:
+		roots = []any{t}
+	}
+	for i, r := range roots {
+		m, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("tree[%d]: not an object", i)
+		}
+		n, err := parseNode(m, fmt.Sprintf("tree[%d]", i), nicPorts)
+		if err != nil {
+			return nil, err
+		}
+		d.Roots = append(d.Roots, n)
+	}
+	if len(d.Roots) == 0 {
+		return nil, fmt.Errorf("%s: %w", d.ID, ErrNoTree)
+	}
+	if err := d.normalizeRoots(); err != nil {
+		return nil, err
+	}
+	d.nameUnnamedNICs(defaultRate(raw))
+	d.parseMatrix(raw)
+	d.parseBest(raw)
+	return d, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return strings.TrimSpace(s)
+}
+
+// firstToken returns the first white-space separated token of a string value
+// ("ibp97s0f1 (or enp97s0f1 if Ethernet)" -> "ibp97s0f1").
+func firstToken(v any) string {
+	f := strings.Fields(str(v))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+func hexValue(v any, path string, bits int) (uint64, error) {
+	s := str(v)
+	if s == "" {
+		return 0, nil
+	}
+	m := hexRE.FindString(s)
+	if m == "" {
+		return 0, fmt.Errorf("%s: %q is not a hex number", path, s)
+	}
+	x, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(m), "0x"), 16, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q: %w", path, s, err)
+	}
+	return x, nil
+}
+
+func intValue(v any, def int) int {
+	switch t := v.(type) {
+	case float64:
+		return int(t)
+	case string:
+		if i, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
+			return i
+		}
+	}
+	return def
+}
+
+type portInfo struct {
+	netdev, linkLayer, rate string
+	speedGbps               int
+}
+
+// nicPortTable reads the top-level "nic_ports" (or "nic_ports_assumed")
+// object keyed by RDMA device name.
+func nicPortTable(raw map[string]any) map[string]portInfo {
+	out := map[string]portInfo{}
+	for _, key := range []string{"nic_ports", "nic_ports_assumed"} {
+		m, _ := raw[key].(map[string]any)
+		for name, v := range m {
+			p, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			out[name] = portInfo{
+				netdev:    firstToken(p["netdev"]),
+				linkLayer: str(p["link_layer"]),
+				rate:      str(p["rate"]),
+				speedGbps: leadingGbps(str(p["speed"])),
+			}
+		}
+	}
+	return out
+}
+
+// leadingGbps reads "200 Gb/s HDR" -> 200 or "100000 Mb/s" -> 100.
+func leadingGbps(s string) int {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return 0
+	}
+	v, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	if strings.HasPrefix(strings.ToLower(f[1]), "mb") {
+		return v / 1000
+	}
+	return v
+}
+
+func parseNode(m map[string]any, path string, nicPorts map[string]portInfo) (*Node, error) {
+	n := &Node{
+		Kind:     Kind(str(m["kind"])),
+		NUMA:     intValue(m["numa"], -1),
+		Label:    str(m["name"]),
+		Evidence: str(m["evidence"]),
+		RDMA:     str(m["rdma_dev"]),
+		Netdev:   firstToken(m["netdev"]),
+		Ports:    intValue(m["ports"], 1),
+		Rate:     str(m["rate"]),
+		Role:     str(m["role"]),
+	}
+	if n.NUMA < 0 {
+		n.NUMA = -1
+	}
+	switch n.Kind {
+	case KindRoot:
+		n.Address = str(m["domain_bus"])
+	case KindRootPort, KindSwitch, KindSwitchPort, KindGPU, KindNIC:
+		n.Address = strings.ToLower(str(m["bdf"]))
+	default:
+		n.Kind = KindOther
+		n.Address = strings.ToLower(str(m["bdf"]))
+	}
+	if n.Kind != KindRoot && !bdfRE.MatchString(n.Address) {
+		return nil, fmt.Errorf("%s: %s has bad PCI address %q", path, n.Kind, n.Address)
+	}
+	n.Virtual = strings.HasPrefix(n.Address, "ffff:")
+	var err error
+	var v uint64
+	if v, err = hexValue(m["vendor"], path+".vendor", 16); err != nil {
+		return nil, err
+	}
+	n.Vendor = uint16(v)
+	if v, err = hexValue(m["device"], path+".device", 16); err != nil {
+		return nil, err
+	}
+	n.Device = uint16(v)
+	if v, err = hexValue(m["class"], path+".class", 32); err != nil {
+		return nil, err
+	}
+	n.Class = uint32(v)
+	if n.Kind == KindNIC {
+		p := nicPorts[n.RDMA]
+		if _, given := m["netdev"]; !given {
+			n.Netdev = p.netdev // an explicit null means "no netdev"
+		}
+		n.LinkLayer = str(m["link_layer"])
+		if n.LinkLayer == "" {
+			n.LinkLayer = p.linkLayer
+		}
+		if n.Rate == "" {
+			n.Rate = p.rate
+		}
+		if n.Rate == "" {
+			gbps := p.speedGbps
+			if mbps := intValue(m["speed_mbps"], 0); mbps > 0 {
+				gbps = mbps / 1000
+			}
+			if gbps > 0 {
+				n.Rate = rateString(gbps)
+			}
+		}
+	}
+	n.defaults()
+	children, _ := m["children"].([]any)
+	for i, c := range children {
+		cm, ok := c.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s.children[%d]: not an object", path, i)
+		}
+		child, err := parseNode(cm, fmt.Sprintf("%s.children[%d]", path, i), nicPorts)
+		if err != nil {
+			return nil, err
+		}
+		n.Children = append(n.Children, child)
+	}
+	return n, nil
+}
+
+// rateString formats a port rate the way the kernel prints it.
+func rateString(gbps int) string {
+	gen := map[int]string{10: "1X QDR", 25: "1X EDR", 40: "4X QDR", 50: "1X HDR", 56: "4X FDR", 100: "4X EDR", 200: "4X HDR", 400: "4X NDR", 800: "4X XDR"}[gbps]
+	if gen == "" {
+		return fmt.Sprintf("%d Gb/sec", gbps)
+	}
+	return fmt.Sprintf("%d Gb/sec (%s)", gbps, gen)
+}
+
+// predictableName returns the systemd predictable interface name of a
+// ConnectX function ("ibp24s0" for InfiniBand, "enp5s0f0np0" for Ethernet),
+// used when a description does not publish the netdev.
+func predictableName(bdf string, infiniband bool) string {
+	m := bdfRE.FindStringSubmatch(bdf)
+	if m == nil {
+		return ""
+	}
+	bus, _ := strconv.ParseUint(m[2], 16, 8)
+	slot, _ := strconv.ParseUint(m[3], 16, 8)
+	if infiniband {
+		return fmt.Sprintf("ibp%ds%d", bus, slot)
+	}
+	return fmt.Sprintf("enp%ds%df%snp0", bus, slot, m[4])
+}
+
+// defaults fills the identity and NIC fields a description left out.
+func (n *Node) defaults() {
+	switch n.Kind {
+	case KindRootPort, KindSwitch, KindSwitchPort:
+		if n.Class == 0 {
+			n.Class = 0x060400
+		}
+		if n.Vendor == 0 {
+			n.Vendor = 0x8086
+		}
+	case KindGPU:
+		if n.Class == 0 {
+			n.Class = 0x030200
+		}
+		if n.Vendor == 0 {
+			n.Vendor = 0x10de
+		}
+	case KindNIC:
+		if n.Vendor == 0 && strings.HasPrefix(n.RDMA, "rdmap") {
+			n.Vendor, n.Device = 0x1d0f, 0xefa1 // EFA names its RDMA devices rdmapBUSsSLOT
+		}
+		if n.Vendor == 0 {
+			n.Vendor = 0x15b3 // every other unlabelled RDMA NIC in the descriptions is a ConnectX
+		}
+		if n.Device == 0 && n.Vendor == 0x15b3 {
+			n.Device = 0x101b
+		}
+		if n.Class == 0 {
+			n.Class = 0x020000
+			if strings.HasPrefix(n.Netdev, "ib") || n.LinkLayer == "InfiniBand" {
+				n.Class = 0x020700
+			}
+		}
+		if n.LinkLayer == "" && n.RDMA != "" {
+			switch {
+			case n.Vendor == 0x1d0f:
+				n.LinkLayer = "Unspecified" // EFA (SRD), neither IB nor RoCE
+			case n.Class>>8 == 0x0207:
+				n.LinkLayer = "InfiniBand"
+			default:
+				n.LinkLayer = "Ethernet"
+			}
+		}
+		if n.Rate == "" && n.RDMA != "" {
+			n.Rate = rateString(100)
+		}
+		if n.Netdev == "" && n.Vendor == 0x15b3 && n.RDMA != "" {
+			n.Netdev = predictableName(n.Address, n.LinkLayer == "InfiniBand")
+		}
+	}
+}
+
+// normalizeRoots gives every host bridge a "pciDDDD:BB" name. A root without
+// one takes the domain and bus of its first real descendant; a root whose
+// children sit behind virtual bridges (NCCL topo-file groupings that sysfs
+// does not have, as on Azure NDv4) is split: each function becomes the only
+// device of its own host bridge, as the VM really presents it.
+func (d *Description) normalizeRoots() error {
+	var roots []*Node
+	for i, r := range d.Roots {
+		if r.Kind != KindRoot {
+			return fmt.Errorf("tree[%d]: top-level node is %q, want root", i, r.Kind)
+		}
+		if hasVirtual(r) {
+			for _, leaf := range flattenVirtual(r) {
+				roots = append(roots, &Node{Kind: KindRoot, Address: hostBridgeOf(leaf.Address), NUMA: pickNUMA(leaf.NUMA, r.NUMA), Evidence: r.Evidence, Children: []*Node{leaf}})
+			}
+			continue
+		}
+		if !hostBridgeRE.MatchString(r.Address) {
+			first := firstAddress(r)
+			if first == "" {
+				continue // an empty root (nothing below it)
+			}
+			r.Address = hostBridgeOf(first)
+		}
+		roots = append(roots, r)
+	}
+	// Two roots that resolve to one host bridge are one root.
+	merged := map[string]*Node{}
+	var out []*Node
+	for _, r := range roots {
+		if m, ok := merged[r.Address]; ok {
+			m.Children = append(m.Children, r.Children...)
+			continue
+		}
+		merged[r.Address] = r
+		out = append(out, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	d.Roots = out
+	return nil
+}
+
+func pickNUMA(a, b int) int {
+	if a >= 0 {
+		return a
+	}
+	return b
+}
+
+func hostBridgeOf(bdf string) string {
+	m := bdfRE.FindStringSubmatch(bdf)
+	if m == nil {
+		return ""
+	}
+	return "pci" + m[1] + ":" + m[2]
+}
+
+func hasVirtual(n *Node) bool {
+	if n.Virtual {
+		return true
+	}
+	for _, c := range n.Children {
+		if hasVirtual(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// flattenVirtual returns the real functions below virtual bridges.
+func flattenVirtual(n *Node) []*Node {
+	var out []*Node
+	for _, c := range n.Children {
+		if c.Virtual {
+			out = append(out, flattenVirtual(c)...)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func firstAddress(n *Node) string {
+	for _, c := range n.Children {
+		if bdfRE.MatchString(c.Address) && !c.Virtual {
+			return c.Address
+		}
+		if a := firstAddress(c); a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+// Walk calls fn for every node below the roots, parents before children.
+func (d *Description) Walk(fn func(n, parent *Node)) {
+	var rec func(n, parent *Node)
+	rec = func(n, parent *Node) {
+		fn(n, parent)
+		for _, c := range n.Children {
+			rec(c, n)
+		}
+	}
+	for _, r := range d.Roots {
+		rec(r, nil)
+	}
+}
+
+// nameUnnamedNICs gives RDMA names to NICs a description lists without one
+// (Azure NDv4 does not publish them): mlx5_N in PCI address order, N after
+// the highest published index.
+func (d *Description) nameUnnamedNICs(rate string) {
+	var unnamed []*Node
+	next := 0
+	d.Walk(func(n, _ *Node) {
+		if n.Kind != KindNIC {
+			return
+		}
+		if n.RDMA == "" && n.Class>>8 == 0x0207 {
+			unnamed = append(unnamed, n)
+		}
+		if i, ok := strings.CutPrefix(n.RDMA, "mlx5_"); ok {
+			if v, err := strconv.Atoi(i); err == nil && v >= next {
+				next = v + 1
+			}
+		}
+	})
+	sort.Slice(unnamed, func(i, j int) bool { return unnamed[i].Address < unnamed[j].Address })
+	for _, n := range unnamed {
+		n.RDMA = fmt.Sprintf("mlx5_%d", next)
+		if n.Netdev == "" {
+			n.Netdev = fmt.Sprintf("ib%d", next)
+		}
+		if n.Label == "" {
+			n.Label = n.RDMA
+		}
+		if n.Rate == "" {
+			n.Rate = rate
+		}
+		n.defaults()
+		next++
+	}
+}
+
+var gbpsRE = regexp.MustCompile(`(\d+) ?Gb/s`)
+
+// defaultRate reads the port speed a description states only in prose
+// (nic_ports.note: "8x HDR 200 Gb/s InfiniBand"), "" when there is none.
+func defaultRate(raw map[string]any) string {
+	np, _ := raw["nic_ports"].(map[string]any)
+	m := gbpsRE.FindStringSubmatch(str(np["note"]))
+	if m == nil {
+		return ""
+	}
+	v, _ := strconv.Atoi(m[1])
+	return rateString(v)
+}
+
+func (d *Description) parseMatrix(raw map[string]any) {
+	tm, _ := raw["topo_matrix"].(map[string]any)
+	d.MatrixEvidence = str(tm["evidence"])
+	cols, _ := tm["columns"].([]any)
+	rows, _ := tm["rows"].(map[string]any)
+	if len(cols) == 0 || len(rows) == 0 {
+		return
+	}
+	legend := map[string]string{}
+	if nl, ok := raw["nic_legend"].(map[string]any); ok {
+		for k, v := range nl {
+			legend[k] = str(v)
+		}
+	}
+	d.Matrix = map[string]map[string]string{}
+	for gpu, rv := range rows {
+		if !strings.HasPrefix(gpu, "GPU") {
+			continue
+		}
+		vals, _ := rv.([]any)
+		for i, c := range cols {
+			col := str(c)
+			if i >= len(vals) || strings.HasPrefix(col, "GPU") || strings.Contains(col, "Affinity") {
+				continue
+			}
+			if l, ok := legend[col]; ok {
+				col = l
+			}
+			class := str(vals[i])
+			switch class {
+			case "PIX", "PXB", "PHB", "NODE", "SYS":
+			default:
+				continue
+			}
+			if d.Matrix[gpu] == nil {
+				d.Matrix[gpu] = map[string]string{}
+			}
+			d.Matrix[gpu][col] = class
+		}
+	}
+}
+
+func (d *Description) parseBest(raw map[string]any) {
+	best, _ := raw["gpu_nic_best"].(map[string]any)
+	if len(best) == 0 {
+		return
+	}
+	d.BestNIC = map[string][]string{}
+	for gpu, v := range best {
+		switch t := v.(type) {
+		case string:
+			d.BestNIC[gpu] = []string{t}
+		case []any:
+			for _, x := range t {
+				d.BestNIC[gpu] = append(d.BestNIC[gpu], str(x))
+			}
+		}
+	}
+}
