@@ -4,10 +4,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/machinescmd"
+	"github.com/railyard-io/railyard/internal/cli/topo"
 )
 
 // commands returns every verb of the railyard command, in help order.
 // Each verb package exports NewCommand(iostreams.Streams) *cobra.Command.
 func commands(s iostreams.Streams) []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		topo.NewCommand(s),
+		machinescmd.NewCommand(s),
+	}
 }

@@ -525,7 +525,12 @@ func (d *Description) parseMatrix(raw map[string]any) {
 	if len(cols) == 0 || len(rows) == 0 {
 		return
 	}
+	// nvidia-smi names NICs NIC0..NICn; a description maps them to RDMA
+	// names in nic_legend, or (DGX H100) states they are in mlx5 order.
 	legend := map[string]string{}
+	for i := range 64 {
+		legend[fmt.Sprintf("NIC%d", i)] = fmt.Sprintf("mlx5_%d", i)
+	}
 	if nl, ok := raw["nic_legend"].(map[string]any); ok {
 		for k, v := range nl {
 			legend[k] = str(v)

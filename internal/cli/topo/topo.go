@@ -1,0 +1,170 @@
+package topo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/topology"
+	"github.com/railyard-io/railyard/machines"
+)
+
+// Source says where a topology comes from: a sysfs root or a built-in
+// machine model. Other commands (simulate, bench report) reuse it.
+type Source struct {
+	Sysfs   string
+	Machine string
+	VFs     int
+}
+
+// AddFlags registers --sysfs, --machine and --vfs on a command.
+func (s *Source) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&s.Sysfs, "sysfs", "", "read the topology from this sysfs root instead of /sys")
+	cmd.Flags().StringVar(&s.Machine, "machine", "", "use a built-in machine model (see `railyard machines`)")
+	cmd.Flags().IntVar(&s.VFs, "vfs", 0, "with --machine: SR-IOV VFs to create on every ConnectX PF")
+}
+
+// Load discovers the topology the flags name; the live /sys without flags.
+func (s *Source) Load(ctx context.Context) (*topology.Topology, string, error) {
+	if s.Sysfs != "" && s.Machine != "" {
+		return nil, "", errors.New("--sysfs and --machine are mutually exclusive")
+	}
+	if s.VFs < 0 || s.VFs > 256 {
+		return nil, "", fmt.Errorf("--vfs %d: want 0 to 256", s.VFs)
+	}
+	if s.Machine != "" {
+		m, err := machines.Lookup(s.Machine)
+		if err != nil {
+			return nil, "", err
+		}
+		t, err := machines.Topology(ctx, m.Name, s.VFs)
+		if err != nil {
+			return nil, "", err
+		}
+		return t, fmt.Sprintf("machine model %s (%s)", m.Name, m.Summary), nil
+	}
+	if s.VFs != 0 {
+		return nil, "", errors.New("--vfs only applies to --machine models")
+	}
+	root := s.Sysfs
+	if root == "" {
+		root = "/sys"
+	}
+	t, err := discovery.Discover(ctx, root)
+	if err != nil {
+		return nil, "", err
+	}
+	return t, "sysfs " + root, nil
+}
+
+// NewCommand returns the `railyard topo` command.
+func NewCommand(s iostreams.Streams) *cobra.Command {
+	var src Source
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "topo",
+		Short: "Show how the node's GPUs pair with its RDMA NICs on the PCIe fabric",
+		Long: `topo reads the PCIe fabric from sysfs and prints, like nvidia-smi topo -m,
+the distance class of every GPU x RDMA NIC pair:
+
+  PIX   the path crosses at most one PCIe switch
+  PXB   several PCIe bridges, but not the host bridge
+  PHB   the path crosses a PCIe host bridge (the CPU)
+  NODE  between host bridges of one NUMA node
+  SYS   across the SMP interconnect between NUMA nodes
+
+NCCL uses GPUDirect RDMA by default only up to PXB. topo also prints each
+NIC's ports and VFs, the rails (the best NIC for every GPU, no NIC serving
+more than its share) and warnings such as ports that are down.
+
+Without flags it reads the live /sys. Use --machine to try a built-in model.`,
+		Example: `  railyard topo --machine dgx-h100
+  railyard topo --machine dgx-a100 --vfs 8 --json
+  railyard topo --sysfs /tmp/fake-sys`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, from, err := src.Load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(s.Out, t)
+			}
+			render(s.Out, t, from)
+			if src.Sysfs == "" && src.Machine == "" && (len(t.GPUs) == 0 || len(t.NICs) == 0) {
+				fmt.Fprintf(s.ErrOut, "\nThis node has %d GPUs and %d RDMA NICs. To see what Railyard does on a GPU server, try a built-in model:\n  railyard topo --machine dgx-h100\n(`railyard machines` lists them.)\n", len(t.GPUs), len(t.NICs))
+			}
+			return nil
+		},
+	}
+	src.AddFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
+	return cmd
+}
+
+// jsonView is the --json contract: these field names are relied on by tools.
+type jsonView struct {
+	GPUs     []jsonGPU  `json:"gpus"`
+	NICs     []jsonNIC  `json:"nics"`
+	Links    []jsonLink `json:"links"`
+	Rails    []jsonLink `json:"rails"`
+	Warnings []string   `json:"warnings"`
+}
+
+type jsonGPU struct {
+	PCI    string `json:"pci"`
+	NUMA   int    `json:"numa"`
+	Vendor string `json:"vendor"`
+	Device string `json:"device"`
+}
+
+type jsonNIC struct {
+	PCI       string          `json:"pci"`
+	Netdev    string          `json:"netdev"`
+	RDMA      string          `json:"rdma"`
+	LinkLayer string          `json:"link_layer"`
+	NUMA      int             `json:"numa"`
+	VFs       int             `json:"vfs"`
+	TotalVFs  int             `json:"total_vfs"`
+	Vendor    string          `json:"vendor"`
+	Device    string          `json:"device"`
+	Uverbs    string          `json:"uverbs"`
+	Ports     []topology.Port `json:"ports"`
+	VFList    []topology.VF   `json:"vf_list,omitempty"`
+}
+
+type jsonLink struct {
+	GPU   string `json:"gpu"`
+	NIC   string `json:"nic"`
+	Class string `json:"class"`
+}
+
+func writeJSON(w io.Writer, t *topology.Topology) error {
+	v := jsonView{GPUs: []jsonGPU{}, NICs: []jsonNIC{}, Links: []jsonLink{}, Rails: []jsonLink{}, Warnings: []string{}}
+	for _, g := range t.GPUs {
+		v.GPUs = append(v.GPUs, jsonGPU{PCI: g.PCI, NUMA: g.NUMA, Vendor: fmt.Sprintf("0x%04x", g.Vendor), Device: fmt.Sprintf("0x%04x", g.Device)})
+	}
+	for _, n := range t.NICs {
+		v.NICs = append(v.NICs, jsonNIC{PCI: n.PCI, Netdev: n.Netdev, RDMA: n.RDMA, LinkLayer: n.LinkLayer, NUMA: n.NUMA,
+			VFs: len(n.VFs), TotalVFs: n.TotalVFs, Vendor: fmt.Sprintf("0x%04x", n.Vendor), Device: fmt.Sprintf("0x%04x", n.Device),
+			Uverbs: n.Uverbs, Ports: n.Ports, VFList: n.VFs})
+	}
+	for _, l := range t.Links {
+		v.Links = append(v.Links, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String()})
+	}
+	for _, l := range t.Rails {
+		v.Rails = append(v.Rails, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String()})
+	}
+	for _, w := range t.Warnings {
+		v.Warnings = append(v.Warnings, w.String())
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
