@@ -1,0 +1,246 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// Defaults.
+const (
+	DefaultStateDir    = "/var/lib/cni/railyard"
+	DefaultSysfsRoot   = "/sys"
+	DefaultLockTimeout = 10 * time.Second
+	MaxLockTimeout     = 5 * time.Minute
+)
+
+// Tri is an optional on/off setting.
+type Tri int
+
+// Tri values.
+const (
+	Unset Tri = iota
+	On
+	Off
+)
+
+// VF holds the settings applied to a virtual function through its PF. A nil
+// pointer field leaves that setting as it is.
+type VF struct {
+	VLAN      *int
+	VLANQoS   *int
+	SpoofChk  Tri
+	Trust     Tri
+	LinkState *uint32
+	MinTxRate *int
+	MaxTxRate *int
+}
+
+// Any reports whether any VF setting is requested.
+func (v VF) Any() bool {
+	return v.VLAN != nil || v.VLANQoS != nil || v.SpoofChk != Unset || v.Trust != Unset ||
+		v.LinkState != nil || v.MinTxRate != nil || v.MaxTxRate != nil
+}
+
+// Config is a parsed, defaulted and validated network configuration.
+type Config struct {
+	CNIVersion string
+	Name       string
+	Type       string
+	// DeviceID is the PCI address of the device ("0000:03:00.2"), from
+	// runtimeConfig.deviceID or deviceID; empty when Device is set.
+	DeviceID string
+	// Device is the host netdev name; empty when DeviceID is set.
+	Device string
+	// IPAMType is the IPAM plugin to delegate to ("" for none).
+	IPAMType string
+	MTU      int
+	MAC      net.HardwareAddr
+	VF       VF
+	RDMA     bool
+	DNS      types.DNS
+	// DeviceInfoFile is where to write the device-info-spec file ("").
+	DeviceInfoFile string
+	StateDir       string
+	// SysfsRoot is a test and debug knob: the directory standing for /sys.
+	SysfsRoot        string
+	LockTimeout      time.Duration
+	RawPrevResult    json.RawMessage
+	ValidAttachments []types.GCAttachment
+	// Raw is the configuration as received, passed on to IPAM.
+	Raw []byte
+}
+
+// Error codes used for configuration problems (CNI spec error codes).
+const (
+	CodeUnsupportedField = types.ErrUnsupportedField
+	CodeDecoding         = types.ErrDecodingFailure
+	CodeInvalid          = types.ErrInvalidNetworkConfig
+)
+
+// FieldError is one problem with one field.
+type FieldError struct {
+	Field string
+	Msg   string
+	Code  uint
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Error lists every problem found in a configuration.
+type Error struct {
+	Fields []FieldError
+}
+
+func (e *Error) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Error()
+	}
+	return "invalid network configuration: " + strings.Join(msgs, "; ")
+}
+
+// Code returns the CNI error code for the error: unsupported field when any
+// field is unknown, decoding failure for malformed JSON, else invalid
+// network configuration.
+func (e *Error) Code() uint {
+	code := CodeInvalid
+	for _, f := range e.Fields {
+		if f.Code == CodeUnsupportedField || f.Code == CodeDecoding {
+			return f.Code
+		}
+	}
+	return code
+}
+
+// raw mirrors the JSON document. Pointers tell "absent" from "zero".
+type raw struct {
+	CNIVersion        string               `json:"cniVersion"`
+	Name              string               `json:"name"`
+	Type              string               `json:"type"`
+	Capabilities      map[string]bool      `json:"capabilities"`
+	IPAM              json.RawMessage      `json:"ipam"`
+	DNS               *types.DNS           `json:"dns"`
+	PrevResult        json.RawMessage      `json:"prevResult"`
+	ValidAttachments  []types.GCAttachment `json:"cni.dev/valid-attachments"`
+	Args              json.RawMessage      `json:"args"`
+	RuntimeConfig     json.RawMessage      `json:"runtimeConfig"`
+	DeviceID          *string              `json:"deviceID"`
+	Device            *string              `json:"device"`
+	MTU               *int                 `json:"mtu"`
+	MAC               *string              `json:"mac"`
+	VLAN              *int                 `json:"vlan"`
+	VLANQoS           *int                 `json:"vlanQoS"`
+	SpoofChk          *string              `json:"spoofchk"`
+	Trust             *string              `json:"trust"`
+	LinkState         *string              `json:"link_state"`
+	MinTxRate         *int                 `json:"min_tx_rate"`
+	MaxTxRate         *int                 `json:"max_tx_rate"`
+	RDMA              *bool                `json:"rdma"`
+	CNIDeviceInfoFile *string              `json:"CNIDeviceInfoFile"`
+	StateDir          *string              `json:"stateDir"`
+	SysfsRoot         *string              `json:"sysfsRoot"`
+	LockTimeout       *string              `json:"lockTimeout"`
+}
+
+// runtimeConfig holds the runtime-supplied keys railyard-cni uses; other
+// keys belong to the runtime and are ignored.
+type runtimeConfig struct {
+	DeviceID          *string `json:"deviceID"`
+	MAC               *string `json:"mac"`
+	CNIDeviceInfoFile *string `json:"CNIDeviceInfoFile"`
+}
+
+// knownFields returns the set of top-level keys railyard-cni accepts.
+func knownFields() map[string]bool {
+	known := map[string]bool{}
+	for _, f := range jsonFields(raw{}) {
+		known[f] = true
+	}
+	return known
+}
+
+// Parse decodes, defaults and validates a configuration. Its error is an
+// *Error naming every bad field.
+func Parse(data []byte) (*Config, error) {
+	var top map[string]json.RawMessage
+	if err := decodeOne(data, &top); err != nil {
+		return nil, &Error{Fields: []FieldError{{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}}}
+	}
+	if top == nil {
+		return nil, &Error{Fields: []FieldError{{Field: "(document)", Msg: "must be a JSON object", Code: CodeDecoding}}}
+	}
+	var errs []FieldError
+	var unknown []string
+	known := knownFields()
+	for k := range top {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		errs = append(errs, FieldError{Field: k, Msg: fmt.Sprintf("unknown field (value %s)", clip(top[k])), Code: CodeUnsupportedField})
+	}
+	var r raw
+	if err := json.Unmarshal(data, &r); err != nil {
+		errs = append(errs, decodeError(err))
+		return nil, &Error{Fields: errs}
+	}
+	c := &Config{Raw: bytes.Clone(data)}
+	errs = append(errs, r.apply(c)...)
+	if len(errs) > 0 {
+		return nil, &Error{Fields: errs}
+	}
+	return c, nil
+}
+
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err == nil {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) FieldError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return FieldError{Field: te.Field, Msg: fmt.Sprintf("must be %s, not %s", kindName(te.Type.Kind().String()), te.Value), Code: CodeInvalid}
+	}
+	return FieldError{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}
+}
+
+func kindName(k string) string {
+	switch k {
+	case "int", "uint32":
+		return "an integer"
+	case "ptr", "struct", "map":
+		return "an object or value of the documented type"
+	case "slice":
+		return "a list"
+	}
+	return "a " + k
+}
+
+func clip(b json.RawMessage) string {
+	s := string(b)
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+func TestValidFixtures(t *testing.T) {
+	files, _ := filepath.Glob("testdata/valid-*.json")
+	if len(files) == 0 {
+		t.Fatal("no valid fixtures")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Parse(data)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if c.DeviceID == "" && c.Device == "" {
+				t.Fatal("no device resolved")
+			}
+		})
+	}
+}
+
+// wantField maps each invalid fixture to the field its error must name and
+// the CNI error code.
+var wantField = map[string]struct {
+	field string
+	code  uint
+}{
+	"invalid-unknown-field.json":     {"vlan_id", types.ErrUnsupportedField},
+	"invalid-no-device.json":         {"deviceID", types.ErrInvalidNetworkConfig},
+	"invalid-bad-pci.json":           {"deviceID", types.ErrInvalidNetworkConfig},
+	"invalid-both-devices.json":      {"device", types.ErrInvalidNetworkConfig},
+	"invalid-mtu.json":               {"mtu", types.ErrInvalidNetworkConfig},
+	"invalid-mac-multicast.json":     {"mac", types.ErrInvalidNetworkConfig},
+	"invalid-vlan.json":              {"vlan", types.ErrInvalidNetworkConfig},
+	"invalid-qos-without-vlan.json":  {"vlanQoS", types.ErrInvalidNetworkConfig},
+	"invalid-spoofchk.json":          {"spoofchk", types.ErrInvalidNetworkConfig},
+	"invalid-link-state.json":        {"link_state", types.ErrInvalidNetworkConfig},
+	"invalid-rates.json":             {"min_tx_rate", types.ErrInvalidNetworkConfig},
+	"invalid-rdma-type.json":         {"rdma", types.ErrInvalidNetworkConfig},
+	"invalid-ipam-no-type.json":      {"ipam.type", types.ErrInvalidNetworkConfig},
+	"invalid-relative-statedir.json": {"stateDir", types.ErrInvalidNetworkConfig},
+	"invalid-lock-timeout.json":      {"lockTimeout", types.ErrInvalidNetworkConfig},
+	"invalid-device-name.json":       {"device", types.ErrInvalidNetworkConfig},
+	"invalid-not-json.json":          {"(document)", types.ErrDecodingFailure},
+	"invalid-missing-name.json":      {"name", types.ErrInvalidNetworkConfig},
+}
+
+func TestInvalidFixtures(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.json")
+	if len(files) != len(wantField) {
+		t.Fatalf("%d invalid fixtures, %d expectations", len(files), len(wantField))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			want, ok := wantField[filepath.Base(f)]
+			if !ok {
+				t.Fatal("no expectation for fixture")
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(data)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Parse error %v, want *Error", err)
+			}
+			if !strings.Contains(err.Error(), want.field+":") {
+				t.Errorf("error %q does not name field %q", err, want.field)
+			}
+			if ce.Code() != want.code {
+				t.Errorf("code %d, want %d", ce.Code(), want.code)
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryField(t *testing.T) {
+	_, err := Parse([]byte(`{"cniVersion":"1.1.0","name":"n","type":"t","deviceID":"x","mtu":1,"vlan":-1,"foo":1,"bar":2}`))
+	for _, f := range []string{"deviceID:", "mtu:", "vlan:", "foo:", "bar:"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("error %v does not name %s", err, f)
+		}
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	data, _ := os.ReadFile("testdata/valid-full-vf.json")
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DeviceID != "0000:03:00.2" {
+		t.Errorf("DeviceID %q, want the short form normalised", c.DeviceID)
+	}
+	if c.MTU != 9000 || c.MAC.String() != "02:11:22:33:44:55" || !c.RDMA || c.IPAMType != "whereabouts" {
+		t.Errorf("values not decoded: %+v", c)
+	}
+	if *c.VF.VLAN != 100 || *c.VF.VLANQoS != 3 || c.VF.SpoofChk != Off || c.VF.Trust != On ||
+		*c.VF.LinkState != 1 || *c.VF.MinTxRate != 1000 || *c.VF.MaxTxRate != 25000 {
+		t.Errorf("VF settings not decoded: %+v", c.VF)
+	}
+	if c.StateDir != "/run/railyard" || c.SysfsRoot != "/tmp/sys" || c.LockTimeout != 2*time.Second {
+		t.Errorf("knobs not decoded: %+v", c)
+	}
+	if c.DeviceInfoFile != "/run/devinfo.json" {
+		t.Errorf("DeviceInfoFile %q", c.DeviceInfoFile)
+	}
+}
+
+func TestRuntimeConfigOverrides(t *testing.T) {
+	c, err := Parse([]byte(`{"cniVersion":"1.1.0","name":"n","type":"t","deviceID":"0000:01:00.0",
+		"runtimeConfig":{"deviceID":"0000:02:00.1","mac":"02:00:00:00:00:01","ips":["1.2.3.4/24"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DeviceID != "0000:02:00.1" || c.MAC.String() != "02:00:00:00:00:01" {
+		t.Errorf("runtimeConfig did not take precedence: %q %s", c.DeviceID, c.MAC)
+	}
+	if c.StateDir != DefaultStateDir || c.SysfsRoot != DefaultSysfsRoot || c.LockTimeout != DefaultLockTimeout {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+}
+
+func TestParseRejectsTrailingData(t *testing.T) {
+	if _, err := Parse([]byte(`{"cniVersion":"1.1.0","name":"n","type":"t","device":"a"} {}`)); err == nil {
+		t.Fatal("trailing data accepted")
+	}
+	if _, err := Parse([]byte(`null`)); err == nil {
+		t.Fatal("null accepted")
+	}
+}

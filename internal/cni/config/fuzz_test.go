@@ -1,0 +1,49 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"runtimeConfig":null,"ipam":null,"args":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) || len(ce.Fields) == 0 {
+				t.Fatalf("error %v is not a non-empty *Error", err)
+			}
+			if ce.Code() == 0 {
+				t.Fatal("error without CNI code")
+			}
+			return
+		}
+		if (c.DeviceID == "") == (c.Device == "") {
+			t.Fatalf("exactly one of DeviceID/Device must be set: %q %q", c.DeviceID, c.Device)
+		}
+		if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
+			t.Fatalf("MTU %d out of range accepted", c.MTU)
+		}
+		if c.MAC != nil && (len(c.MAC) != 6 || c.MAC[0]&1 == 1) {
+			t.Fatalf("bad MAC %s accepted", c.MAC)
+		}
+		if c.VF.VLAN != nil && (*c.VF.VLAN < 0 || *c.VF.VLAN > 4094) {
+			t.Fatalf("bad vlan %d accepted", *c.VF.VLAN)
+		}
+		if !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.SysfsRoot) {
+			t.Fatalf("relative dirs accepted: %q %q", c.StateDir, c.SysfsRoot)
+		}
+		if c.Name == "" || c.CNIVersion == "" {
+			t.Fatal("missing name or cniVersion accepted")
+		}
+	})
+}

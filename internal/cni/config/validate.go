@@ -1,0 +1,280 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/railyard-io/railyard/internal/sysfs"
+)
+
+var shortPCI = regexp.MustCompile(`^[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+
+// NormalizePCIAddress lower-cases a PCI address and adds the default
+// domain to a short "BB:DD.F" form; ok is false when it is not one.
+func NormalizePCIAddress(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if shortPCI.MatchString(s) {
+		s = "0000:" + s
+	}
+	return s, sysfs.ValidPCIAddress(s)
+}
+
+// ValidIfName reports why name cannot be a Linux interface name, or nil.
+func ValidIfName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("must not be empty")
+	case len(name) > 15:
+		return fmt.Errorf("%q is longer than 15 bytes", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a valid interface name", name)
+	case strings.ContainsAny(name, "/: \t\n\x00"):
+		return fmt.Errorf("%q contains '/', ':', white space or NUL", name)
+	}
+	return nil
+}
+
+func (r *raw) apply(c *Config) []FieldError {
+	var errs []FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
+	}
+	c.CNIVersion, c.Name, c.Type = r.CNIVersion, r.Name, r.Type
+	if r.CNIVersion == "" {
+		bad("cniVersion", "is required")
+	}
+	if r.Name == "" {
+		bad("name", "is required")
+	}
+	if r.Type == "" {
+		bad("type", "is required")
+	}
+
+	var rc runtimeConfig
+	if len(r.RuntimeConfig) > 0 && string(r.RuntimeConfig) != "null" {
+		if err := json.Unmarshal(r.RuntimeConfig, &rc); err != nil {
+			bad("runtimeConfig", "must be an object with string deviceID, mac and CNIDeviceInfoFile: %v", err)
+		}
+	}
+	if len(r.Args) > 0 && string(r.Args) != "null" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(r.Args, &m); err != nil {
+			bad("args", "must be an object")
+		}
+	}
+
+	// Device.
+	devID, devIDField := r.DeviceID, "deviceID"
+	if rc.DeviceID != nil && *rc.DeviceID != "" {
+		devID, devIDField = rc.DeviceID, "runtimeConfig.deviceID"
+	}
+	switch {
+	case devID != nil && *devID != "" && r.Device != nil:
+		bad("device", "set only one of %s and device", devIDField)
+	case devID != nil && *devID != "":
+		if a, ok := NormalizePCIAddress(*devID); ok {
+			c.DeviceID = a
+		} else {
+			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F)", *devID)
+		}
+	case r.Device != nil:
+		if err := ValidIfName(*r.Device); err != nil {
+			bad("device", "%v", err)
+		}
+		c.Device = *r.Device
+	default:
+		bad("deviceID", "one of deviceID, runtimeConfig.deviceID or device is required")
+	}
+
+	// IPAM.
+	if len(r.IPAM) > 0 && string(r.IPAM) != "null" {
+		var ipam struct {
+			Type *string `json:"type"`
+		}
+		if err := json.Unmarshal(r.IPAM, &ipam); err != nil {
+			bad("ipam", "must be an object with a string \"type\"")
+		} else if ipam.Type == nil || *ipam.Type == "" {
+			bad("ipam.type", "is required when ipam is set")
+		} else if strings.ContainsAny(*ipam.Type, "/\x00") || *ipam.Type == "." || *ipam.Type == ".." {
+			bad("ipam.type", "%q is not a plugin name", *ipam.Type)
+		} else {
+			c.IPAMType = *ipam.Type
+		}
+	}
+	if r.DNS != nil {
+		c.DNS = *r.DNS
+	}
+
+	if r.MTU != nil {
+		if *r.MTU < 68 || *r.MTU > 65535 {
+			bad("mtu", "%d is outside 68..65535", *r.MTU)
+		} else {
+			c.MTU = *r.MTU
+		}
+	}
+	mac, macField := r.MAC, "mac"
+	if rc.MAC != nil && *rc.MAC != "" {
+		mac, macField = rc.MAC, "runtimeConfig.mac"
+	}
+	if mac != nil {
+		hw, err := net.ParseMAC(*mac)
+		switch {
+		case err != nil:
+			bad(macField, "%q is not a MAC address", *mac)
+		case len(hw) != 6:
+			bad(macField, "%q is not a 6-byte Ethernet address", *mac)
+		case hw[0]&1 == 1:
+			bad(macField, "%q is a multicast address", *mac)
+		case isZero(hw):
+			bad(macField, "%q is the zero address", *mac)
+		default:
+			c.MAC = hw
+		}
+	}
+
+	errs = append(errs, r.applyVF(c)...)
+
+	if r.RDMA != nil {
+		c.RDMA = *r.RDMA
+	}
+	info, infoField := r.CNIDeviceInfoFile, "CNIDeviceInfoFile"
+	if rc.CNIDeviceInfoFile != nil && *rc.CNIDeviceInfoFile != "" {
+		info, infoField = rc.CNIDeviceInfoFile, "runtimeConfig.CNIDeviceInfoFile"
+	}
+	if info != nil && *info != "" {
+		if !filepath.IsAbs(*info) {
+			bad(infoField, "%q must be an absolute path", *info)
+		} else {
+			c.DeviceInfoFile = filepath.Clean(*info)
+		}
+	}
+	c.StateDir = DefaultStateDir
+	if r.StateDir != nil {
+		if !filepath.IsAbs(*r.StateDir) {
+			bad("stateDir", "%q must be an absolute path", *r.StateDir)
+		} else {
+			c.StateDir = filepath.Clean(*r.StateDir)
+		}
+	}
+	c.SysfsRoot = DefaultSysfsRoot
+	if r.SysfsRoot != nil {
+		if !filepath.IsAbs(*r.SysfsRoot) {
+			bad("sysfsRoot", "%q must be an absolute path", *r.SysfsRoot)
+		} else {
+			c.SysfsRoot = filepath.Clean(*r.SysfsRoot)
+		}
+	}
+	c.LockTimeout = DefaultLockTimeout
+	if r.LockTimeout != nil {
+		d, err := time.ParseDuration(*r.LockTimeout)
+		switch {
+		case err != nil:
+			bad("lockTimeout", "%q is not a duration such as \"10s\"", *r.LockTimeout)
+		case d < 0 || d > MaxLockTimeout:
+			bad("lockTimeout", "%s is outside 0..%s", d, MaxLockTimeout)
+		default:
+			c.LockTimeout = d
+		}
+	}
+	if len(r.PrevResult) > 0 && string(r.PrevResult) != "null" {
+		c.RawPrevResult = r.PrevResult
+	}
+	for i, a := range r.ValidAttachments {
+		if a.ContainerID == "" || a.IfName == "" {
+			bad(fmt.Sprintf("cni.dev/valid-attachments[%d]", i), "needs containerID and ifname")
+		}
+	}
+	c.ValidAttachments = r.ValidAttachments
+	return errs
+}
+
+func (r *raw) applyVF(c *Config) []FieldError {
+	var errs []FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
+	}
+	if r.VLAN != nil {
+		if *r.VLAN < 0 || *r.VLAN > 4094 {
+			bad("vlan", "%d is outside 0..4094", *r.VLAN)
+		} else {
+			c.VF.VLAN = r.VLAN
+		}
+	}
+	if r.VLANQoS != nil {
+		switch {
+		case *r.VLANQoS < 0 || *r.VLANQoS > 7:
+			bad("vlanQoS", "%d is outside 0..7", *r.VLANQoS)
+		case *r.VLANQoS != 0 && (r.VLAN == nil || *r.VLAN == 0):
+			bad("vlanQoS", "needs a non-zero vlan")
+		default:
+			c.VF.VLANQoS = r.VLANQoS
+		}
+	}
+	onOff := func(field string, v *string) Tri {
+		if v == nil {
+			return Unset
+		}
+		switch *v {
+		case "on":
+			return On
+		case "off":
+			return Off
+		}
+		bad(field, "%q must be \"on\" or \"off\"", *v)
+		return Unset
+	}
+	c.VF.SpoofChk = onOff("spoofchk", r.SpoofChk)
+	c.VF.Trust = onOff("trust", r.Trust)
+	if r.LinkState != nil {
+		states := map[string]uint32{"auto": 0, "enable": 1, "disable": 2}
+		if s, ok := states[*r.LinkState]; ok {
+			c.VF.LinkState = &s
+		} else {
+			bad("link_state", "%q must be \"auto\", \"enable\" or \"disable\"", *r.LinkState)
+		}
+	}
+	rate := func(field string, v *int) *int {
+		if v == nil {
+			return nil
+		}
+		if *v < 0 || *v > 10_000_000 {
+			bad(field, "%d Mbit/s is outside 0..10000000", *v)
+			return nil
+		}
+		return v
+	}
+	c.VF.MinTxRate = rate("min_tx_rate", r.MinTxRate)
+	c.VF.MaxTxRate = rate("max_tx_rate", r.MaxTxRate)
+	if c.VF.MinTxRate != nil && c.VF.MaxTxRate != nil && *c.VF.MaxTxRate != 0 && *c.VF.MinTxRate > *c.VF.MaxTxRate {
+		bad("min_tx_rate", "%d exceeds max_tx_rate %d", *c.VF.MinTxRate, *c.VF.MaxTxRate)
+	}
+	return errs
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonFields lists the JSON names of a struct's fields.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}

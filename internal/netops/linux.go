@@ -1,0 +1,271 @@
+//go:build linux
+
+package netops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/plugins/pkg/ip"
+	"github.com/containernetworking/plugins/pkg/ipam"
+	"github.com/containernetworking/plugins/pkg/netlinksafe"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Linux performs the operations for real over rtnetlink and the RDMA
+// netlink family. The zero value is ready to use.
+type Linux struct{}
+
+var _ Ops = (*Linux)(nil)
+
+// nsHandle opens the namespace at path ("" = the calling thread's own).
+func nsHandle(path string) (netns.NsHandle, error) {
+	if path == Host {
+		h, err := netns.Get()
+		if err != nil {
+			return netns.None(), fmt.Errorf("opening own network namespace: %w", err)
+		}
+		return h, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return netns.None(), fmt.Errorf("%s: %w", path, ErrNetnsNotFound)
+		}
+		return netns.None(), fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	h, err := netns.GetFromPath(path)
+	if err != nil {
+		return netns.None(), fmt.Errorf("opening network namespace %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// handle returns a netlink handle whose sockets live in namespace path.
+func handle(path string) (netlinksafe.Handle, func(), error) {
+	if path == Host {
+		h, err := netlinksafe.NewHandle()
+		if err != nil {
+			return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle: %w", err)
+		}
+		return h, h.Close, nil
+	}
+	nsh, err := nsHandle(path)
+	if err != nil {
+		return netlinksafe.Handle{}, nil, err
+	}
+	h, err := netlinksafe.NewHandleAt(nsh)
+	if err != nil {
+		nsh.Close()
+		return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle in %s: %w", path, err)
+	}
+	return h, func() { h.Close(); nsh.Close() }, nil
+}
+
+func nsLabel(path string) string {
+	if path == Host {
+		return "host namespace"
+	}
+	return path
+}
+
+// withLink runs f on link name in namespace path.
+func withLink(path, name string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
+	h, done, err := handle(path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return linkErr(path, name, err)
+	}
+	return f(h, l)
+}
+
+func linkErr(path, name string, err error) error {
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) || errors.Is(err, errNoDevice) {
+		return fmt.Errorf("%s in %s: %w", name, nsLabel(path), ErrLinkNotFound)
+	}
+	return fmt.Errorf("looking up %s in %s: %w", name, nsLabel(path), err)
+}
+
+var errNoDevice = errors.New("no such device")
+
+func snapshot(l netlink.Link) Link {
+	a := l.Attrs()
+	return Link{
+		Name:     a.Name,
+		Index:    a.Index,
+		MTU:      a.MTU,
+		MAC:      slices.Clone(a.HardwareAddr),
+		Up:       a.Flags&net.FlagUp != 0,
+		Alias:    a.Alias,
+		AltNames: slices.Clone(a.AltNames),
+	}
+}
+
+// NetnsExists implements Ops.
+func (Linux) NetnsExists(_ context.Context, path string) (bool, error) {
+	if path == Host {
+		return true, nil
+	}
+	err := ns.IsNSorErr(path)
+	if err == nil {
+		return true, nil
+	}
+	var notExist ns.NSPathNotExistErr
+	if errors.As(err, &notExist) {
+		return false, nil
+	}
+	var notNS ns.NSPathNotNSErr
+	if errors.As(err, &notNS) {
+		// A bind mount left behind after the namespace was torn down.
+		return false, nil
+	}
+	return false, fmt.Errorf("checking network namespace %s: %w", path, err)
+}
+
+// Link implements Ops.
+func (Linux) Link(_ context.Context, path, name string) (Link, error) {
+	var out Link
+	err := withLink(path, name, func(_ netlinksafe.Handle, l netlink.Link) error {
+		out = snapshot(l)
+		return nil
+	})
+	return out, err
+}
+
+// LinkByAlias implements Ops.
+func (Linux) LinkByAlias(_ context.Context, path, alias string) (Link, error) {
+	h, done, err := handle(path)
+	if err != nil {
+		return Link{}, err
+	}
+	defer done()
+	links, err := h.LinkList()
+	if err != nil {
+		return Link{}, fmt.Errorf("listing links in %s: %w", nsLabel(path), err)
+	}
+	for _, l := range links {
+		if l.Attrs().Alias == alias {
+			return snapshot(l), nil
+		}
+	}
+	return Link{}, fmt.Errorf("alias %q in %s: %w", alias, nsLabel(path), ErrLinkNotFound)
+}
+
+// SetLinkUp implements Ops.
+func (Linux) SetLinkUp(_ context.Context, path, name string, up bool) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		if up {
+			return wrap("setting %s up", name, h.LinkSetUp(l))
+		}
+		return wrap("setting %s down", name, h.LinkSetDown(l))
+	})
+}
+
+// RenameLink implements Ops.
+func (Linux) RenameLink(_ context.Context, path, name, newName string) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		if err := h.LinkSetName(l, newName); err != nil {
+			return fmt.Errorf("renaming %s to %s in %s: %w", name, newName, nsLabel(path), err)
+		}
+		return nil
+	})
+}
+
+// SetMTU implements Ops.
+func (Linux) SetMTU(_ context.Context, path, name string, mtu int) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		return wrap("setting MTU of %s", name, h.LinkSetMTU(l, mtu))
+	})
+}
+
+// SetMAC implements Ops.
+func (Linux) SetMAC(_ context.Context, path, name string, mac net.HardwareAddr) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		return wrap("setting MAC of %s", name, h.LinkSetHardwareAddr(l, mac))
+	})
+}
+
+// SetAlias implements Ops.
+func (Linux) SetAlias(_ context.Context, path, name, alias string) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		return wrap("setting alias of %s", name, h.LinkSetAlias(l, alias))
+	})
+}
+
+// AddAltName implements Ops.
+func (Linux) AddAltName(_ context.Context, path, name, alt string) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		return wrap("adding altname "+alt+" to %s", name, h.LinkAddAltName(l, alt))
+	})
+}
+
+// DelAltName implements Ops.
+func (Linux) DelAltName(_ context.Context, path, name, alt string) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		return wrap("deleting altname "+alt+" of %s", name, h.LinkDelAltName(l, alt))
+	})
+}
+
+// MoveLink implements Ops.
+func (Linux) MoveLink(_ context.Context, from, name, to string) error {
+	target, err := nsHandle(to)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	return withLink(from, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		if err := h.LinkSetNsFd(l, int(target)); err != nil {
+			return fmt.Errorf("moving %s from %s to %s: %w", name, nsLabel(from), nsLabel(to), err)
+		}
+		return nil
+	})
+}
+
+// inNS runs f with the calling goroutine's thread in namespace path.
+func inNS(path string, f func() error) error {
+	if path == Host {
+		return f()
+	}
+	n, err := ns.GetNS(path)
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", path, err)
+	}
+	defer n.Close()
+	return n.Do(func(ns.NetNS) error { return f() })
+}
+
+// ConfigureIPs implements Ops.
+func (Linux) ConfigureIPs(_ context.Context, path, name string, res *current.Result) error {
+	return inNS(path, func() error {
+		return wrap("configuring addresses of %s", name, ipam.ConfigureIface(name, res))
+	})
+}
+
+// CheckIPs implements Ops.
+func (Linux) CheckIPs(_ context.Context, path, name string, ips []*current.IPConfig, routes []*types.Route) error {
+	return inNS(path, func() error {
+		if err := ip.ValidateExpectedInterfaceIPs(name, ips); err != nil {
+			return err
+		}
+		return ip.ValidateExpectedRoute(routes)
+	})
+}
+
+func wrap(format, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", name, err)
+}

@@ -1,0 +1,73 @@
+//go:build linux
+
+package netops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// The RDMA operations use the RDMA netlink family; they need an RDMA device
+// and are covered by the fake in tests on machines without one.
+
+// RDMANetnsMode implements Ops.
+func (Linux) RDMANetnsMode(_ context.Context) (string, error) {
+	h, done, err := handle(Host)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	mode, err := h.RdmaSystemGetNetnsMode()
+	if err != nil {
+		return "", fmt.Errorf("reading RDMA netns mode (is the RDMA subsystem loaded?): %w", err)
+	}
+	return mode, nil
+}
+
+// RDMADeviceIn implements Ops.
+func (Linux) RDMADeviceIn(_ context.Context, path, dev string) (bool, error) {
+	h, done, err := handle(path)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	if _, err := h.RdmaLinkByName(dev); err != nil {
+		if errors.Is(err, syscall.ENODEV) || isRDMANotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up RDMA device %s in %s: %w", dev, nsLabel(path), err)
+	}
+	return true, nil
+}
+
+// isRDMANotFound matches netlink's error for an unknown RDMA link name.
+func isRDMANotFound(err error) bool {
+	return err != nil && err.Error() == "Rdma link not found"
+}
+
+// MoveRDMA implements Ops.
+func (Linux) MoveRDMA(_ context.Context, from, dev, to string) error {
+	target, err := nsHandle(to)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	h, done, err := handle(from)
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := h.RdmaLinkByName(dev)
+	if err != nil {
+		if isRDMANotFound(err) {
+			return fmt.Errorf("%s in %s: %w", dev, nsLabel(from), ErrRDMANotFound)
+		}
+		return fmt.Errorf("looking up RDMA device %s in %s: %w", dev, nsLabel(from), err)
+	}
+	if err := h.RdmaLinkSetNsFd(l, uint32(target)); err != nil {
+		return fmt.Errorf("moving RDMA device %s from %s to %s: %w", dev, nsLabel(from), nsLabel(to), err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+//go:build linux
+
+package netops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/containernetworking/plugins/pkg/netlinksafe"
+	"github.com/vishvananda/netlink"
+)
+
+// The VF settings are made with IFLA_VF_* attributes on the PF netdev in the
+// host namespace; they need SR-IOV hardware and are covered by the fake in
+// tests on machines without it.
+
+// VF implements Ops.
+func (Linux) VF(_ context.Context, pf string, vf int) (VFSettings, error) {
+	var out VFSettings
+	err := withLink(Host, pf, func(_ netlinksafe.Handle, l netlink.Link) error {
+		for _, v := range l.Attrs().Vfs {
+			if v.ID != vf {
+				continue
+			}
+			out = VFSettings{
+				VLAN: v.Vlan, QoS: v.Qos, SpoofChk: v.Spoofchk, Trust: v.Trust != 0,
+				LinkState: v.LinkState, MinTxRate: int(v.MinTxRate), MaxTxRate: int(v.MaxTxRate),
+			}
+			return nil
+		}
+		return fmt.Errorf("PF %s has no VF %d", pf, vf)
+	})
+	return out, err
+}
+
+func withPF(pf string, vf int, what string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
+	return withLink(Host, pf, func(h netlinksafe.Handle, l netlink.Link) error {
+		if err := f(h, l); err != nil {
+			return fmt.Errorf("setting %s of VF %d through PF %s: %w", what, vf, pf, err)
+		}
+		return nil
+	})
+}
+
+// SetVFVLAN implements Ops.
+func (Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos int) error {
+	return withPF(pf, vf, "vlan", func(h netlinksafe.Handle, l netlink.Link) error {
+		return h.LinkSetVfVlanQos(l, vf, vlan, qos)
+	})
+}
+
+// SetVFSpoofChk implements Ops.
+func (Linux) SetVFSpoofChk(_ context.Context, pf string, vf int, on bool) error {
+	return withPF(pf, vf, "spoofchk", func(h netlinksafe.Handle, l netlink.Link) error {
+		return h.LinkSetVfSpoofchk(l, vf, on)
+	})
+}
+
+// SetVFTrust implements Ops.
+func (Linux) SetVFTrust(_ context.Context, pf string, vf int, on bool) error {
+	return withPF(pf, vf, "trust", func(h netlinksafe.Handle, l netlink.Link) error {
+		return h.LinkSetVfTrust(l, vf, on)
+	})
+}
+
+// SetVFLinkState implements Ops.
+func (Linux) SetVFLinkState(_ context.Context, pf string, vf int, state uint32) error {
+	return withPF(pf, vf, "link_state", func(h netlinksafe.Handle, l netlink.Link) error {
+		return h.LinkSetVfState(l, vf, state)
+	})
+}
+
+// SetVFRate implements Ops.
+func (Linux) SetVFRate(_ context.Context, pf string, vf, minRate, maxRate int) error {
+	return withPF(pf, vf, "tx rate", func(h netlinksafe.Handle, l netlink.Link) error {
+		return h.LinkSetVfRate(l, vf, minRate, maxRate)
+	})
+}

@@ -1,0 +1,102 @@
+package netops
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// Host names the namespace the caller runs in.
+const Host = ""
+
+// ErrLinkNotFound is returned (wrapped) when a link does not exist in the
+// namespace asked about.
+var ErrLinkNotFound = errors.New("link not found")
+
+// ErrNetnsNotFound is returned (wrapped) when a namespace path does not exist
+// or is not a network namespace.
+var ErrNetnsNotFound = errors.New("network namespace not found")
+
+// ErrRDMANotFound is returned (wrapped) when an RDMA device is not visible in
+// the namespace asked about.
+var ErrRDMANotFound = errors.New("RDMA device not found")
+
+// Link is a snapshot of a network interface's settings that railyard-cni
+// changes and restores.
+type Link struct {
+	Name     string           `json:"name"`
+	Index    int              `json:"index"`
+	MTU      int              `json:"mtu"`
+	MAC      net.HardwareAddr `json:"-"`
+	Up       bool             `json:"up"`
+	Alias    string           `json:"alias,omitempty"`
+	AltNames []string         `json:"altNames,omitempty"`
+}
+
+// HasName reports whether name is the link's name or one of its altnames.
+func (l Link) HasName(name string) bool {
+	return l.Name == name || slices.Contains(l.AltNames, name)
+}
+
+// VF link states (IFLA_VF_LINK_STATE_*).
+const (
+	VFLinkStateAuto    uint32 = 0
+	VFLinkStateEnable  uint32 = 1
+	VFLinkStateDisable uint32 = 2
+)
+
+// VFSettings are the settings of one SR-IOV virtual function that are made
+// through its physical function. Rates are in Mbit/s.
+type VFSettings struct {
+	VLAN      int    `json:"vlan"`
+	QoS       int    `json:"qos"`
+	SpoofChk  bool   `json:"spoofchk"`
+	Trust     bool   `json:"trust"`
+	LinkState uint32 `json:"linkState"`
+	MinTxRate int    `json:"minTxRate"`
+	MaxTxRate int    `json:"maxTxRate"`
+}
+
+// Ops is every OS side effect railyard-cni performs. Namespace arguments are
+// paths; Host ("") is the caller's own namespace.
+type Ops interface {
+	// NetnsExists reports whether path is an existing network namespace.
+	NetnsExists(ctx context.Context, netns string) (bool, error)
+	// Link returns the link called name (or with altname name) in netns.
+	Link(ctx context.Context, netns, name string) (Link, error)
+	// LinkByAlias returns the first link in netns whose alias is alias.
+	LinkByAlias(ctx context.Context, netns, alias string) (Link, error)
+	SetLinkUp(ctx context.Context, netns, name string, up bool) error
+	RenameLink(ctx context.Context, netns, name, newName string) error
+	SetMTU(ctx context.Context, netns, name string, mtu int) error
+	SetMAC(ctx context.Context, netns, name string, mac net.HardwareAddr) error
+	SetAlias(ctx context.Context, netns, name, alias string) error
+	AddAltName(ctx context.Context, netns, name, altName string) error
+	DelAltName(ctx context.Context, netns, name, altName string) error
+	// MoveLink moves link name from namespace from to namespace to.
+	MoveLink(ctx context.Context, from, name, to string) error
+	// ConfigureIPs applies a result's addresses and routes to link name.
+	ConfigureIPs(ctx context.Context, netns, name string, res *current.Result) error
+	// CheckIPs verifies that link name carries ips and that routes exist.
+	CheckIPs(ctx context.Context, netns, name string, ips []*current.IPConfig, routes []*types.Route) error
+
+	// VF returns the settings of virtual function vf of the PF netdev pf.
+	VF(ctx context.Context, pf string, vf int) (VFSettings, error)
+	SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos int) error
+	SetVFSpoofChk(ctx context.Context, pf string, vf int, on bool) error
+	SetVFTrust(ctx context.Context, pf string, vf int, on bool) error
+	SetVFLinkState(ctx context.Context, pf string, vf int, state uint32) error
+	SetVFRate(ctx context.Context, pf string, vf, minRate, maxRate int) error
+
+	// RDMANetnsMode returns the RDMA subsystem netns mode ("exclusive" or
+	// "shared").
+	RDMANetnsMode(ctx context.Context) (string, error)
+	// RDMADeviceIn reports whether RDMA device dev is visible in netns.
+	RDMADeviceIn(ctx context.Context, netns, dev string) (bool, error)
+	// MoveRDMA moves RDMA device dev from namespace from to namespace to.
+	MoveRDMA(ctx context.Context, from, dev, to string) error
+}
