@@ -1,0 +1,60 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Defaults of the agent configuration.
+const (
+	DefaultSysfsRoot          = "/sys"
+	DefaultDevRoot            = "/dev"
+	DefaultPluginDir          = "/var/lib/kubelet/device-plugins"
+	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+	DefaultDevInfoDir         = "/var/run/k8s.cni.cncf.io/devinfo/dp"
+	DefaultMetricsAddr        = "127.0.0.1:9410"
+	DefaultResyncInterval     = 30 * time.Second
+	DefaultDeviceKind         = KindVF
+	DefaultPolicy             = PolicyGPUAware
+)
+
+// DefaultGPUResourceNames are the GPU resources looked up in PodResources.
+func DefaultGPUResourceNames() []string { return []string{"nvidia.com/gpu", "amd.com/gpu"} }
+
+// Default fills in every field left empty. It never overrides a set value.
+func Default(c *AgentConfig) {
+	if c.APIVersion == "" {
+		c.APIVersion = APIVersion
+	}
+	if c.Kind == "" {
+		c.Kind = Kind
+	}
+	setString(&c.SysfsRoot, DefaultSysfsRoot)
+	setString(&c.DevRoot, DefaultDevRoot)
+	setString(&c.PluginDir, DefaultPluginDir)
+	setString(&c.PodResourcesSocket, DefaultPodResourcesSocket)
+	setString(&c.DevInfoDir, DefaultDevInfoDir)
+	setString(&c.MetricsAddr, DefaultMetricsAddr)
+	if c.ResyncInterval == nil {
+		c.ResyncInterval = &metav1.Duration{Duration: DefaultResyncInterval}
+	}
+	if len(c.GPUResourceNames) == 0 {
+		c.GPUResourceNames = DefaultGPUResourceNames()
+	}
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		setString(&p.DeviceKind, DefaultDeviceKind)
+		setString(&p.Policy, DefaultPolicy)
+		if p.DeviceNodes.RDMACM == nil {
+			yes := true
+			p.DeviceNodes.RDMACM = &yes
+		}
+	}
+}
+
+func setString(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}

@@ -1,0 +1,117 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// APIVersion and Kind identify this configuration format.
+const (
+	APIVersion = "railyard.io/v1alpha1"
+	Kind       = "AgentConfig"
+)
+
+// Device kinds a pool hands out.
+const (
+	// KindVF hands out SR-IOV virtual functions.
+	KindVF = "vf"
+	// KindPF hands out whole physical functions.
+	KindPF = "pf"
+)
+
+// Allocation policy names (see internal/alloc).
+const (
+	PolicySpread   = "spread"
+	PolicyGPUAware = "gpu-aware"
+	PolicyPacked   = "packed"
+)
+
+// Link layers as sysfs spells them.
+const (
+	LinkLayerInfiniBand = "InfiniBand"
+	LinkLayerEthernet   = "Ethernet"
+)
+
+// AgentConfig is the whole configuration of railyard-agent.
+type AgentConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// NodeName is this node's name (for logs and metrics labels).
+	NodeName string `json:"nodeName,omitempty"`
+	// SysfsRoot is where sysfs is mounted ("/sys").
+	SysfsRoot string `json:"sysfsRoot,omitempty"`
+	// DevRoot is where device nodes live ("/dev"); Allocate hands out
+	// <DevRoot>/infiniband/uverbsN as the host path.
+	DevRoot string `json:"devRoot,omitempty"`
+	// PluginDir is kubelet's device plugin directory, holding kubelet.sock.
+	PluginDir string `json:"pluginDir,omitempty"`
+	// PodResourcesSocket is kubelet's PodResources API socket.
+	PodResourcesSocket string `json:"podResourcesSocket,omitempty"`
+	// DevInfoDir is where device-info-spec files for Multus are written.
+	DevInfoDir string `json:"devInfoDir,omitempty"`
+	// MetricsAddr is the listen address of /healthz and /metrics; "" or
+	// "0" disables the endpoint.
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+	// ResyncInterval is the period of the full rediscovery that backs up
+	// the file watches.
+	ResyncInterval *metav1.Duration `json:"resyncInterval,omitempty"`
+	// GPUMap is a file mapping GPU UUIDs to PCI addresses ("" = none).
+	GPUMap string `json:"gpuMap,omitempty"`
+	// GPUResourceNames are the extended resources naming GPUs, looked up
+	// in PodResources for the gpu-aware policy.
+	GPUResourceNames []string `json:"gpuResourceNames,omitempty"`
+
+	// Pools are the resources served to kubelet, one device plugin each.
+	Pools []Pool `json:"pools"`
+}
+
+// Pool is one extended resource (one device plugin) and how its devices
+// are chosen from the node.
+type Pool struct {
+	// Name is the resource name, "<domain>/<name>" (railyard.io/rdma_vf_a).
+	Name string `json:"name"`
+	// DeviceKind is "vf" (SR-IOV virtual functions) or "pf" (whole NICs).
+	DeviceKind string `json:"deviceKind,omitempty"`
+	// Policy is the allocation policy: spread, gpu-aware or packed.
+	Policy string `json:"policy,omitempty"`
+	// Selectors choose devices; all given selectors must match (AND), any
+	// value inside one selector may match (OR).
+	Selectors Selectors `json:"selectors"`
+	// DeviceNodes says which extra RDMA device nodes a container gets.
+	DeviceNodes DeviceNodes `json:"deviceNodes,omitempty"`
+	// CDIKind, when set ("railyard.io/rdma"), makes Allocate also return
+	// CDI device names "<CDIKind>=<device id>".
+	CDIKind string `json:"cdiKind,omitempty"`
+}
+
+// Selectors choose the devices of a pool. Empty selectors match anything.
+type Selectors struct {
+	// Vendors are PCI vendor IDs in hex ("15b3").
+	Vendors []string `json:"vendors,omitempty"`
+	// Devices are PCI device IDs in hex ("101e"), of the device handed out
+	// (the VF's own ID for a vf pool).
+	Devices []string `json:"devices,omitempty"`
+	// Drivers are kernel drivers of the device handed out ("mlx5_core").
+	Drivers []string `json:"drivers,omitempty"`
+	// PFNames are PF netdev names, optionally with a VF index range:
+	// "ibp24s0", "ibp24s0#0-7", "ens1f0#2,4-5".
+	PFNames []string `json:"pfNames,omitempty"`
+	// PCIAddresses are PCI addresses of devices (or of their PF).
+	PCIAddresses []string `json:"pciAddresses,omitempty"`
+	// LinkLayers are "InfiniBand" and/or "Ethernet".
+	LinkLayers []string `json:"linkLayers,omitempty"`
+	// RDMACapable, when true, keeps only devices with an RDMA device and a
+	// uverbs char device; when false, only those without.
+	RDMACapable *bool `json:"rdmaCapable,omitempty"`
+	// NUMANodes keep only devices on these NUMA nodes.
+	NUMANodes []int `json:"numaNodes,omitempty"`
+}
+
+// DeviceNodes are the optional per-container RDMA device nodes. The
+// device's own uverbs node is always given.
+type DeviceNodes struct {
+	// RDMACM adds /dev/infiniband/rdma_cm (default true).
+	RDMACM *bool `json:"rdmaCM,omitempty"`
+	// UMAD adds the port's /dev/infiniband/umadN (default false).
+	UMAD bool `json:"umad,omitempty"`
+	// ISSM adds the port's /dev/infiniband/issmN (default false).
+	ISSM bool `json:"issm,omitempty"`
+}

@@ -1,0 +1,157 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var (
+	hexID      = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{4}$`)
+	pciAddress = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+)
+
+// Validate checks a defaulted configuration and returns every problem.
+func Validate(c *AgentConfig) field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"sysfsRoot", c.SysfsRoot}, {"devRoot", c.DevRoot}, {"pluginDir", c.PluginDir},
+		{"podResourcesSocket", c.PodResourcesSocket}, {"devInfoDir", c.DevInfoDir},
+	} {
+		if !strings.HasPrefix(f.value, "/") {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), f.value, "must be an absolute path"))
+		}
+	}
+	if c.MetricsAddr != "0" {
+		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("metricsAddr"), c.MetricsAddr, "must be host:port, or \"0\" to disable"))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			errs = append(errs, field.Invalid(field.NewPath("metricsAddr"), c.MetricsAddr, "port must be 0-65535"))
+		}
+	}
+	if c.ResyncInterval != nil && c.ResyncInterval.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("resyncInterval"), c.ResyncInterval.Duration.String(), "must be positive"))
+	}
+	for i, r := range c.GPUResourceNames {
+		errs = append(errs, validateResourceName(field.NewPath("gpuResourceNames").Index(i), r)...)
+	}
+	if len(c.Pools) == 0 {
+		errs = append(errs, field.Required(field.NewPath("pools"), "at least one pool"))
+	}
+	seen := map[string]int{}
+	for i := range c.Pools {
+		p := field.NewPath("pools").Index(i)
+		errs = append(errs, validatePool(p, &c.Pools[i])...)
+		if j, dup := seen[c.Pools[i].Name]; dup {
+			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also pools[%d])", c.Pools[i].Name, j)))
+		} else {
+			seen[c.Pools[i].Name] = i
+		}
+	}
+	return errs
+}
+
+func validatePool(path *field.Path, p *Pool) field.ErrorList {
+	errs := validateResourceName(path.Child("name"), p.Name)
+	if p.DeviceKind != KindVF && p.DeviceKind != KindPF {
+		errs = append(errs, field.NotSupported(path.Child("deviceKind"), p.DeviceKind, []string{KindVF, KindPF}))
+	}
+	policies := []string{PolicySpread, PolicyGPUAware, PolicyPacked}
+	if !contains(policies, p.Policy) {
+		errs = append(errs, field.NotSupported(path.Child("policy"), p.Policy, policies))
+	}
+	if p.CDIKind != "" {
+		vendor, class, ok := strings.Cut(p.CDIKind, "/")
+		if !ok || len(validation.IsDNS1123Subdomain(vendor)) > 0 || len(validation.IsQualifiedName(class)) > 0 || strings.Contains(class, "/") {
+			errs = append(errs, field.Invalid(path.Child("cdiKind"), p.CDIKind, "must be <vendor domain>/<class>, e.g. railyard.io/rdma"))
+		}
+	}
+	s := path.Child("selectors")
+	for i, v := range p.Selectors.Vendors {
+		if !hexID.MatchString(v) {
+			errs = append(errs, field.Invalid(s.Child("vendors").Index(i), v, "must be a 4-digit hex PCI vendor ID such as 15b3"))
+		}
+	}
+	for i, v := range p.Selectors.Devices {
+		if !hexID.MatchString(v) {
+			errs = append(errs, field.Invalid(s.Child("devices").Index(i), v, "must be a 4-digit hex PCI device ID such as 101e"))
+		}
+	}
+	for i, v := range p.Selectors.Drivers {
+		if v == "" || strings.ContainsAny(v, "/ \t\n") {
+			errs = append(errs, field.Invalid(s.Child("drivers").Index(i), v, "must be a kernel driver name"))
+		}
+	}
+	for i, v := range p.Selectors.PFNames {
+		if _, err := ParsePFName(v); err != nil {
+			errs = append(errs, field.Invalid(s.Child("pfNames").Index(i), v, err.Error()))
+		}
+	}
+	for i, v := range p.Selectors.PCIAddresses {
+		if !pciAddress.MatchString(v) {
+			errs = append(errs, field.Invalid(s.Child("pciAddresses").Index(i), v, "must be a PCI address DDDD:BB:DD.F"))
+		}
+	}
+	layers := []string{LinkLayerInfiniBand, LinkLayerEthernet}
+	for i, v := range p.Selectors.LinkLayers {
+		if !contains(layers, v) {
+			errs = append(errs, field.NotSupported(s.Child("linkLayers").Index(i), v, layers))
+		}
+	}
+	for i, v := range p.Selectors.NUMANodes {
+		if v < 0 || v > 1023 {
+			errs = append(errs, field.Invalid(s.Child("numaNodes").Index(i), v, "must be 0-1023"))
+		}
+	}
+	return errs
+}
+
+// validateResourceName checks an extended resource name as kubelet wants
+// it from a device plugin: "<domain>/<name>", domain not kubernetes.io.
+func validateResourceName(path *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "a resource name such as railyard.io/rdma_vf_a")}
+	}
+	domain, short, ok := strings.Cut(name, "/")
+	if !ok || domain == "" || short == "" {
+		return field.ErrorList{field.Invalid(path, name, "must be <domain>/<name>")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
+		errs = append(errs, field.Invalid(path, name, "the kubernetes.io domain is reserved"))
+	}
+	return errs
+}
+
+// FormatErrors renders an error list one error per line, for start-up
+// failures.
+func FormatErrors(errs field.ErrorList) string {
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = "  - " + e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
