@@ -1,0 +1,82 @@
+package bench
+
+import "strings"
+
+// Family is a benchmark suite whose output Parse recognises.
+type Family int
+
+// Families.
+const (
+	FamilyUnknown Family = iota
+	FamilyPerftest
+	FamilyNCCL
+	FamilyOSU
+)
+
+// Parse detects which benchmark printed data and parses it. It never fails:
+// unrecognised input gives a Result with Tool "unknown" and OK false.
+func Parse(data []byte) Result {
+	lines := splitLines(data)
+	switch detect(lines) {
+	case FamilyPerftest:
+		return parsePerftest(lines)
+	case FamilyNCCL:
+		return parseNCCL(lines)
+	case FamilyOSU:
+		return parseOSU(lines)
+	}
+	return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests or OSU output recognised", Summary: map[string]float64{}}
+}
+
+// ParsePerftest parses data as perftest (ib_*_bw, ib_*_lat) output.
+func ParsePerftest(data []byte) Result { return parsePerftest(splitLines(data)) }
+
+// ParseNCCL parses data as nccl-tests output.
+func ParseNCCL(data []byte) Result { return parseNCCL(splitLines(data)) }
+
+// ParseOSU parses data as OSU micro-benchmarks output.
+func ParseOSU(data []byte) Result { return parseOSU(splitLines(data)) }
+
+// Detect reports which benchmark suite printed data.
+func Detect(data []byte) Family { return detect(splitLines(data)) }
+
+// detect scores strong markers first (table headers, titles, footers), then
+// error messages only a given suite prints.
+func detect(lines []line) Family {
+	var perf, nccl, osu int
+	for _, l := range lines {
+		t := strings.TrimSpace(l.text)
+		switch {
+		case strings.HasPrefix(t, "# OSU "):
+			osu += 10
+		case strings.Contains(t, "#bytes") && (strings.Contains(t, "BW peak") || strings.Contains(t, "t_min") || strings.Contains(t, "t_avg")):
+			perf += 10
+		case strings.HasPrefix(t, "#") && strings.Contains(t, "algbw") && strings.Contains(t, "busbw"):
+			nccl += 10
+		case strings.HasPrefix(t, "# Avg bus bandwidth"), strings.HasPrefix(t, "# Out of bounds values"),
+			strings.HasPrefix(t, "# Collective test starting"), strings.HasPrefix(t, "# nccl-tests version"),
+			strings.HasPrefix(t, "# nThread "), strings.HasPrefix(t, "nThread "):
+			nccl += 5
+		case matchPerftestTitle(t) != nil:
+			perf += 5
+		case strings.HasPrefix(t, "# Size") && (strings.Contains(t, "Latency") || strings.Contains(t, "MB/s")):
+			osu += 5
+		case strings.Contains(t, "NCCL failure"), strings.Contains(t, "NCCL WARN"), strings.Contains(t, "Test failure"):
+			nccl += 2
+		case strings.HasPrefix(t, "Dual-port"), strings.HasPrefix(t, "local address: LID"),
+			strings.Contains(t, "Waiting for client to connect"), strings.HasPrefix(t, "Data ex. method"):
+			perf += 2
+		case perftestError(t):
+			perf++
+		}
+	}
+	switch {
+	case perf == 0 && nccl == 0 && osu == 0:
+		return FamilyUnknown
+	case osu >= perf && osu >= nccl:
+		return FamilyOSU
+	case nccl >= perf:
+		return FamilyNCCL
+	}
+	return FamilyPerftest
+}

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Kind says which row type a Result holds.
+type Kind string
+
+// Kinds of results.
+const (
+	KindUnknown     Kind = ""
+	KindPerftestBW  Kind = "perftest-bw"
+	KindPerftestLat Kind = "perftest-lat"
+	KindNCCL        Kind = "nccl-tests"
+	KindOSUBW       Kind = "osu-bw"
+	KindOSULat      Kind = "osu-lat"
+)
+
+// Summary keys (the --json contract).
+const (
+	SumMaxBWAvgGbps     = "max_bw_avg_gbps"
+	SumMinLatTypicalUs  = "min_lat_typical_us"
+	SumAvgBusBWGBps     = "avg_busbw_GBps"
+	SumMaxBusBWGBps     = "max_busbw_GBps"
+	SumOutOfBounds      = "out_of_bounds"
+	SumMaxBWGbps        = "max_bw_gbps"
+	SumMinLatAvgUs      = "min_lat_avg_us"
+	ToolUnknown         = "unknown"
+	ToolNCCLTestsNoName = "nccl-tests"
+	ToolPerftestNoName  = "perftest"
+	ToolOSUNoName       = "osu"
+)
+
+// Result is one parsed benchmark output. Exactly one of the row slices is
+// used, chosen by Kind.
+type Result struct {
+	// Source is where the output came from (a file name), when known.
+	Source string
+	Tool   string
+	Kind   Kind
+	OK     bool
+	Error  string
+
+	PerftestBW  []PerftestBWRow
+	PerftestLat []PerftestLatRow
+	NCCL        []NCCLRow
+	OSU         []OSURow
+
+	Summary map[string]float64
+	Info    Info
+}
+
+// Info holds facts about the run read from the output's header.
+type Info struct {
+	Device        string `json:"device,omitempty"`
+	LinkType      string `json:"link_type,omitempty"` // "Ethernet" (RoCE) | "IB"
+	Transport     string `json:"transport,omitempty"` // "IB" | "IW"
+	MTU           int    `json:"mtu,omitempty"`
+	QPs           int    `json:"qps,omitempty"`
+	Bidirectional bool   `json:"bidirectional,omitempty"`
+	Server        bool   `json:"server,omitempty"` // perftest server side
+	Ranks         int    `json:"ranks,omitempty"`  // nccl-tests: highest rank seen + 1
+	Nodes         int    `json:"nodes,omitempty"`  // nccl-tests: distinct hosts seen
+}
+
+// PerftestBWRow is one row of an ib_*_bw table, bandwidth in Gb/s.
+// BWPeakGbps is nil when perftest did not measure the peak (it prints 0.00).
+type PerftestBWRow struct {
+	Bytes       int64    `json:"bytes"`
+	Iterations  int64    `json:"iterations"`
+	BWPeakGbps  *float64 `json:"bw_peak_gbps"`
+	BWAvgGbps   float64  `json:"bw_avg_gbps"`
+	MsgRateMpps float64  `json:"msg_rate_mpps"`
+}
+
+// PerftestLatRow is one row of an ib_*_lat table in microseconds. Columns an
+// older perftest or a duration (-D) run does not print are nil.
+type PerftestLatRow struct {
+	Bytes        int64    `json:"bytes"`
+	Iterations   int64    `json:"iterations"`
+	LatMinUs     *float64 `json:"lat_min_us"`
+	LatMaxUs     *float64 `json:"lat_max_us"`
+	LatTypicalUs *float64 `json:"lat_typical_us"`
+	LatAvgUs     *float64 `json:"lat_avg_us"`
+	LatP99Us     *float64 `json:"lat_p99_us"`
+	LatP999Us    *float64 `json:"lat_p999_us"`
+}
+
+// NCCLRow is one row of an nccl-tests table; bandwidths in GB/s as printed.
+// The wrong counts are nil when not checked (N/A) or when the output is from
+// the era that printed a max error instead of a count.
+type NCCLRow struct {
+	Bytes        int64   `json:"bytes"`
+	Count        int64   `json:"count"`
+	Type         string  `json:"type"`
+	Redop        string  `json:"redop"`
+	OOPTimeUs    float64 `json:"oop_time_us"`
+	OOPAlgBWGBps float64 `json:"oop_algbw_GBps"`
+	OOPBusBWGBps float64 `json:"oop_busbw_GBps"`
+	OOPWrong     *int64  `json:"oop_wrong"`
+	IPTimeUs     float64 `json:"ip_time_us"`
+	IPAlgBWGBps  float64 `json:"ip_algbw_GBps"`
+	IPBusBWGBps  float64 `json:"ip_busbw_GBps"`
+	IPWrong      *int64  `json:"ip_wrong"`
+}
+
+// BusBW is the better of the out-of-place and in-place bus bandwidths.
+func (r NCCLRow) BusBW() float64 { return max(r.OOPBusBWGBps, r.IPBusBWGBps) }
+
+// OSURow is one row of an OSU table: bandwidth in Gb/s or latency in us.
+type OSURow struct {
+	Bytes    int64    `json:"bytes"`
+	BWGbps   *float64 `json:"bw_gbps,omitempty"`
+	LatAvgUs *float64 `json:"lat_avg_us,omitempty"`
+	LatMinUs *float64 `json:"lat_min_us,omitempty"`
+	LatMaxUs *float64 `json:"lat_max_us,omitempty"`
+}
+
+// Rows returns the number of rows of the result's kind.
+func (r Result) Rows() int {
+	return len(r.PerftestBW) + len(r.PerftestLat) + len(r.NCCL) + len(r.OSU)
+}
+
+type resultJSON struct {
+	Source  string             `json:"source,omitempty"`
+	Tool    string             `json:"tool"`
+	OK      bool               `json:"ok"`
+	Error   string             `json:"error"`
+	Rows    json.RawMessage    `json:"rows"`
+	Summary map[string]float64 `json:"summary"`
+	Info    *Info              `json:"info,omitempty"`
+}
+
+// MarshalJSON writes the contract form {"tool","ok","error","rows","summary"}
+// (plus "source" and "info" when set).
+func (r Result) MarshalJSON() ([]byte, error) {
+	var rows any
+	switch r.Kind {
+	case KindPerftestBW:
+		rows = nonNil(r.PerftestBW)
+	case KindPerftestLat:
+		rows = nonNil(r.PerftestLat)
+	case KindNCCL:
+		rows = nonNil(r.NCCL)
+	case KindOSUBW, KindOSULat:
+		rows = nonNil(r.OSU)
+	default:
+		rows = []struct{}{}
+	}
+	raw, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("marshal rows: %w", err)
+	}
+	out := resultJSON{Source: r.Source, Tool: r.Tool, OK: r.OK, Error: r.Error, Rows: raw, Summary: r.Summary}
+	if out.Summary == nil {
+		out.Summary = map[string]float64{}
+	}
+	if r.Info != (Info{}) {
+		info := r.Info
+		out.Info = &info
+	}
+	return json.Marshal(out)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// UnmarshalJSON reads the contract form back. The row type is chosen from the
+// row fields present, or from the tool name when there are no rows.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	var in resultJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*r = Result{Source: in.Source, Tool: in.Tool, OK: in.OK, Error: in.Error, Summary: in.Summary}
+	if in.Info != nil {
+		r.Info = *in.Info
+	}
+	var probe []map[string]json.RawMessage
+	if len(in.Rows) > 0 && !bytes.Equal(in.Rows, []byte("null")) {
+		if err := json.Unmarshal(in.Rows, &probe); err != nil {
+			return fmt.Errorf("rows: %w", err)
+		}
+	}
+	r.Kind = kindOf(in.Tool, probe)
+	if len(probe) == 0 {
+		return nil
+	}
+	var err error
+	switch r.Kind {
+	case KindPerftestBW:
+		err = json.Unmarshal(in.Rows, &r.PerftestBW)
+	case KindPerftestLat:
+		err = json.Unmarshal(in.Rows, &r.PerftestLat)
+	case KindNCCL:
+		err = json.Unmarshal(in.Rows, &r.NCCL)
+	case KindOSUBW, KindOSULat:
+		err = json.Unmarshal(in.Rows, &r.OSU)
+	default:
+		return fmt.Errorf("rows of tool %q: unknown row fields", in.Tool)
+	}
+	if err != nil {
+		return fmt.Errorf("rows: %w", err)
+	}
+	return nil
+}
+
+func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
+	if len(rows) > 0 {
+		has := func(k string) bool { _, ok := rows[0][k]; return ok }
+		switch {
+		case has("bw_avg_gbps"):
+			return KindPerftestBW
+		case has("lat_typical_us"):
+			return KindPerftestLat
+		case has("oop_busbw_GBps"):
+			return KindNCCL
+		case has("bw_gbps"):
+			return KindOSUBW
+		case has("lat_avg_us"):
+			return KindOSULat
+		}
+		return KindUnknown
+	}
+	switch {
+	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_bw"):
+		return KindPerftestBW
+	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_lat"):
+		return KindPerftestLat
+	case tool == ToolNCCLTestsNoName || strings.HasSuffix(tool, "_perf"):
+		return KindNCCL
+	case strings.HasPrefix(tool, "osu_") && osuToolIsBW(tool):
+		return KindOSUBW
+	case strings.HasPrefix(tool, "osu_"):
+		return KindOSULat
+	}
+	return KindUnknown
+}
