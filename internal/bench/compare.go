@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Metric is the one number a result is compared by.
+type Metric struct {
+	Name         string // "large-message bandwidth"
+	Value        float64
+	Unit         string
+	HigherBetter bool
+}
+
+// HeadlineMetric returns the number a result is compared by: large-message
+// bandwidth for perftest bandwidth runs, lowest typical latency for perftest
+// latency runs, peak bus bandwidth for nccl-tests, peak bandwidth or lowest
+// average latency for OSU.
+func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
+	switch r.Kind {
+	case KindPerftestBW:
+		bw, _, ok := LargeMessageBW(r.PerftestBW, largeBytes)
+		return Metric{"large-message bandwidth", bw, "Gb/s", true}, ok
+	case KindPerftestLat:
+		v, ok := r.Summary[SumMinLatTypicalUs]
+		return Metric{"typical latency", v, "us", false}, ok
+	case KindNCCL:
+		v, ok := r.Summary[SumMaxBusBWGBps]
+		return Metric{"peak bus bandwidth", v, "GB/s", true}, ok
+	case KindOSUBW:
+		v, ok := r.Summary[SumMaxBWGbps]
+		return Metric{"peak bandwidth", v, "Gb/s", true}, ok
+	case KindOSULat:
+		v, ok := r.Summary[SumMinLatAvgUs]
+		return Metric{"lowest average latency", v, "us", false}, ok
+	}
+	return Metric{}, false
+}
+
+// compare pairs every result of scenario a with the result of the same kind
+// in scenario b: pod vs bare metal (within a tolerance) or RDMA vs TCP (a
+// speed-up).
+func compare(in JudgeInput, check, a, b string) []Verdict {
+	var out []Verdict
+	for _, la := range in.Results {
+		if la.Scenario != a || !la.Result.OK {
+			continue
+		}
+		ma, ok := HeadlineMetric(la.Result, in.Thresholds.LargeMessageBytes)
+		if !ok {
+			continue
+		}
+		found := false
+		for _, lb := range in.Results {
+			if lb.Scenario != b || !lb.Result.OK || lb.Result.Kind != la.Result.Kind {
+				continue
+			}
+			mb, ok := HeadlineMetric(lb.Result, in.Thresholds.LargeMessageBytes)
+			if !ok {
+				continue
+			}
+			found = true
+			if check == CheckPodBareMetal {
+				out = append(out, podVerdict(in, la, ma, mb))
+			} else {
+				out = append(out, speedupVerdict(in, la, ma, mb))
+			}
+		}
+		if !found {
+			out = append(out, Verdict{Check: check, Scenario: a, Tool: la.Result.Tool, Status: StatusSkip,
+				Reason: fmt.Sprintf("no successful %s result of the same kind in scenario %q to compare with", b, b)})
+		}
+	}
+	return out
+}
+
+func podVerdict(in JudgeInput, la Labelled, pod, bare Metric) Verdict {
+	v := Verdict{Check: CheckPodBareMetal, Scenario: la.Scenario, Tool: la.Result.Tool, Measured: pod.Value, Unit: pod.Unit}
+	tol := in.Thresholds.PodTolerance
+	var worse float64 // how much worse the pod is, as a fraction of bare metal
+	if bare.Value != 0 {
+		if pod.HigherBetter {
+			worse = (bare.Value - pod.Value) / bare.Value
+			v.Target = bare.Value * (1 - tol)
+		} else {
+			worse = (pod.Value - bare.Value) / bare.Value
+			v.Target = bare.Value * (1 + tol)
+		}
+	}
+	word := "below"
+	if !pod.HigherBetter {
+		word = "above"
+	}
+	v.Reason = fmt.Sprintf("%s: pod %s %s vs bare metal %s %s: %.2f%% %s bare metal; pass within %.1f%%",
+		pod.Name, num(pod.Value), pod.Unit, num(bare.Value), bare.Unit, 100*worse, word, 100*tol)
+	if worse < 0 {
+		v.Reason = fmt.Sprintf("%s: pod %s %s vs bare metal %s %s: pod is %.2f%% better; pass within %.1f%%",
+			pod.Name, num(pod.Value), pod.Unit, num(bare.Value), bare.Unit, -100*worse, 100*tol)
+	}
+	v.Status = StatusFail
+	if bare.Value != 0 && worse <= tol {
+		v.Status = StatusPass
+	}
+	return v
+}
+
+func speedupVerdict(in JudgeInput, la Labelled, rdma, tcp Metric) Verdict {
+	v := Verdict{Check: CheckRDMAvsTCP, Scenario: la.Scenario, Tool: la.Result.Tool, Unit: "x", Target: in.Thresholds.MinSpeedup}
+	var speedup float64
+	switch {
+	case rdma.HigherBetter && tcp.Value > 0:
+		speedup = rdma.Value / tcp.Value
+	case !rdma.HigherBetter && rdma.Value > 0:
+		speedup = tcp.Value / rdma.Value
+	}
+	v.Measured = speedup
+	v.Reason = fmt.Sprintf("%s: RDMA %s %s vs TCP %s %s: %.1fx speed-up; pass at %.1fx",
+		rdma.Name, num(rdma.Value), rdma.Unit, num(tcp.Value), tcp.Unit, speedup, in.Thresholds.MinSpeedup)
+	v.Status = StatusFail
+	if speedup >= in.Thresholds.MinSpeedup {
+		v.Status = StatusPass
+	}
+	return v
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// FormatBytes prints a message size with binary units: 8 B, 64 KiB, 8 MiB.
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 && int64(v)%1024 == 0 {
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " " + units[i]
+}

@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Status is the outcome of one check.
+type Status string
+
+// Statuses. Info and Skip never fail a report.
+const (
+	StatusPass Status = "pass"
+	StatusFail Status = "fail"
+	StatusWarn Status = "warn"
+	StatusInfo Status = "info"
+	StatusSkip Status = "skip"
+)
+
+// Checks.
+const (
+	CheckRun           = "run"
+	CheckLineRate      = "line-rate"
+	CheckPodBareMetal  = "pod-vs-bare-metal"
+	CheckRDMAvsTCP     = "rdma-vs-tcp"
+	CheckNCCLBusBW     = "nccl-busbw"
+	DefaultLargeBytes  = 65536
+	roceOverheadBytes  = 82 // preamble+SFD 8, Ethernet 14, FCS 4, IFG 12, IPv4 20, UDP 8, BTH 12, ICRC 4
+	ibOverheadBytes    = 26 // LRH 8, BTH 12, ICRC 4, VCRC 2
+	defaultLineRateFr  = 0.90
+	defaultPodTol      = 0.02
+	defaultMinSpeedup  = 1.5
+	defaultNCCLFr      = 0.90
+	defaultPodName     = "pod"
+	defaultBareName    = "bare-metal"
+	defaultRDMAName    = "rdma"
+	defaultTCPName     = "tcp"
+	overLineRateMargin = 1.01
+)
+
+// Labelled is one parsed result under a scenario name ("rdma", "pod", ...).
+// A scenario may hold several results (say a bandwidth and a latency run).
+type Labelled struct {
+	Scenario string
+	Result   Result
+}
+
+// Thresholds are the pass marks of the checks. A zero Thresholds means
+// DefaultThresholds; otherwise zero fields other than PodTolerance take
+// their defaults.
+type Thresholds struct {
+	// LineRateFraction: perftest large-message bandwidth must reach this
+	// fraction of the line rate (x2 for bidirectional runs). Default 0.90.
+	LineRateFraction float64
+	// PodTolerance: a pod may be this much worse than bare metal. Default 0.02.
+	PodTolerance float64
+	// MinSpeedup: RDMA must beat TCP by this factor. Default 1.5.
+	MinSpeedup float64
+	// NCCLFraction: nccl-tests peak bus bandwidth must reach this fraction
+	// of NICs x line rate. Default 0.90.
+	NCCLFraction float64
+	// LargeMessageBytes: perftest rows at least this large count as large
+	// messages. Default 65536.
+	LargeMessageBytes int64
+}
+
+// DefaultThresholds returns the defaults documented on Thresholds.
+func DefaultThresholds() Thresholds {
+	return Thresholds{LineRateFraction: defaultLineRateFr, PodTolerance: defaultPodTol,
+		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes}
+}
+
+// Roles name the scenarios the comparisons use.
+type Roles struct {
+	Pod, BareMetal, RDMA, TCP string
+}
+
+// DefaultRoles returns pod, bare-metal, rdma and tcp.
+func DefaultRoles() Roles {
+	return Roles{Pod: defaultPodName, BareMetal: defaultBareName, RDMA: defaultRDMAName, TCP: defaultTCPName}
+}
+
+// JudgeInput is everything the checks look at.
+type JudgeInput struct {
+	Results      []Labelled
+	LineRateGbps float64 // one NIC port; 0 skips line-rate checks
+	NICs         int     // NICs per node used by nccl-tests; 0 skips that check
+	Thresholds   Thresholds
+	Roles        Roles
+}
+
+// Verdict is the outcome of one check with its reason.
+type Verdict struct {
+	Check    string  `json:"check"`
+	Scenario string  `json:"scenario"`
+	Tool     string  `json:"tool,omitempty"`
+	Status   Status  `json:"status"`
+	Measured float64 `json:"measured,omitempty"`
+	Target   float64 `json:"target,omitempty"`
+	Unit     string  `json:"unit,omitempty"`
+	Reason   string  `json:"reason"`
+}
+
+// Failed reports whether any verdict failed.
+func Failed(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Status == StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxGoodputFraction is the highest share of the line rate RDMA payload can
+// reach at an MTU: mtu/(mtu+overhead), with 82 bytes of RoCE v2 framing on
+// Ethernet (1024 -> 92.6%, 4096 -> 98.0%) and 26 bytes on InfiniBand
+// (4096 -> 99.4%). It returns 0 when the link type or MTU is unknown.
+func MaxGoodputFraction(linkType string, mtu int) float64 {
+	if mtu <= 0 {
+		return 0
+	}
+	switch {
+	case strings.EqualFold(linkType, "Ethernet"):
+		return float64(mtu) / float64(mtu+roceOverheadBytes)
+	case strings.EqualFold(linkType, "IB"), strings.EqualFold(linkType, "InfiniBand"):
+		return float64(mtu) / float64(mtu+ibOverheadBytes)
+	}
+	return 0
+}
+
+func (in *JudgeInput) defaults() {
+	d := DefaultThresholds()
+	t := &in.Thresholds
+	if *t == (Thresholds{}) {
+		*t = d
+	}
+	if t.LineRateFraction <= 0 {
+		t.LineRateFraction = d.LineRateFraction
+	}
+	t.PodTolerance = max(t.PodTolerance, 0)
+	if t.MinSpeedup <= 0 {
+		t.MinSpeedup = d.MinSpeedup
+	}
+	if t.NCCLFraction <= 0 {
+		t.NCCLFraction = d.NCCLFraction
+	}
+	if t.LargeMessageBytes <= 0 {
+		t.LargeMessageBytes = d.LargeMessageBytes
+	}
+	dr := DefaultRoles()
+	r := &in.Roles
+	for _, p := range []struct {
+		v *string
+		d string
+	}{{&r.Pod, dr.Pod}, {&r.BareMetal, dr.BareMetal}, {&r.RDMA, dr.RDMA}, {&r.TCP, dr.TCP}} {
+		if *p.v == "" {
+			*p.v = p.d
+		}
+	}
+}
+
+// Judge runs every check that the input allows, in a stable order: each
+// result's run and line-rate checks, then the comparisons.
+func Judge(in JudgeInput) []Verdict {
+	in.defaults()
+	var out []Verdict
+	for _, l := range in.Results {
+		r := l.Result
+		if !r.OK {
+			out = append(out, Verdict{Check: CheckRun, Scenario: l.Scenario, Tool: r.Tool, Status: StatusFail,
+				Reason: "run failed: " + r.Error})
+			continue
+		}
+		switch r.Kind {
+		case KindPerftestBW:
+			out = append(out, lineRateVerdict(in, l))
+		case KindNCCL:
+			out = append(out, ncclVerdict(in, l))
+		}
+	}
+	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
+	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
+	return out
+}
+
+// LargeMessageBW is the best average bandwidth (Gb/s) over rows of at least
+// minBytes, or over all rows when none is that large; bytes is the message
+// size it was measured at.
+func LargeMessageBW(rows []PerftestBWRow, minBytes int64) (gbps float64, bytes int64, ok bool) {
+	best := math.Inf(-1)
+	for pass := 0; pass < 2 && !ok; pass++ {
+		for _, row := range rows {
+			if pass == 0 && row.Bytes < minBytes {
+				continue
+			}
+			if row.BWAvgGbps > best {
+				best, bytes, ok = row.BWAvgGbps, row.Bytes, true
+			}
+		}
+	}
+	return best, bytes, ok
+}
+
+func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
+	r := l.Result
+	v := Verdict{Check: CheckLineRate, Scenario: l.Scenario, Tool: r.Tool, Unit: "Gb/s"}
+	bw, size, ok := LargeMessageBW(r.PerftestBW, in.Thresholds.LargeMessageBytes)
+	if !ok {
+		v.Status, v.Reason = StatusSkip, "no bandwidth rows"
+		return v
+	}
+	v.Measured = bw
+	if in.LineRateGbps <= 0 {
+		v.Status, v.Reason = StatusSkip, fmt.Sprintf("%.2f Gb/s at %s; no line rate given", bw, FormatBytes(size))
+		return v
+	}
+	line := in.LineRateGbps
+	dir := ""
+	if r.Info.Bidirectional {
+		line *= 2
+		dir = " (x2: bidirectional)"
+	}
+	v.Target = line * in.Thresholds.LineRateFraction
+	frac := bw / line
+	v.Reason = fmt.Sprintf("%.2f Gb/s at %s = %.1f%% of %g Gb/s line rate%s; pass at %.0f%%",
+		bw, FormatBytes(size), 100*frac, line, dir, 100*in.Thresholds.LineRateFraction)
+	capFrac := MaxGoodputFraction(r.Info.LinkType, r.Info.MTU)
+	if capFrac > 0 {
+		proto := "InfiniBand"
+		if strings.EqualFold(r.Info.LinkType, "Ethernet") {
+			proto = "RoCE"
+		}
+		v.Reason += fmt.Sprintf("; %s at MTU %d cannot exceed about %.1f%%", proto, r.Info.MTU, 100*capFrac)
+	}
+	switch {
+	case l.Scenario == in.Roles.TCP:
+		v.Status = StatusInfo
+		v.Reason += "; TCP scenario, not expected to reach line rate"
+	case capFrac > 0 && frac > capFrac*overLineRateMargin, capFrac == 0 && frac > overLineRateMargin:
+		v.Status = StatusWarn
+		v.Reason += "; above what the link can carry: is the line rate right?"
+	case bw >= v.Target:
+		v.Status = StatusPass
+	default:
+		v.Status = StatusFail
+	}
+	return v
+}
+
+func ncclVerdict(in JudgeInput, l Labelled) Verdict {
+	r := l.Result
+	v := Verdict{Check: CheckNCCLBusBW, Scenario: l.Scenario, Tool: r.Tool, Unit: "GB/s"}
+	bus, ok := r.Summary[SumMaxBusBWGBps]
+	if !ok {
+		v.Status, v.Reason = StatusSkip, "no bus bandwidth rows"
+		return v
+	}
+	v.Measured = bus
+	if in.LineRateGbps <= 0 || in.NICs <= 0 {
+		v.Status, v.Reason = StatusSkip, fmt.Sprintf("peak bus bandwidth %.2f GB/s; give the line rate and --nics to judge it", bus)
+		return v
+	}
+	netGBps := float64(in.NICs) * in.LineRateGbps / 8
+	v.Target = netGBps * in.Thresholds.NCCLFraction
+	frac := bus / netGBps
+	v.Reason = fmt.Sprintf("peak bus bandwidth %.2f GB/s = %.1f%% of %d NICs x %g Gb/s = %.1f GB/s; pass at %.0f%%",
+		bus, 100*frac, in.NICs, in.LineRateGbps, netGBps, 100*in.Thresholds.NCCLFraction)
+	if avg, ok := r.Summary[SumAvgBusBWGBps]; ok {
+		v.Reason += fmt.Sprintf(" (the printed average over all sizes, %.2f GB/s, is not the peak)", avg)
+	}
+	switch {
+	case l.Scenario == in.Roles.TCP:
+		v.Status = StatusInfo
+		v.Reason += "; TCP scenario, not expected to reach line rate"
+	case frac > overLineRateMargin && r.Info.Nodes == 1:
+		v.Status = StatusWarn
+		v.Reason += "; all ranks on one node: traffic stayed on NVLink/PCIe, not the network"
+	case frac > overLineRateMargin && (r.Info.Nodes == 2 || r.Info.Nodes == 0):
+		v.Status = StatusWarn
+		v.Reason += "; above the network's rate: on 2 nodes NCCL's tree algorithms can exceed NICs x line rate " +
+			"because busbw assumes a ring; rerun with NCCL_ALGO=Ring for a comparable number"
+	case frac > overLineRateMargin:
+		v.Status = StatusWarn
+		v.Reason += "; above the network's rate: are --nics and the line rate right?"
+	case bus >= v.Target:
+		v.Status = StatusPass
+	default:
+		v.Status = StatusFail
+	}
+	return v
+}
