@@ -1,0 +1,115 @@
+package alloc
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+)
+
+// Kubelet models a device plugin without GetPreferredAllocation: kubelet
+// then takes the must-include devices and fills up with the free devices in
+// its own order, sorted device IDs. (Kubelet's NUMA alignment under the
+// Topology Manager narrows the offered devices before this step; the
+// simulator models that part.)
+type Kubelet struct{ cache indexCache }
+
+var _ Policy = (*Kubelet)(nil)
+
+// NewKubelet returns the kubelet baseline.
+func NewKubelet() *Kubelet { return &Kubelet{} }
+
+// Name returns "kubelet".
+func (*Kubelet) Name() string { return "kubelet" }
+
+// Allocate returns the must-include devices and then the lowest offered IDs.
+func (p *Kubelet) Allocate(req Request) (Result, error) {
+	s, err := begin(&p.cache, req)
+	if err != nil {
+		return Result{}, err
+	}
+	i := 0
+	for s.missing() > 0 {
+		for i < len(s.ix.devs) && !s.offered[i] {
+			i++
+		}
+		switch {
+		case i < len(s.ix.devs) && (s.unknownUsed == len(s.unknown) || s.ix.devs[i].addr < s.unknown[s.unknownUsed]):
+			s.take(int32(i))
+			i++
+		case !s.takeUnknown():
+			return s.result()
+		}
+	}
+	s.note("kubelet order: lowest device IDs")
+	return s.result()
+}
+
+// NUMA models an allocator that knows NUMA nodes and nothing finer: it
+// returns any free devices on the NUMA nodes of the pod's GPUs (healthy
+// ones first), drawn at random, and other devices only when those run out.
+// The draw is seeded by the policy's seed and the request, so equal
+// requests get equal answers.
+type NUMA struct {
+	seed  uint64
+	cache indexCache
+}
+
+var _ Policy = (*NUMA)(nil)
+
+// NewNUMA returns the NUMA-only baseline with the given seed.
+func NewNUMA(seed uint64) *NUMA { return &NUMA{seed: seed} }
+
+// Name returns "numa".
+func (*NUMA) Name() string { return "numa" }
+
+// Allocate draws the devices on the GPUs' NUMA nodes.
+func (p *NUMA) Allocate(req Request) (Result, error) {
+	s, err := begin(&p.cache, req)
+	if err != nil {
+		return Result{}, err
+	}
+	h := fnv.New64a()
+	h.Write([]byte(strings.Join(req.Available, ",")))
+	h.Write([]byte(strings.Join(req.GPUs, ",")))
+	rng := rand.New(rand.NewPCG(p.seed, h.Sum64()^uint64(req.Size)))
+
+	numa := map[int]bool{}
+	for _, g := range s.gpus {
+		numa[s.ix.gpuNUMA[g]] = true
+	}
+	// Tiers: healthy aligned, unhealthy aligned, healthy other, unhealthy other.
+	var tiers [4][]int32
+	for d := range s.ix.devs {
+		if !s.offered[d] {
+			continue
+		}
+		dv := s.ix.devs[d]
+		t := 0
+		if len(numa) > 0 && !numa[s.ix.pfs[dv.pf].numa] {
+			t = 2
+		}
+		if !dv.healthy {
+			t++
+		}
+		tiers[t] = append(tiers[t], int32(d))
+	}
+	aligned := 0
+	for t, tier := range tiers {
+		for s.missing() > 0 && len(tier) > 0 {
+			k := rng.IntN(len(tier))
+			s.take(tier[k])
+			tier[k] = tier[len(tier)-1]
+			tier = tier[:len(tier)-1]
+			if t < 2 {
+				aligned++
+			}
+		}
+	}
+	if len(numa) > 0 {
+		s.note("%d device(s) drawn on the GPUs' NUMA nodes", aligned)
+	} else {
+		s.note("GPUs unknown: %d device(s) drawn at random", aligned)
+	}
+	s.fillSpread() // only devices unknown to the model can be left
+	return s.result()
+}

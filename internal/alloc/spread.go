@@ -1,0 +1,98 @@
+package alloc
+
+import "fmt"
+
+// begin validates req and maps it onto the topology's cached index.
+func begin(c *indexCache, req Request) (*state, error) {
+	if req.Topology == nil {
+		return nil, fmt.Errorf("%w: no topology", ErrInvalidRequest)
+	}
+	return prepare(c.get(req.Topology), req)
+}
+
+// Spread gives one device per distinct PF (rail) before doubling up,
+// preferring healthy devices and the PFs with the most free devices. A
+// request as large as the number of rails gets one device on every rail,
+// which lets NCCL pick the nearest NIC itself whatever GPUs the pod got.
+type Spread struct{ cache indexCache }
+
+var _ Policy = (*Spread)(nil)
+
+// NewSpread returns the spread policy.
+func NewSpread() *Spread { return &Spread{} }
+
+// Name returns "spread".
+func (*Spread) Name() string { return "spread" }
+
+// Allocate chooses req.Size devices spread over rails.
+func (p *Spread) Allocate(req Request) (Result, error) {
+	s, err := begin(&p.cache, req)
+	if err != nil {
+		return Result{}, err
+	}
+	s.fillSpread()
+	return s.result()
+}
+
+// Packed fills one PF's devices before the next (bin packing): it keeps
+// whole PFs free for later pods at the price of ignoring distance.
+type Packed struct{ cache indexCache }
+
+var _ Policy = (*Packed)(nil)
+
+// NewPacked returns the packed policy.
+func NewPacked() *Packed { return &Packed{} }
+
+// Name returns "packed".
+func (*Packed) Name() string { return "packed" }
+
+// Allocate chooses req.Size devices, filling PFs one after the other: the
+// PF already used by this answer first, then the PF with the fewest offered
+// devices left (best fit), then the lowest address; healthy devices before
+// unhealthy ones.
+func (p *Packed) Allocate(req Request) (Result, error) {
+	s, err := begin(&p.cache, req)
+	if err != nil {
+		return Result{}, err
+	}
+	used := map[int]int{}
+	for s.missing() > 0 {
+		best := -1
+		var bestHealthy bool
+		for q := range s.pfList {
+			d := s.next(q)
+			if d < 0 {
+				continue
+			}
+			h := s.ix.devs[d].healthy
+			if best < 0 {
+				best, bestHealthy = q, h
+				continue
+			}
+			switch {
+			case h != bestHealthy:
+				if h {
+					best, bestHealthy = q, h
+				}
+			case (s.perPF[q] > 0) != (s.perPF[best] > 0):
+				if s.perPF[q] > 0 {
+					best = q
+				}
+			case s.remain[q] < s.remain[best]:
+				best = q
+			}
+		}
+		if best < 0 {
+			break
+		}
+		s.take(s.next(best))
+		used[best]++
+	}
+	for q := range s.ix.pfs {
+		if used[q] > 0 {
+			s.note("packed %d device(s) on PF %s", used[q], s.ix.pfs[q].addr)
+		}
+	}
+	s.fillSpread() // only devices unknown to the model can be left
+	return s.result()
+}
