@@ -1,0 +1,185 @@
+package podresources
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// fakeKubelet is a real gRPC PodResources v1 server on a unix socket whose
+// answer the test sets; it stands in for kubelet's pod-resources endpoint.
+type fakeKubelet struct {
+	podresourcesapi.UnimplementedPodResourcesListerServer
+	mu   sync.Mutex
+	pods []*podresourcesapi.PodResources
+}
+
+func (k *fakeKubelet) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return &podresourcesapi.ListPodResourcesResponse{PodResources: k.pods}, nil
+}
+
+func (k *fakeKubelet) set(pods ...*podresourcesapi.PodResources) {
+	k.mu.Lock()
+	k.pods = pods
+	k.mu.Unlock()
+}
+
+func pod(name string, devs map[string][]string) *podresourcesapi.PodResources {
+	c := &podresourcesapi.ContainerResources{Name: "main"}
+	for r, ids := range devs {
+		c.Devices = append(c.Devices, &podresourcesapi.ContainerDevices{ResourceName: r, DeviceIds: ids})
+	}
+	return &podresourcesapi.PodResources{Name: name, Namespace: "default", Containers: []*podresourcesapi.ContainerResources{c}}
+}
+
+func startFake(t *testing.T) (*fakeKubelet, string) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "kubelet.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	fk := &fakeKubelet{}
+	podresourcesapi.RegisterPodResourcesListerServer(srv, fk)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return fk, sock
+}
+
+const nic = "railyard.io/rdma"
+
+func TestFinderOverRealGRPC(t *testing.T) {
+	fk, sock := startFake(t)
+	client, conn, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gpuMap := Map{"GPU-aaaa": "0000:1b:00.0", "GPU-bbbb": "0000:43:00.0"}
+	f := NewFinder(client, gpuMap, []string{"nvidia.com/gpu", "amd.com/gpu"})
+	ctx := context.Background()
+
+	// A running pod that already has GPUs and our NIC is no candidate.
+	done := pod("done", map[string][]string{"nvidia.com/gpu": {"GPU-cccc"}, nic: {"0000:18:00.1"}})
+	fk.set(done)
+	fd, err := f.PodGPUs(ctx, nic)
+	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "not allocated yet") {
+		t.Fatalf("no candidate: %+v %v", fd, err)
+	}
+
+	// The admitted pod: GPUs allocated first, no NIC yet.
+	fk.set(done, pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb", "GPU-aaaa"}}))
+	fd, err = f.PodGPUs(ctx, nic)
+	if err != nil || strings.Join(fd.GPUs, ",") != "0000:1b:00.0,0000:43:00.0" || fd.Container != "default/new/main" {
+		t.Fatalf("single candidate: %+v %v", fd, err)
+	}
+
+	// A second GPU-only pod appears: "new" was seen before, so the fresh
+	// one is the admitted one. AMD IDs are PCI addresses already.
+	fk.set(done, pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}),
+		pod("amd", map[string][]string{"amd.com/gpu": {"0000:C1:00.0"}}))
+	fd, err = f.PodGPUs(ctx, nic)
+	if err != nil || strings.Join(fd.GPUs, ",") != "0000:c1:00.0" || fd.Container != "default/amd/main" {
+		t.Fatalf("fresh candidate: %+v %v", fd, err)
+	}
+
+	// Two fresh GPU-only pods: ambiguous, no answer.
+	fk.set(pod("x", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}), pod("y", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb"}}))
+	fd, err = f.PodGPUs(ctx, nic)
+	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "cannot tell") {
+		t.Fatalf("ambiguous: %+v %v", fd, err)
+	}
+
+	// Unmapped UUID: reported in the note.
+	fk.set(pod("z", map[string][]string{"nvidia.com/gpu": {"GPU-zzzz"}}))
+	fd, err = f.PodGPUs(ctx, nic)
+	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "GPU-zzzz") {
+		t.Fatalf("unmapped: %+v %v", fd, err)
+	}
+}
+
+func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
+	fk, sock := startFake(t)
+	client, conn, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := NewFinder(client, nil, []string{"amd.com/gpu"})
+	old := pod("gpu-only-job", map[string][]string{"amd.com/gpu": {"0000:01:00.0"}})
+	fk.set(old)
+	if err := f.Prime(context.Background(), []string{nic}); err != nil {
+		t.Fatal(err)
+	}
+	fk.set(old, pod("admitted", map[string][]string{"amd.com/gpu": {"0000:02:00.0"}}))
+	fd, err := f.PodGPUs(context.Background(), nic)
+	if err != nil || strings.Join(fd.GPUs, ",") != "0000:02:00.0" {
+		t.Fatalf("%+v %v", fd, err)
+	}
+}
+
+func TestFinderSocketMissing(t *testing.T) {
+	client, conn, err := Dial(filepath.Join(t.TempDir(), "absent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	f := NewFinder(client, nil, []string{"nvidia.com/gpu"})
+	if _, err := f.PodGPUs(context.Background(), nic); err == nil {
+		t.Fatal("no error from a missing socket")
+	}
+}
+
+func TestParseMap(t *testing.T) {
+	csv := "# nvidia-smi --query-gpu=uuid,pci.bus_id --format=csv,noheader\nGPU-aaaa, 00000000:1B:00.0\n\nGPU-bbbb, 00000000:43:00.0\n"
+	m, err := ParseMap([]byte(csv))
+	if err != nil || m["GPU-aaaa"] != "0000:1b:00.0" || m["GPU-bbbb"] != "0000:43:00.0" {
+		t.Fatalf("csv: %v %v", m, err)
+	}
+	m, err = ParseMap([]byte(`{"GPU-aaaa": "0000:1b:00.0"}`))
+	if err != nil || m["GPU-aaaa"] != "0000:1b:00.0" {
+		t.Fatalf("json: %v %v", m, err)
+	}
+	if pci, ok := m.PCIAddress("00000000:9A:00.0"); !ok || pci != "0000:9a:00.0" {
+		t.Errorf("PCI passthrough = %q %v", pci, ok)
+	}
+	if _, ok := m.PCIAddress("GPU-nope"); ok {
+		t.Error("unknown UUID resolved")
+	}
+	for _, bad := range []string{"GPU-a 0000:1b:00.0", "GPU-a, 1b:00.0", `{"a": 1}`, `{"a": "x"}`, ", 0000:1b:00.0", "GPU-a, 00010000:1b:00.0", "GPU-a, 0000:1b:00.0\nGPU-a, 0000:1c:00.0"} {
+		if _, err := ParseMap([]byte(bad)); err == nil {
+			t.Errorf("ParseMap(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLoadMapMissing(t *testing.T) {
+	if _, err := LoadMap(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func FuzzParseMap(f *testing.F) {
+	f.Add([]byte("GPU-a, 00000000:1B:00.0\n"))
+	f.Add([]byte(`{"GPU-a":"0000:1b:00.0"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMap(data)
+		if err != nil {
+			return
+		}
+		for id, pci := range m {
+			if n, ok := NormalizePCI(pci); !ok || n != pci || id == "" {
+				t.Fatalf("bad entry %q -> %q", id, pci)
+			}
+		}
+	})
+}

@@ -1,0 +1,119 @@
+package podresources
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// GPUResolver maps a GPU device ID as kubelet reports it to the GPU's PCI
+// address ("0000:1b:00.0").
+type GPUResolver interface {
+	PCIAddress(id string) (string, bool)
+}
+
+// pciRE accepts a PCI address with a 4- or 8-digit domain, as sysfs and
+// nvidia-smi print it ("0000:1b:00.0", "00000000:1B:00.0").
+var pciRE = regexp.MustCompile(`^([0-9a-fA-F]{4}|[0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$`)
+
+// NormalizePCI returns addr in sysfs form (4-digit domain, lower case).
+func NormalizePCI(addr string) (string, bool) {
+	m := pciRE.FindStringSubmatch(strings.TrimSpace(addr))
+	if m == nil {
+		return "", false
+	}
+	dom := m[1]
+	if len(dom) == 8 {
+		if dom[:4] != "0000" {
+			return "", false
+		}
+		dom = dom[4:]
+	}
+	return strings.ToLower(fmt.Sprintf("%s:%s:%s.%s", dom, m[2], m[3], m[4])), true
+}
+
+// Map is a fixed GPU ID -> PCI address table. IDs that are PCI addresses
+// resolve to themselves.
+type Map map[string]string
+
+var _ GPUResolver = Map(nil)
+
+// PCIAddress implements GPUResolver.
+func (m Map) PCIAddress(id string) (string, bool) {
+	if pci, ok := m[id]; ok {
+		return pci, true
+	}
+	return NormalizePCI(id)
+}
+
+// LoadMap reads a GPU map file; see ParseMap for its formats.
+func LoadMap(path string) (Map, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading GPU map: %w", err)
+	}
+	m, err := ParseMap(data)
+	if err != nil {
+		return nil, fmt.Errorf("GPU map %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ParseMap reads a GPU map in one of two formats:
+//   - a JSON object {"GPU-<uuid>": "0000:1b:00.0", ...};
+//   - the output of `nvidia-smi --query-gpu=uuid,pci.bus_id --format=csv,noheader`:
+//     lines "GPU-<uuid>, 00000000:1B:00.0" (blank lines and # comments skipped).
+func ParseMap(data []byte) (Map, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var raw map[string]string
+		if err := json.Unmarshal(trimmed, &raw); err != nil {
+			return nil, fmt.Errorf("JSON GPU map: %w", err)
+		}
+		m := make(Map, len(raw))
+		for id, addr := range raw {
+			if err := m.add(id, addr); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	}
+	m := Map{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, addr, ok := strings.Cut(line, ",")
+		if !ok {
+			return nil, fmt.Errorf("line %d: want \"<uuid>, <pci.bus_id>\", got %q", n, line)
+		}
+		if err := m.add(strings.TrimSpace(id), addr); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m Map) add(id, addr string) error {
+	if id == "" {
+		return fmt.Errorf("empty GPU ID")
+	}
+	pci, ok := NormalizePCI(addr)
+	if !ok {
+		return fmt.Errorf("GPU %s: %q is not a PCI address", id, addr)
+	}
+	if old, dup := m[id]; dup && old != pci {
+		return fmt.Errorf("GPU %s mapped twice (%s and %s)", id, old, pci)
+	}
+	m[id] = pci
+	return nil
+}
