@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -162,11 +163,10 @@ func configureAxis(pa *plot.Axis, a Axis, lo, hi float64, dropped int) {
 		if !(lo > 0) || math.IsInf(hi, 0) || !(hi >= lo) {
 			lo, hi = 1, base
 		}
-		lo = math.Pow(base, math.Floor(logb(lo, base)))
-		hi = math.Pow(base, math.Ceil(logb(hi, base)))
-		if hi <= lo {
-			hi = lo * base
-		}
+		// Start at a power of the base so the first tick is labelled; end
+		// at the data (plus any headroom the caller added).
+		lo = math.Pow(base, math.Floor(logb(lo, base)+1e-9))
+		hi = max(hi, lo*base)
 		pa.Scale = plot.LogScale{}
 		pa.Tick.Marker = logTicker{base: base, label: a.TickLabel}
 	default:
@@ -176,9 +176,7 @@ func configureAxis(pa *plot.Axis, a Axis, lo, hi float64, dropped int) {
 		if hi <= lo {
 			lo, hi = lo-1, hi+1
 		}
-		if a.TickLabel != nil {
-			pa.Tick.Marker = labelTicker{label: a.TickLabel}
-		}
+		pa.Tick.Marker = linearTicker{label: a.TickLabel}
 	}
 	pa.Min, pa.Max = lo, hi
 }
@@ -230,15 +228,46 @@ func (t logTicker) format(v float64) string {
 	return fmt.Sprintf("%g", v)
 }
 
-// labelTicker is gonum's default linear ticks with custom labels.
-type labelTicker struct{ label func(float64) string }
+// linearTicker labels 4 to 8 round values (steps of 1, 2, 2.5 or 5 x 10^k)
+// with minor ticks halfway, formatted without float noise.
+type linearTicker struct{ label func(float64) string }
 
-func (t labelTicker) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = t.label(ticks[i].Value)
+func (t linearTicker) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if !(span > 0) || math.IsInf(span, 0) {
+		return nil
+	}
+	raw := span / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
 		}
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step)))+1)
+	var ticks []plot.Tick
+	start := math.Ceil(lo/step) * step
+	for i := 0; i < 100; i++ {
+		v := start + float64(i)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		if half := v - step/2; half >= lo {
+			ticks = append(ticks, plot.Tick{Value: half})
+		}
+		label := strconv.FormatFloat(v, 'f', decimals, 64)
+		if strings.Contains(label, ".") {
+			label = strings.TrimRight(strings.TrimRight(label, "0"), ".")
+		}
+		if label == "-0" {
+			label = "0"
+		}
+		if t.label != nil {
+			label = t.label(v)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 	}
 	return ticks
 }

@@ -93,8 +93,18 @@ func (c LineChart) Plot() (*plot.Plot, error) {
 	if c.Y.Scale == Linear && finite(ylo) && ylo > 0 {
 		ylo = 0 // bandwidth-like values read best from zero
 	}
+	// Headroom above the data: a little so the top line does not touch the
+	// frame, more when the legend sits at the top so it stays clear of the
+	// lines and reference lines.
+	room := 0.05
+	if c.Legend == LegendTopLeft || c.Legend == LegendTopRight {
+		room = 0.3
+	}
 	if finite(yhi) && c.Y.Scale == Linear {
-		yhi += 0.05 * (yhi - ylo) // headroom so the top line does not touch the frame
+		yhi += room * (yhi - ylo)
+	}
+	if finite(yhi) && finite(ylo) && c.Y.Scale != Linear && ylo > 0 && yhi > 0 {
+		yhi *= math.Pow(yhi/ylo, room) * (1 + room)
 	}
 	configureAxis(&p.X, c.X, xlo, xhi, dropX)
 	configureAxis(&p.Y, c.Y, ylo, yhi, dropY)

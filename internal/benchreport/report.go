@@ -1,0 +1,186 @@
+package benchreport
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/railyard-io/railyard/internal/bench"
+	"github.com/railyard-io/railyard/internal/chart"
+)
+
+// Input is what a report shows.
+type Input struct {
+	Title        string
+	Results      []bench.Labelled
+	LineRateGbps float64
+	// LineRateSource says where the line rate came from ("--line-rate-gbps",
+	// "machine dgx-h100", "sysfs /sys: mlx5_0 port 1").
+	LineRateSource string
+	NICs           int
+	Verdicts       []bench.Verdict
+	Thresholds     bench.Thresholds
+}
+
+// Peak is one row of the table of peaks.
+type Peak struct {
+	Scenario string
+	Tool     string
+	OK       bool
+	Rows     int
+	Metric   string
+	Value    string
+	Error    string
+	Source   string
+}
+
+// Peaks summarises every result by its headline number.
+func Peaks(in Input) []Peak {
+	large := in.Thresholds.LargeMessageBytes
+	if large <= 0 {
+		large = bench.DefaultLargeBytes
+	}
+	var out []Peak
+	for _, l := range in.Results {
+		p := Peak{Scenario: l.Scenario, Tool: l.Result.Tool, OK: l.Result.OK, Rows: l.Result.Rows(), Error: l.Result.Error, Source: l.Result.Source}
+		if m, ok := bench.HeadlineMetric(l.Result, large); ok {
+			p.Metric = m.Name
+			p.Value = fmt.Sprintf("%s %s", trimFloat(m.Value), m.Unit)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func trimFloat(v float64) string {
+	s := fmt.Sprintf("%.3f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+// chartFile is a chart written in both formats under one base name.
+type chartFile struct {
+	Title string
+	Base  string // "bandwidth": bandwidth.svg and bandwidth.png
+}
+
+// Write renders the report into dir: report.html, report.json and one
+// PNG and SVG per chart that has data. It returns the files written.
+func Write(dir string, in Input) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("report dir: %w", err)
+	}
+	var files []string
+	var charts []chartFile
+	add := func(base string, c chart.LineChart, ok bool) error {
+		if !ok {
+			return nil
+		}
+		for _, ext := range []string{".png", ".svg"} {
+			path := filepath.Join(dir, base+ext)
+			if err := chart.Save(path, c, chart.Size{}); err != nil {
+				return fmt.Errorf("chart %s: %w", base, err)
+			}
+			files = append(files, path)
+		}
+		charts = append(charts, chartFile{Title: c.Title, Base: base})
+		return nil
+	}
+	bw, ok := BandwidthChart(in.Results, in.LineRateGbps)
+	if err := add("bandwidth", bw, ok); err != nil {
+		return files, err
+	}
+	lat, ok := LatencyChart(in.Results)
+	if err := add("latency", lat, ok); err != nil {
+		return files, err
+	}
+	bus, ok := BusBWChart(in.Results, in.LineRateGbps, in.NICs)
+	if err := add("nccl-busbw", bus, ok); err != nil {
+		return files, err
+	}
+
+	var html bytes.Buffer
+	if err := renderHTML(&html, in, charts); err != nil {
+		return files, err
+	}
+	path := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(path, html.Bytes(), 0o644); err != nil {
+		return files, fmt.Errorf("write report: %w", err)
+	}
+	files = append(files, path)
+
+	js, err := json.MarshalIndent(jsonReport(in), "", "  ")
+	if err != nil {
+		return files, fmt.Errorf("report json: %w", err)
+	}
+	path = filepath.Join(dir, "report.json")
+	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
+		return files, fmt.Errorf("write report: %w", err)
+	}
+	return append(files, path), nil
+}
+
+type jsonScenario struct {
+	Scenario string       `json:"scenario"`
+	Result   bench.Result `json:"result"`
+}
+
+func jsonReport(in Input) any {
+	var rs []jsonScenario
+	for _, l := range in.Results {
+		rs = append(rs, jsonScenario{l.Scenario, l.Result})
+	}
+	return struct {
+		LineRateGbps float64         `json:"line_rate_gbps,omitempty"`
+		NICs         int             `json:"nics,omitempty"`
+		Results      []jsonScenario  `json:"results"`
+		Verdicts     []bench.Verdict `json:"verdicts"`
+	}{in.LineRateGbps, in.NICs, rs, in.Verdicts}
+}
+
+//go:embed report.html.tmpl
+var reportTemplate string
+
+var tmpl = template.Must(template.New("report").Parse(reportTemplate))
+
+func renderHTML(w io.Writer, in Input, charts []chartFile) error {
+	if in.Thresholds.LargeMessageBytes <= 0 {
+		in.Thresholds.LargeMessageBytes = bench.DefaultLargeBytes
+	}
+	title := in.Title
+	if title == "" {
+		title = "Railyard benchmark report"
+	}
+	data := struct {
+		Title    string
+		In       Input
+		Peaks    []Peak
+		Charts   []chartFile
+		Failed   bool
+		Verdicts []bench.Verdict
+	}{title, in, Peaks(in), charts, bench.Failed(in.Verdicts), in.Verdicts}
+	if err := tmpl.Execute(w, data); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}
+
+// PrintVerdicts writes the verdicts as an aligned text table.
+func PrintVerdicts(w io.Writer, vs []bench.Verdict) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tCHECK\tSCENARIO\tTOOL\tREASON")
+	for _, v := range vs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(v.Status)), v.Check, v.Scenario, v.Tool, v.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print verdicts: %w", err)
+	}
+	return nil
+}
