@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -109,11 +108,11 @@ func WriteSysfs(name, dir string, vfsPerPF int) error {
 // Topology discovers a model through a generated sysfs tree in a temporary
 // directory, removed before it returns.
 func Topology(ctx context.Context, name string, vfsPerPF int) (*topology.Topology, error) {
-	dir, err := os.MkdirTemp("", "railyard-machine-")
+	dir, err := fakesysfs.MkdirTemp()
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer fakesysfs.Cleanup(dir)
 	if err := WriteSysfs(name, dir, vfsPerPF); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/machine"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -99,7 +100,11 @@ func discover(t *testing.T, name string, vfs int) (*machine.Description, *topolo
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir, err := fakesysfs.MkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fakesysfs.Cleanup(dir) })
 	if err := WriteSysfs(name, dir, vfs); err != nil {
 		t.Fatal(err)
 	}

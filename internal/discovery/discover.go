@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -45,18 +46,18 @@ func ReadInventory(ctx context.Context, root string) (topology.Inventory, error)
 	if err != nil {
 		return topology.Inventory{}, err
 	}
+	read, err := r.readAll(ctx, addrs)
+	if err != nil {
+		return topology.Inventory{}, err
+	}
 	hostNUMA := map[string]int{}
 	var hostOrder []string
 	funcs := make(map[string]*fn, len(addrs))
 	for i, addr := range addrs {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return topology.Inventory{}, err
-			}
-		}
-		f, err := r.readFunction(addr)
-		if err != nil {
-			r.warn(addr, "skipped: "+err.Error())
+		f := read[i]
+		r.inv.Warnings = append(r.inv.Warnings, f.warnings...)
+		if f.err != nil {
+			r.warn(addr, "skipped: "+f.err.Error())
 			continue
 		}
 		funcs[addr] = f
@@ -73,17 +74,20 @@ func ReadInventory(ctx context.Context, root string) (topology.Inventory, error)
 	}
 	for _, addr := range addrs {
 		f, ok := funcs[addr]
-		if !ok {
-			continue
-		}
-		r.inv.Devices = append(r.inv.Devices, f.dev)
-		switch {
-		case f.physfn != "":
+		if !ok || f.physfn != "" {
 			continue // VFs are read with their PF
+		}
+		switch {
 		case isGPU(f.dev):
 			r.inv.GPUs = append(r.inv.GPUs, topology.GPU{PCI: addr, Vendor: f.dev.Vendor, Device: f.dev.Device, NUMA: f.dev.NUMA})
 		case f.hasRDMA:
 			r.inv.NICs = append(r.inv.NICs, r.readNIC(f, funcs))
+		}
+	}
+	// After readNIC, which gives VFs their PF's identity.
+	for _, addr := range addrs {
+		if f, ok := funcs[addr]; ok {
+			r.inv.Devices = append(r.inv.Devices, f.dev)
 		}
 	}
 	return r.inv, nil
@@ -104,6 +108,48 @@ type fn struct {
 	dir     string // relative to the root
 	physfn  string // PF address when this is a VF
 	hasRDMA bool
+	// Endpoints of a network function.
+	netdevs      []string
+	rdma, uverbs string
+	ports        []topology.Port
+	entries      []string // directory listing of an RDMA PF (virtfnN links)
+	err          error    // the function could not be read
+	warnings     []topology.Warning
+}
+
+func (f *fn) warn(path, msg string) {
+	f.warnings = append(f.warnings, topology.Warning{Path: path, Message: msg})
+}
+
+// readAll reads every function with a few workers: sysfs reads are
+// syscall-bound, and a node with thousands of VFs has ~20 files per VF.
+func (r *reader) readAll(ctx context.Context, addrs []string) ([]*fn, error) {
+	out := make([]*fn, len(addrs))
+	workers := min(8, len(addrs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = r.readFunction(addrs[i])
+			}
+		}()
+	}
+	var err error
+	for i := range addrs {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func isGPU(d topology.PCIDevice) bool {
@@ -127,11 +173,42 @@ func (r *reader) devDir(addr string) (string, error) {
 	return r.fs.PCIDeviceDir(addr)
 }
 
-func (r *reader) readFunction(addr string) (*fn, error) {
+func (r *reader) readFunction(addr string) *fn {
 	dir, err := r.devDir(addr)
 	if err != nil {
-		return nil, err
+		return &fn{err: err}
 	}
+	// A VF is known by its physfn link; its identity and NUMA node are its
+	// PF's, so only its driver and endpoints are read (a node may have
+	// thousands of VFs, each costing syscalls).
+	if pf, err := r.fs.LinkBase(filepath.Join(dir, "physfn")); err == nil {
+		f := &fn{dir: dir, physfn: pf}
+		if f.dev, err = r.location(addr, dir); err != nil {
+			return &fn{err: err}
+		}
+		if drv, err := r.fs.LinkBase(filepath.Join(dir, "driver")); err == nil {
+			f.dev.Driver = drv
+		}
+		f.netdevs, f.rdma, f.uverbs, f.ports = r.readEndpoints(f, dir, addr)
+		return f
+	}
+	f, err := r.readIdentity(addr, dir)
+	if err != nil {
+		return &fn{err: err}
+	}
+	if f.dev.Class>>16 != 0x02 { // only network controllers have netdevs and RDMA devices
+		return f
+	}
+	f.netdevs, f.rdma, f.uverbs, f.ports = r.readEndpoints(f, f.dir, addr)
+	f.hasRDMA = f.rdma != ""
+	if f.hasRDMA {
+		f.entries, _ = r.fs.List(f.dir)
+	}
+	return f
+}
+
+// location places a function in the tree from its sysfs directory.
+func (r *reader) location(addr, dir string) (topology.PCIDevice, error) {
 	// devices/[platform path.../]pciDDDD:BB/[bridges...]/addr: Hyper-V VMs
 	// put the host bridge below VMBus devices, so search for it.
 	parts := strings.Split(filepath.ToSlash(dir), "/")
@@ -142,11 +219,19 @@ func (r *reader) readFunction(addr string) (*fn, error) {
 		}
 	}
 	if hb < 0 || hb >= len(parts)-1 || parts[len(parts)-1] != addr {
-		return nil, fmt.Errorf("unexpected sysfs path %s (no pciDDDD:BB host bridge above the device)", dir)
+		return topology.PCIDevice{}, fmt.Errorf("unexpected sysfs path %s (no pciDDDD:BB host bridge above the device)", dir)
 	}
 	d := topology.PCIDevice{Address: addr, HostBridge: parts[hb], NUMA: -1}
 	if p := parts[len(parts)-2]; len(parts)-2 > hb && sysfs.ValidPCIAddress(p) {
 		d.Parent = p
+	}
+	return d, nil
+}
+
+func (r *reader) readIdentity(addr, dir string) (*fn, error) {
+	d, err := r.location(addr, dir)
+	if err != nil {
+		return nil, err
 	}
 	vendor, err := r.fs.ReadHex(filepath.Join(dir, "vendor"))
 	if err != nil {
@@ -162,23 +247,14 @@ func (r *reader) readFunction(addr string) (*fn, error) {
 	}
 	d.Vendor, d.Device, d.Class = uint16(vendor), uint16(device), uint32(class)
 	d.Bridge = d.Class>>8 == 0x0604
+	f := &fn{dev: d, dir: dir}
 	if s, err := r.fs.ReadString(filepath.Join(dir, "numa_node")); err == nil {
-		if d.NUMA, err = sysfs.ParseNUMANode(s); err != nil {
-			r.warn(addr, err.Error())
+		if f.dev.NUMA, err = sysfs.ParseNUMANode(s); err != nil {
+			f.warn(addr, err.Error())
 		}
 	}
 	if drv, err := r.fs.LinkBase(filepath.Join(dir, "driver")); err == nil {
-		d.Driver = drv
-	}
-	f := &fn{dev: d, dir: dir}
-	if d.Bridge {
-		return f, nil
-	}
-	if pf, err := r.fs.LinkBase(filepath.Join(dir, "physfn")); err == nil {
-		f.physfn = pf
-	}
-	if ents, _ := r.fs.List(filepath.Join(dir, "infiniband")); len(ents) > 0 {
-		f.hasRDMA = true
+		f.dev.Driver = drv
 	}
 	return f, nil
 }
@@ -186,7 +262,7 @@ func (r *reader) readFunction(addr string) (*fn, error) {
 // readNIC reads an RDMA-capable PF and its VFs.
 func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	n := topology.NIC{PCI: f.dev.Address, Vendor: f.dev.Vendor, Device: f.dev.Device, Driver: f.dev.Driver, NUMA: f.dev.NUMA}
-	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = r.readEndpoints(f.dir, f.dev.Address)
+	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = f.netdevs, f.rdma, f.uverbs, f.ports
 	if len(n.Netdevs) > 0 {
 		n.Netdev = n.Netdevs[0]
 	}
@@ -204,8 +280,7 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	if v, err := r.fs.ReadInt(filepath.Join(f.dir, "sriov_numvfs")); err == nil {
 		n.NumVFs = v
 	}
-	entries, _ := r.fs.List(f.dir)
-	for _, e := range entries {
+	for _, e := range f.entries {
 		idx, ok := strings.CutPrefix(e, "virtfn")
 		if !ok {
 			continue
@@ -224,11 +299,10 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 			r.warn(addr, fmt.Sprintf("VF %d of %s vanished during discovery", i, n.PCI))
 			continue
 		}
-		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver}
-		var netdevs []string
-		netdevs, vf.RDMA, vf.Uverbs, vf.Ports = r.readEndpoints(vfn.dir, addr)
-		if len(netdevs) > 0 {
-			vf.Netdev = netdevs[0]
+		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver, RDMA: vfn.rdma, Uverbs: vfn.uverbs, Ports: vfn.ports}
+		vfn.dev.Vendor, vfn.dev.Class, vfn.dev.NUMA = f.dev.Vendor, f.dev.Class, f.dev.NUMA
+		if len(vfn.netdevs) > 0 {
+			vf.Netdev = vfn.netdevs[0]
 		} else if vf.Driver != "vfio-pci" {
 			r.warn(addr, fmt.Sprintf("VF %d of %s has no netdev (driver %q)", i, n.PCI, vf.Driver))
 		}
@@ -243,25 +317,28 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 
 // readEndpoints reads a function's netdevs, its first RDMA device with its
 // ports, and its verbs device.
-func (r *reader) readEndpoints(dir, addr string) (netdevs []string, rdma, uverbs string, ports []topology.Port) {
+func (r *reader) readEndpoints(f *fn, dir, addr string) (netdevs []string, rdma, uverbs string, ports []topology.Port) {
 	netdevs, _ = r.fs.List(filepath.Join(dir, "net"))
 	rdmas, _ := r.fs.List(filepath.Join(dir, "infiniband"))
 	if len(rdmas) > 0 {
 		rdma = rdmas[0]
 		if len(rdmas) > 1 {
-			r.warn(addr, fmt.Sprintf("several RDMA devices %v; using %s", rdmas, rdma))
+			f.warn(addr, fmt.Sprintf("several RDMA devices %v; using %s", rdmas, rdma))
 		}
-		ports = r.readPorts(filepath.Join(dir, "infiniband", rdma), addr)
+		ports = r.readPorts(f, filepath.Join(dir, "infiniband", rdma), addr)
+	}
+	if rdma == "" {
+		return netdevs, "", "", nil
 	}
 	if uv, _ := r.fs.List(filepath.Join(dir, "infiniband_verbs")); len(uv) > 0 {
 		uverbs = uv[0]
-	} else if rdma != "" {
-		r.warn(addr, rdma+" has no verbs device (infiniband_verbs)")
+	} else {
+		f.warn(addr, rdma+" has no verbs device (infiniband_verbs)")
 	}
 	return netdevs, rdma, uverbs, ports
 }
 
-func (r *reader) readPorts(ibDir, addr string) []topology.Port {
+func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {
 	names, _ := r.fs.List(filepath.Join(ibDir, "ports"))
 	var ports []topology.Port
 	for _, name := range names {
@@ -295,7 +372,7 @@ func (r *reader) readPorts(ibDir, addr string) []topology.Port {
 			p.RoCEv2GIDs = r.roceV2GIDs(pd)
 		}
 		if len(errs) > 0 {
-			r.warn(addr, fmt.Sprintf("port %d: %v", num, errors.Join(errs...)))
+			f.warn(addr, fmt.Sprintf("port %d: %v", num, errors.Join(errs...)))
 		}
 		ports = append(ports, p)
 	}
