@@ -1,0 +1,316 @@
+package cni
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/railyard-io/railyard/internal/cni/config"
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+// Add attaches the configured device to the namespace a.Netns as a.IfName.
+// On any failure every earlier change is undone and no record is left.
+func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
+	s, err := p.open(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.ValidIfName(a.IfName); err != nil {
+		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_IFNAME: %w", err))
+	}
+	if ok, err := p.Ops.NetnsExists(ctx, a.Netns); err != nil || !ok || a.Netns == netops.Host {
+		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is not a network namespace (%v)", a.Netns, err))
+	}
+	unlock, err := s.lock(ctx, s.key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := p.claim(ctx, s, a); err != nil {
+		return nil, err
+	}
+	rec, err := p.prepare(ctx, s, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.Put(rec); err != nil {
+		return nil, err
+	}
+	res, err := p.attach(ctx, s, a, rec)
+	if err != nil {
+		if rerr := p.rollback(ctx, s, a, rec); rerr != nil {
+			return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %v", err, rerr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// claim fails when the device is attached to someone; a record from a
+// previous boot is stale and is torn down first.
+func (p *Plugin) claim(ctx context.Context, s *session, a Args) error {
+	old, err := s.store.Get(s.key)
+	if errors.Is(err, state.ErrNoRecord) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if old.BootID != p.BootID {
+		if err := p.teardown(ctx, s.fs, old); err != nil {
+			return withCode(types.ErrTryAgainLater, fmt.Errorf("device %s: releasing attachment left from a previous boot: %w", s.key, err))
+		}
+		_ = p.releaseIPAM(ctx, old)
+		return s.store.Delete(old.Key)
+	}
+	who := "container " + old.ContainerID + " interface " + old.IfName
+	if old.ContainerID == a.ContainerID && old.IfName == a.IfName {
+		who = "this container already"
+	}
+	return withCode(types.ErrTryAgainLater, fmt.Errorf("device %s is attached to %s (%s); try again later", s.key, who, old.Phase))
+}
+
+// prepare finds the device and snapshots what ADD will change.
+func (p *Plugin) prepare(ctx context.Context, s *session, a Args) (*state.Record, error) {
+	cfg := s.cfg
+	rec := &state.Record{
+		Key: s.key, Network: cfg.Name, ContainerID: a.ContainerID, IfName: a.IfName,
+		Netns: a.Netns, BootID: p.BootID, Phase: state.PhaseAdding,
+		TempName:       tempName(s.key, a.ContainerID, a.IfName),
+		DeviceInfoFile: cfg.DeviceInfoFile, Config: json.RawMessage(cfg.Raw),
+	}
+	name := cfg.Device
+	if cfg.DeviceID != "" || s.key != "netdev-"+cfg.Device {
+		rec.PCI = s.key
+	}
+	if cfg.DeviceID != "" {
+		n, err := hostNetdev(s.fs, cfg.DeviceID)
+		if err != nil {
+			return nil, err
+		}
+		name = n
+	}
+	l, err := p.Ops.Link(ctx, netops.Host, name)
+	if err != nil {
+		if errors.Is(err, netops.ErrLinkNotFound) {
+			return nil, invalidf("device: %s is not in the host namespace: %w", name, err)
+		}
+		return nil, err
+	}
+	rec.Orig, rec.OrigMAC = l, l.MAC.String()
+	rec.Marker = marker(s.key, l.Name)
+	if rec.PCI != "" {
+		pf, err := vfOf(s.fs, rec.PCI)
+		if err != nil {
+			return nil, err
+		}
+		if pf != nil {
+			vf, err := p.Ops.VF(ctx, pf.Netdev, pf.VF)
+			if err != nil {
+				return nil, fmt.Errorf("reading VF settings through PF %s: %w", pf.Netdev, err)
+			}
+			rec.PF, rec.OrigVF = pf, &vf
+		}
+	}
+	if cfg.VF.Any() && rec.PF == nil {
+		return nil, invalidf("vlan/vlanQoS/spoofchk/trust/link_state/min_tx_rate/max_tx_rate: device %s is not an SR-IOV VF", s.key)
+	}
+	if cfg.RDMA {
+		if rec.PCI == "" {
+			return nil, invalidf("rdma: device %s has no PCI address to find its RDMA device", name)
+		}
+		mode, err := p.Ops.RDMANetnsMode(ctx)
+		if err != nil {
+			return nil, withCode(types.ErrPluginNotAvailable, fmt.Errorf("rdma: %w", err))
+		}
+		if mode != "exclusive" {
+			return nil, withCode(types.ErrPluginNotAvailable, fmt.Errorf("rdma: the RDMA subsystem is in %q netns mode; moving RDMA devices into pods needs \"exclusive\" (rdma system set netns exclusive, before other namespaces exist, or ib_core netns_mode=0)", mode))
+		}
+		dev, err := rdmaOf(s.fs, rec.PCI)
+		if err != nil {
+			return nil, err
+		}
+		rec.RDMA = dev
+	}
+	return rec, nil
+}
+
+// attach makes every change, in order. It returns at the first failure.
+func (p *Plugin) attach(ctx context.Context, s *session, a Args, rec *state.Record) (*current.Result, error) {
+	cfg, o := s.cfg, p.Ops
+	if err := p.applyVF(ctx, cfg.VF, rec); err != nil {
+		return nil, err
+	}
+	host, pod, name := netops.Host, a.Netns, rec.Orig.Name
+	if rec.Orig.Up {
+		if err := o.SetLinkUp(ctx, host, name, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.SetAlias(ctx, host, name, rec.Marker); err != nil {
+		return nil, err
+	}
+	// Altnames travel with the netdev and would collide in the pod (or
+	// leave the host name reserved there); they are restored on the host.
+	for _, alt := range rec.Orig.AltNames {
+		if err := o.DelAltName(ctx, host, name, alt); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.RenameLink(ctx, host, name, rec.TempName); err != nil {
+		return nil, err
+	}
+	if err := o.MoveLink(ctx, host, rec.TempName, pod); err != nil {
+		return nil, err
+	}
+	if rec.RDMA != "" {
+		if err := o.MoveRDMA(ctx, host, rec.RDMA, pod); err != nil {
+			return nil, fmt.Errorf("moving RDMA device %s into the pod: %w", rec.RDMA, err)
+		}
+	}
+	if err := o.RenameLink(ctx, pod, rec.TempName, a.IfName); err != nil {
+		return nil, err
+	}
+	mtu, mac := rec.Orig.MTU, rec.Orig.MAC
+	if cfg.MTU != 0 && cfg.MTU != mtu {
+		if err := o.SetMTU(ctx, pod, a.IfName, cfg.MTU); err != nil {
+			return nil, err
+		}
+		mtu = cfg.MTU
+	}
+	if cfg.MAC != nil && cfg.MAC.String() != rec.OrigMAC {
+		if err := o.SetMAC(ctx, pod, a.IfName, cfg.MAC); err != nil {
+			return nil, err
+		}
+		mac = cfg.MAC
+	}
+	if err := o.SetLinkUp(ctx, pod, a.IfName, true); err != nil {
+		return nil, err
+	}
+	res := &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{{
+			Name: a.IfName, Mac: mac.String(), Mtu: mtu, Sandbox: a.Netns, PciID: rec.PCI,
+		}},
+		DNS: cfg.DNS,
+	}
+	if cfg.IPAMType != "" {
+		if err := p.runIPAM(ctx, s, a, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeDeviceInfo(cfg.DeviceInfoFile, rec); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding result: %w", err)
+	}
+	rec.Phase, rec.Result = state.PhaseAttached, b
+	if err := s.store.Put(rec); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (p *Plugin) runIPAM(ctx context.Context, s *session, a Args, res *current.Result) error {
+	r, err := p.IPAM.Exec(ctx, "ADD", s.cfg.IPAMType, s.cfg.Raw, a)
+	if err != nil {
+		return err
+	}
+	ir, err := current.NewResultFromResult(r)
+	if err != nil {
+		return fmt.Errorf("converting IPAM result: %w", err)
+	}
+	if len(ir.IPs) == 0 {
+		return fmt.Errorf("IPAM plugin %s returned no IP addresses", s.cfg.IPAMType)
+	}
+	for _, ip := range ir.IPs {
+		ip.Interface = current.Int(0)
+	}
+	res.IPs, res.Routes = ir.IPs, ir.Routes
+	if len(s.cfg.DNS.Nameservers) == 0 && len(s.cfg.DNS.Search) == 0 {
+		res.DNS = ir.DNS
+	}
+	return p.Ops.ConfigureIPs(ctx, a.Netns, a.IfName, res)
+}
+
+// applyVF makes the requested VF settings through the PF.
+func (p *Plugin) applyVF(ctx context.Context, want config.VF, rec *state.Record) error {
+	if rec.PF == nil || !want.Any() {
+		return nil
+	}
+	pf, vf, o, cur := rec.PF.Netdev, rec.PF.VF, p.Ops, *rec.OrigVF
+	if want.VLAN != nil || want.VLANQoS != nil {
+		vlan, qos := cur.VLAN, cur.QoS
+		if want.VLAN != nil {
+			vlan, qos = *want.VLAN, 0
+		}
+		if want.VLANQoS != nil {
+			qos = *want.VLANQoS
+		}
+		if vlan != cur.VLAN || qos != cur.QoS {
+			if err := o.SetVFVLAN(ctx, pf, vf, vlan, qos); err != nil {
+				return err
+			}
+		}
+	}
+	if want.SpoofChk != config.Unset && (want.SpoofChk == config.On) != cur.SpoofChk {
+		if err := o.SetVFSpoofChk(ctx, pf, vf, want.SpoofChk == config.On); err != nil {
+			return err
+		}
+	}
+	if want.Trust != config.Unset && (want.Trust == config.On) != cur.Trust {
+		if err := o.SetVFTrust(ctx, pf, vf, want.Trust == config.On); err != nil {
+			return err
+		}
+	}
+	if want.LinkState != nil && *want.LinkState != cur.LinkState {
+		if err := o.SetVFLinkState(ctx, pf, vf, *want.LinkState); err != nil {
+			return err
+		}
+	}
+	if want.MinTxRate != nil || want.MaxTxRate != nil {
+		lo, hi := cur.MinTxRate, cur.MaxTxRate
+		if want.MinTxRate != nil {
+			lo = *want.MinTxRate
+		}
+		if want.MaxTxRate != nil {
+			hi = *want.MaxTxRate
+		}
+		if lo != cur.MinTxRate || hi != cur.MaxTxRate {
+			if err := o.SetVFRate(ctx, pf, vf, lo, hi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rollback undoes a failed ADD: teardown, IPAM release, device-info file,
+// then the record (kept when the teardown did not finish).
+func (p *Plugin) rollback(ctx context.Context, s *session, a Args, rec *state.Record) error {
+	if err := p.teardown(ctx, s.fs, rec); err != nil {
+		return err
+	}
+	var errs []error
+	if s.cfg.IPAMType != "" {
+		if _, err := p.IPAM.Exec(ctx, "DEL", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := removeFile(rec.DeviceInfoFile); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.store.Delete(rec.Key); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

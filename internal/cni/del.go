@@ -1,0 +1,109 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+// Del detaches the interface a.IfName of container a.ContainerID. It
+// succeeds when repeated, when the namespace is gone, when the record is
+// missing (then it recovers the original name from the alias marker) and
+// when the device now belongs to another attachment (then it leaves the
+// device alone and only releases this attachment's addresses).
+func (p *Plugin) Del(ctx context.Context, a Args) error {
+	s, err := p.open(a)
+	if err != nil {
+		return err
+	}
+	key := s.key
+	if rec, err := s.store.Find(a.ContainerID, a.IfName); err == nil {
+		key = rec.Key
+	}
+	unlock, err := s.lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	rec, err := s.store.Get(key)
+	switch {
+	case errors.Is(err, state.ErrNoRecord):
+		rec = nil
+	case err != nil:
+		return err
+	case rec.ContainerID != a.ContainerID || rec.IfName != a.IfName:
+		rec = nil // the device now serves another attachment
+	}
+	if rec == nil {
+		rec, err = p.recoverRecord(ctx, s, a, key)
+		if err != nil {
+			return err
+		}
+	}
+	if rec != nil {
+		if err := p.teardown(ctx, s.fs, rec); err != nil {
+			return fmt.Errorf("releasing device %s: %w", key, err)
+		}
+	}
+	if s.cfg.IPAMType != "" {
+		if _, err := p.IPAM.Exec(ctx, "DEL", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
+			return err
+		}
+	}
+	infoFile := s.cfg.DeviceInfoFile
+	if rec != nil && rec.DeviceInfoFile != "" {
+		infoFile = rec.DeviceInfoFile
+	}
+	if err := removeFile(infoFile); err != nil {
+		return err
+	}
+	if rec != nil && rec.Key == key {
+		if cur, err := s.store.Get(key); err == nil && cur.ContainerID == a.ContainerID && cur.IfName == a.IfName {
+			return s.store.Delete(key)
+		}
+	}
+	return nil
+}
+
+// recoverRecord rebuilds what can be known of an attachment whose record is
+// gone from the alias marker on the interface in the pod: the device key and
+// the original name. MTU, MAC and VF settings cannot be known and stay as
+// they are. It returns nil when there is nothing of ours to release.
+func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key string) (*state.Record, error) {
+	if a.Netns == "" {
+		return nil, nil
+	}
+	ok, err := p.Ops.NetnsExists(ctx, a.Netns)
+	if err != nil || !ok {
+		return nil, err
+	}
+	l, err := p.Ops.Link(ctx, a.Netns, a.IfName)
+	if errors.Is(err, netops.ErrLinkNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mkey, orig, ok := parseMarker(l.Alias)
+	if !ok || mkey != key {
+		return nil, nil // not an interface railyard-cni attached for this device
+	}
+	rec := &state.Record{
+		Key: key, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns,
+		TempName: tempName(key, a.ContainerID, a.IfName), Marker: l.Alias,
+		Orig: netops.Link{Name: orig, Index: -1},
+	}
+	if key != "netdev-"+s.cfg.Device {
+		rec.PCI = key
+	}
+	if s.cfg.RDMA && rec.PCI != "" {
+		if dev, err := rdmaOf(s.fs, rec.PCI); err == nil {
+			rec.RDMA = dev
+		}
+	}
+	return rec, nil
+}

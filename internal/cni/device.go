@@ -1,0 +1,95 @@
+package cni
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/railyard-io/railyard/internal/cni/config"
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/sysfs"
+)
+
+// deviceKey names the device a configuration points at, for the lock and
+// the record: its PCI address when it has one, else "netdev-<name>".
+func deviceKey(fs sysfs.FS, c *config.Config) string {
+	if c.DeviceID != "" {
+		return c.DeviceID
+	}
+	if pci, err := fs.NetdevPCIAddress(c.Device); err == nil {
+		return pci
+	}
+	return "netdev-" + c.Device
+}
+
+// hostNetdev returns the netdev name of PCI function pci as sysfs shows it
+// in the host namespace.
+func hostNetdev(fs sysfs.FS, pci string) (string, error) {
+	if _, err := fs.PCIDeviceDir(pci); err != nil {
+		return "", invalidf("deviceID: %w", err)
+	}
+	names, err := fs.Netdevs(pci)
+	if err != nil {
+		return "", fmt.Errorf("listing netdevs of %s: %w", pci, err)
+	}
+	switch len(names) {
+	case 0:
+		return "", invalidf("deviceID: PCI device %s has no network interface in the host namespace (bound to a userspace driver, or held by another plugin)", pci)
+	case 1:
+		return names[0], nil
+	}
+	return "", invalidf("deviceID: PCI device %s has %d network interfaces (%s); use device to pick one", pci, len(names), strings.Join(names, ", "))
+}
+
+// vfOf returns the PF a VF's settings are made through, or nil when pci is
+// not a VF. internal/sysfs has no physfn/virtfn reader, so this reads the
+// links itself (read-only).
+func vfOf(fs sysfs.FS, pci string) (*state.PF, error) {
+	pf, err := fs.LinkBase("bus/pci/devices/" + pci + "/physfn")
+	if errors.Is(err, sysfs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading physfn of %s: %w", pci, err)
+	}
+	entries, err := fs.List("bus/pci/devices/" + pf)
+	if err != nil {
+		return nil, fmt.Errorf("listing PF %s: %w", pf, err)
+	}
+	index := -1
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e, "virtfn")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if target, err := fs.LinkBase("bus/pci/devices/" + pf + "/" + e); err == nil && target == pci {
+			index = i
+			break
+		}
+	}
+	if index < 0 {
+		return nil, fmt.Errorf("VF %s is not among the virtfn links of its PF %s", pci, pf)
+	}
+	pfNet, err := fs.Netdevs(pf)
+	if err != nil || len(pfNet) == 0 {
+		return nil, fmt.Errorf("PF %s of VF %s has no netdev in the host namespace (needed for VF settings)", pf, pci)
+	}
+	return &state.PF{Netdev: pfNet[0], PCI: pf, VF: index}, nil
+}
+
+// rdmaOf returns the RDMA device of PCI function pci.
+func rdmaOf(fs sysfs.FS, pci string) (string, error) {
+	devs, err := fs.RDMADevices(pci)
+	if err != nil {
+		return "", fmt.Errorf("listing RDMA devices of %s: %w", pci, err)
+	}
+	if len(devs) == 0 {
+		return "", invalidf("rdma: PCI device %s has no RDMA device (no infiniband/ directory)", pci)
+	}
+	return devs[0], nil
+}

@@ -1,0 +1,104 @@
+package cni
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/cni/config"
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/sysfs"
+)
+
+// Plugin is the railyard-cni plugin logic with its dependencies.
+type Plugin struct {
+	Ops  netops.Ops
+	IPAM IPAM
+	// BootID identifies this boot of the node (/proc/sys/kernel/random/boot_id);
+	// a record from another boot is stale.
+	BootID string
+}
+
+// markerPrefix starts the alias railyard-cni sets on an attached netdev:
+// "railyard-cni <device key> <original name>".
+const markerPrefix = "railyard-cni "
+
+func marker(key, origName string) string { return markerPrefix + key + " " + origName }
+
+// parseMarker returns the key and original name in an alias set by
+// railyard-cni.
+func parseMarker(alias string) (key, orig string, ok bool) {
+	rest, ok := strings.CutPrefix(alias, markerPrefix)
+	if !ok {
+		return "", "", false
+	}
+	f := strings.Fields(rest)
+	if len(f) != 2 || config.ValidIfName(f[1]) != nil {
+		return "", "", false
+	}
+	return f[0], f[1], true
+}
+
+// tempName is the unique name a netdev carries while it crosses namespaces.
+func tempName(key, containerID, ifname string) string {
+	h := sha256.Sum256([]byte(key + "\x00" + containerID + "\x00" + ifname))
+	return "ry" + hex.EncodeToString(h[:])[:11]
+}
+
+type session struct {
+	cfg   *config.Config
+	fs    sysfs.FS
+	store state.Store
+	key   string
+}
+
+func (p *Plugin) open(a Args) (*session, error) {
+	cfg, err := config.Parse(a.Config)
+	if err != nil {
+		return nil, err
+	}
+	fs := sysfs.New(cfg.SysfsRoot)
+	return &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}, key: deviceKey(fs, cfg)}, nil
+}
+
+func (s *session) lock(ctx context.Context, key string) (func(), error) {
+	unlock, err := s.store.Lock(ctx, key, s.cfg.LockTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", key, err)
+	}
+	return unlock, nil
+}
+
+func (p *Plugin) ipam(ctx context.Context, command string, conf []byte, a Args) (types.Result, error) {
+	plugin, err := ipamType(conf)
+	if err != nil || plugin == "" {
+		return nil, err
+	}
+	return p.IPAM.Exec(ctx, command, plugin, conf, a)
+}
+
+// ipamType reads ipam.type of a stored or received configuration.
+func ipamType(conf []byte) (string, error) {
+	cfg, err := config.Parse(conf)
+	if err != nil {
+		return "", err
+	}
+	return cfg.IPAMType, nil
+}
+
+func removeFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package cni
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+// About is printed by the skel when the binary runs without CNI_COMMAND.
+const About = "railyard-cni: attaches an RDMA NIC (VF or PF) and its RDMA device to a pod, CNI spec 1.1.0"
+
+// Run serves one CNI invocation from the environment and stdin with the
+// real Linux operations and exec'd IPAM. It prints the result, or the error
+// as CNI error JSON, on stdout and nothing else, and returns the error.
+func Run(ctx context.Context) error {
+	p := &Plugin{
+		Ops:    netops.Linux{},
+		IPAM:   ExecIPAM{CNIPath: os.Getenv("CNI_PATH")},
+		BootID: readBootID(),
+	}
+	if e := skel.PluginMainFuncsWithError(p.Funcs(ctx), version.All, About); e != nil {
+		if err := e.Print(); err != nil {
+			return err
+		}
+		return e
+	}
+	return nil
+}
+
+func readBootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Funcs adapts the plugin to skel's callbacks, mapping errors to CNI codes.
+func (p *Plugin) Funcs(ctx context.Context) skel.CNIFuncs {
+	conv := func(c *skel.CmdArgs) Args {
+		return Args{ContainerID: c.ContainerID, Netns: c.Netns, IfName: c.IfName, PluginArgs: c.Args, Config: c.StdinData}
+	}
+	return skel.CNIFuncs{
+		Add: func(c *skel.CmdArgs) error {
+			res, err := p.Add(ctx, conv(c))
+			if err != nil {
+				return ToCNIError(err)
+			}
+			var v struct {
+				CNIVersion string `json:"cniVersion"`
+			}
+			_ = json.Unmarshal(c.StdinData, &v)
+			if err := types.PrintResult(res, v.CNIVersion); err != nil {
+				return ToCNIError(err)
+			}
+			return nil
+		},
+		Del:    func(c *skel.CmdArgs) error { return asCNI(p.Del(ctx, conv(c))) },
+		Check:  func(c *skel.CmdArgs) error { return asCNI(p.Check(ctx, conv(c))) },
+		Status: func(c *skel.CmdArgs) error { return asCNI(p.Status(ctx, conv(c))) },
+		GC:     func(c *skel.CmdArgs) error { return asCNI(p.GC(ctx, conv(c))) },
+	}
+}
+
+func asCNI(err error) error {
+	if err == nil {
+		return nil
+	}
+	return ToCNIError(err)
+}

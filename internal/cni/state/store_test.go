@@ -1,0 +1,149 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPutGetListFindDelete(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if _, err := s.Get("0000:03:00.2"); !errors.Is(err, ErrNoRecord) {
+		t.Fatalf("Get on empty store: %v", err)
+	}
+	a := &Record{Key: "0000:03:00.2", ContainerID: "c1", IfName: "net1", Phase: PhaseAdding}
+	b := &Record{Key: "0000:03:00.3", ContainerID: "c2", IfName: "net1", Phase: PhaseAttached}
+	for _, r := range []*Record{b, a} {
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Get(a.Key)
+	if err != nil || got.ContainerID != "c1" || got.Phase != PhaseAdding {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	all, err := s.List()
+	if err != nil || len(all) != 2 || all[0].Key != a.Key {
+		t.Fatalf("List = %v, %v", all, err)
+	}
+	r, err := s.Find("c2", "net1")
+	if err != nil || r.Key != b.Key {
+		t.Fatalf("Find = %+v, %v", r, err)
+	}
+	if _, err := s.Find("c3", "net1"); !errors.Is(err, ErrNoRecord) {
+		t.Fatalf("Find unknown: %v", err)
+	}
+	if err := s.Delete(a.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(a.Key); err != nil {
+		t.Fatalf("second Delete: %v", err)
+	}
+	if _, err := s.Get(a.Key); !errors.Is(err, ErrNoRecord) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(s.Dir, "devices", ".tmp-*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("temporary files left: %v", leftovers)
+	}
+}
+
+func TestListSkipsCorruptRecords(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if err := s.Put(&Record{Key: "good"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "devices", "bad.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.List()
+	if err == nil || len(recs) != 1 || recs[0].Key != "good" {
+		t.Fatalf("List = %v, %v; want the good record and an error", recs, err)
+	}
+}
+
+func TestInvalidKeys(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	for _, k := range []string{"", "..", "a/b", "x\x00"} {
+		if err := s.Put(&Record{Key: k}); err == nil {
+			t.Errorf("Put accepted key %q", k)
+		}
+		if _, err := s.Lock(context.Background(), k, 0); err == nil {
+			t.Errorf("Lock accepted key %q", k)
+		}
+	}
+}
+
+func TestLockExcludesAndTimesOut(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	ctx := context.Background()
+	unlock, err := s.Lock(ctx, "dev", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.Lock(ctx, "dev", 50*time.Millisecond); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Lock: %v, want ErrBusy", err)
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Fatal("second Lock gave up before its timeout")
+	}
+	other, err := s.Lock(ctx, "other-dev", 0)
+	if err != nil {
+		t.Fatalf("lock of another device: %v", err)
+	}
+	other()
+	unlock()
+	again, err := s.Lock(ctx, "dev", 0)
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	again()
+}
+
+func TestLockSerialises(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock, err := s.Lock(context.Background(), "dev", 5*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := inside.Add(1)
+			if n > maxInside.Load() {
+				maxInside.Store(n)
+			}
+			time.Sleep(2 * time.Millisecond)
+			inside.Add(-1)
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() != 1 {
+		t.Fatalf("%d holders at once", maxInside.Load())
+	}
+}
+
+func TestLockHonoursContext(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	unlock, err := s.Lock(context.Background(), "dev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Lock(ctx, "dev", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with cancelled ctx: %v", err)
+	}
+}

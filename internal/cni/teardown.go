@@ -1,0 +1,215 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/sysfs"
+)
+
+// teardown converges the device of rec back to the host state rec recorded:
+// RDMA device first, then the netdev (out of the pod, original name, MTU,
+// MAC, altnames, alias, up state), then the VF settings through the PF. It
+// looks at where things are instead of replaying a journal, so it finishes
+// any partial ADD or DEL and is safe to repeat. A device that no longer
+// exists (a virtual one destroyed with its namespace) is not an error.
+func (p *Plugin) teardown(ctx context.Context, fs sysfs.FS, rec *state.Record) error {
+	o := p.Ops
+	podOK := false
+	if rec.Netns != "" && rec.Netns != netops.Host {
+		ok, err := o.NetnsExists(ctx, rec.Netns)
+		if err != nil {
+			return err
+		}
+		podOK = ok
+	}
+	if podOK && rec.RDMA != "" {
+		in, err := o.RDMADeviceIn(ctx, rec.Netns, rec.RDMA)
+		if err != nil {
+			return err
+		}
+		if in {
+			if err := o.MoveRDMA(ctx, rec.Netns, rec.RDMA, netops.Host); err != nil {
+				return fmt.Errorf("moving RDMA device %s back to the host: %w", rec.RDMA, err)
+			}
+		}
+	}
+	if podOK {
+		if err := p.leavePod(ctx, rec); err != nil {
+			return err
+		}
+	}
+	l, found, err := p.findOnHost(ctx, fs, rec)
+	if err != nil {
+		return err
+	}
+	if found {
+		if err := p.restoreHost(ctx, rec, l); err != nil {
+			return err
+		}
+	}
+	return p.restoreVF(ctx, rec)
+}
+
+// leavePod moves the netdev, if it is in the pod, to the host under its
+// temporary name.
+func (p *Plugin) leavePod(ctx context.Context, rec *state.Record) error {
+	o, pod := p.Ops, rec.Netns
+	var l netops.Link
+	found := false
+	for _, name := range []string{rec.IfName, rec.TempName} {
+		got, err := o.Link(ctx, pod, name)
+		if errors.Is(err, netops.ErrLinkNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if got.Alias == rec.Marker {
+			l, found = got, true
+			break
+		}
+	}
+	if !found {
+		return nil
+	}
+	if l.Up {
+		if err := o.SetLinkUp(ctx, pod, l.Name, false); err != nil {
+			return err
+		}
+	}
+	if l.Name != rec.TempName {
+		if err := o.RenameLink(ctx, pod, l.Name, rec.TempName); err != nil {
+			return err
+		}
+	}
+	return o.MoveLink(ctx, pod, rec.TempName, netops.Host)
+}
+
+// findOnHost finds the recorded netdev in the host namespace: by the alias
+// marker, by its temporary name, through sysfs by PCI address, or under its
+// original name with its original index.
+func (p *Plugin) findOnHost(ctx context.Context, fs sysfs.FS, rec *state.Record) (netops.Link, bool, error) {
+	o, host := p.Ops, netops.Host
+	if l, err := o.LinkByAlias(ctx, host, rec.Marker); err == nil {
+		return l, true, nil
+	} else if !errors.Is(err, netops.ErrLinkNotFound) {
+		return netops.Link{}, false, err
+	}
+	names := []string{rec.TempName}
+	if rec.PCI != "" {
+		if n, err := fs.Netdevs(rec.PCI); err == nil {
+			names = append(names, n...)
+		}
+	}
+	names = append(names, rec.Orig.Name)
+	for _, name := range names {
+		l, err := o.Link(ctx, host, name)
+		if errors.Is(err, netops.ErrLinkNotFound) {
+			continue
+		}
+		if err != nil {
+			return netops.Link{}, false, err
+		}
+		if name == rec.TempName || l.Index == rec.Orig.Index {
+			return l, true, nil
+		}
+	}
+	return netops.Link{}, false, nil
+}
+
+// restoreHost puts a host netdev back to its recorded settings.
+func (p *Plugin) restoreHost(ctx context.Context, rec *state.Record, l netops.Link) error {
+	o, host, want := p.Ops, netops.Host, rec.Orig
+	name := l.Name
+	if name != want.Name {
+		if l.Up {
+			if err := o.SetLinkUp(ctx, host, name, false); err != nil {
+				return err
+			}
+			l.Up = false
+		}
+		if err := o.RenameLink(ctx, host, name, want.Name); err != nil {
+			return fmt.Errorf("restoring the name of %s: %w", want.Name, err)
+		}
+		name = want.Name
+	}
+	if want.MTU != 0 && l.MTU != want.MTU {
+		if err := o.SetMTU(ctx, host, name, want.MTU); err != nil {
+			return err
+		}
+	}
+	if rec.OrigMAC != "" && l.MAC.String() != rec.OrigMAC {
+		mac, err := net.ParseMAC(rec.OrigMAC)
+		if err != nil {
+			return fmt.Errorf("record of %s: original MAC %q: %w", rec.Key, rec.OrigMAC, err)
+		}
+		if err := o.SetMAC(ctx, host, name, mac); err != nil {
+			return err
+		}
+	}
+	for _, alt := range want.AltNames {
+		if !slices.Contains(l.AltNames, alt) {
+			if err := o.AddAltName(ctx, host, name, alt); err != nil {
+				return err
+			}
+		}
+	}
+	if l.Alias != want.Alias {
+		if err := o.SetAlias(ctx, host, name, want.Alias); err != nil {
+			return err
+		}
+	}
+	if want.Up != l.Up {
+		return o.SetLinkUp(ctx, host, name, want.Up)
+	}
+	return nil
+}
+
+// restoreVF puts the VF's settings back through the PF.
+func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
+	if rec.PF == nil || rec.OrigVF == nil {
+		return nil
+	}
+	o, pf, vf, want := p.Ops, rec.PF.Netdev, rec.PF.VF, *rec.OrigVF
+	cur, err := o.VF(ctx, pf, vf)
+	if err != nil {
+		return fmt.Errorf("reading VF %d through PF %s: %w", vf, pf, err)
+	}
+	if cur.VLAN != want.VLAN || cur.QoS != want.QoS {
+		if err := o.SetVFVLAN(ctx, pf, vf, want.VLAN, want.QoS); err != nil {
+			return err
+		}
+	}
+	if cur.SpoofChk != want.SpoofChk {
+		if err := o.SetVFSpoofChk(ctx, pf, vf, want.SpoofChk); err != nil {
+			return err
+		}
+	}
+	if cur.Trust != want.Trust {
+		if err := o.SetVFTrust(ctx, pf, vf, want.Trust); err != nil {
+			return err
+		}
+	}
+	if cur.LinkState != want.LinkState {
+		if err := o.SetVFLinkState(ctx, pf, vf, want.LinkState); err != nil {
+			return err
+		}
+	}
+	if cur.MinTxRate != want.MinTxRate || cur.MaxTxRate != want.MaxTxRate {
+		return o.SetVFRate(ctx, pf, vf, want.MinTxRate, want.MaxTxRate)
+	}
+	return nil
+}
+
+// releaseIPAM releases a record's addresses with the configuration it was
+// attached with (best effort; the runtime's own DEL retries it).
+func (p *Plugin) releaseIPAM(ctx context.Context, rec *state.Record) error {
+	_, err := p.ipam(ctx, "DEL", rec.Config, Args{ContainerID: rec.ContainerID, Netns: rec.Netns, IfName: rec.IfName, Config: rec.Config})
+	return err
+}
