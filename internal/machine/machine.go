@@ -69,7 +69,7 @@ type Node struct {
 var (
 	hostBridgeRE = regexp.MustCompile(`^pci([0-9a-f]{4}):([0-9a-f]{2})$`)
 	bdfRE        = regexp.MustCompile(`^([0-9a-f]{4}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$`)
-	hexRE        = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+`)
+	hexRE        = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+$`)
 )
 
 // Parse reads a machine description. Unknown fields are ignored; missing
@@ -136,8 +136,9 @@ func hexValue(v any, path string, bits int) (uint64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	m := hexRE.FindString(s)
-	if m == "" {
+	// Values may carry notes: "0x1013 (ConnectX-4, assumed)".
+	m := firstToken(s)
+	if !hexRE.MatchString(m) {
 		return 0, fmt.Errorf("%s: %q is not a hex number", path, s)
 	}
 	x, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(m), "0x"), 16, bits)
