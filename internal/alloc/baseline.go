@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 )
 
 // Kubelet models a device plugin without GetPreferredAllocation: kubelet
@@ -47,10 +48,13 @@ func (p *Kubelet) Allocate(req Request) (Result, error) {
 // NUMA models an allocator that knows NUMA nodes and nothing finer: it
 // returns any free devices on the NUMA nodes of the pod's GPUs (healthy
 // ones first), drawn at random, and other devices only when those run out.
-// The draw is seeded by the policy's seed and the request, so equal
-// requests get equal answers.
+// The draws form a seeded sequence: the same seed and the same sequence of
+// requests give the same answers. (Seeding by the request alone would give
+// every identical request, such as an 8-GPU pod on an empty node, the same
+// device, and make the baseline a matter of hash luck.)
 type NUMA struct {
 	seed  uint64
+	calls atomic.Uint64
 	cache indexCache
 }
 
@@ -71,7 +75,7 @@ func (p *NUMA) Allocate(req Request) (Result, error) {
 	h := fnv.New64a()
 	h.Write([]byte(strings.Join(req.Available, ",")))
 	h.Write([]byte(strings.Join(req.GPUs, ",")))
-	rng := rand.New(rand.NewPCG(p.seed, h.Sum64()^uint64(req.Size)))
+	rng := rand.New(rand.NewPCG(p.seed^p.calls.Add(1), h.Sum64()^uint64(req.Size)))
 
 	numa := map[int]bool{}
 	for _, g := range s.gpus {

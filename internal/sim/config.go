@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// ErrConfig is returned (wrapped) for an unusable configuration.
+var ErrConfig = errors.New("sim: invalid configuration")
+
+// DeviceMode says how many NIC devices a pod asks for.
+type DeviceMode string
+
+// Device modes.
+const (
+	// PerGPU: one device per GPU of the pod.
+	PerGPU DeviceMode = "gpu"
+	// PerPod: one device per pod, whatever its GPUs.
+	PerPod DeviceMode = "pod"
+)
+
+// TopologyPolicy is the kubelet Topology Manager policy modelled.
+type TopologyPolicy string
+
+// Topology Manager policies.
+const (
+	// TMNone: no NUMA alignment; the GPU plugin alone chooses GPUs.
+	TMNone TopologyPolicy = "none"
+	// TMBestEffort: prefer the narrowest NUMA set, admit anyway.
+	TMBestEffort TopologyPolicy = "best-effort"
+	// TMSingleNUMA: reject pods that cannot be aligned on one NUMA node.
+	TMSingleNUMA TopologyPolicy = "single-numa-node"
+)
+
+// Scheduler is how the scheduler scores feasible nodes.
+type Scheduler string
+
+// Schedulers.
+const (
+	// MostAllocated packs pods onto the fullest node that fits (GPU bin
+	// packing, the usual choice for GPU clusters).
+	MostAllocated Scheduler = "most-allocated"
+	// LeastAllocated spreads pods onto the emptiest node (kube-scheduler's
+	// default scoring).
+	LeastAllocated Scheduler = "least-allocated"
+)
+
+// MixEntry is one pod shape of the workload and its relative weight.
+type MixEntry struct {
+	GPUs   int
+	Weight float64
+}
+
+// Named workload mixes.
+func namedMixes() map[string][]MixEntry {
+	return map[string][]MixEntry{
+		"uniform": {{1, 1}, {2, 1}, {4, 1}, {8, 1}},
+		"small":   {{1, 4}, {2, 2}, {4, 1}, {8, 1}},
+		"large":   {{1, 1}, {2, 1}, {4, 2}, {8, 4}},
+	}
+}
+
+// MixNames returns the names ParseMix accepts besides an explicit list.
+func MixNames() []string {
+	names := []string{}
+	for n := range namedMixes() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ParseMix reads a workload mix: a name ("uniform", "small", "large") or a
+// list "GPUS:WEIGHT,..." such as "1:4,2:2,4:1,8:1".
+func ParseMix(s string) ([]MixEntry, error) {
+	if m, ok := namedMixes()[strings.TrimSpace(s)]; ok {
+		return slices.Clone(m), nil
+	}
+	var out []MixEntry
+	for _, part := range strings.Split(s, ",") {
+		g, w, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("%w: mix entry %q: want GPUS:WEIGHT or one of %s", ErrConfig, part, strings.Join(MixNames(), ", "))
+		}
+		gpus, err := strconv.Atoi(strings.TrimSpace(g))
+		if err != nil || gpus < 1 {
+			return nil, fmt.Errorf("%w: mix entry %q: GPU count must be a positive integer", ErrConfig, part)
+		}
+		weight, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
+		if err != nil || weight < 0 || math.IsInf(weight, 0) || math.IsNaN(weight) {
+			return nil, fmt.Errorf("%w: mix entry %q: weight must be a non-negative number", ErrConfig, part)
+		}
+		out = append(out, MixEntry{GPUs: gpus, Weight: weight})
+	}
+	return out, nil
+}
+
+// Bandwidth is the modelled per-GPU RDMA bandwidth (GB/s) by the distance
+// class of the GPU's nearest allocated NIC.
+type Bandwidth map[topology.Class]float64
+
+// DefaultBandwidth is the published 8-GPU/4-NIC measurement: 10.5 GB/s when
+// the NIC is under the GPU's PCIe switch, 3.5 GB/s across the host bridge.
+// PXB counts as 10.5: NCCL enables GPUDirect RDMA up to PXB by default.
+func DefaultBandwidth() Bandwidth {
+	return Bandwidth{topology.PIX: 10.5, topology.PXB: 10.5, topology.PHB: 3.5, topology.NODE: 3.5, topology.SYS: 3.5, topology.ClassUnknown: 3.5}
+}
+
+// ParseBandwidth reads "PIX=10.5,PXB=10.5,PHB=3.5,NODE=3.5,SYS=3.5"; classes
+// left out keep their default.
+func ParseBandwidth(s string) (Bandwidth, error) {
+	bw := DefaultBandwidth()
+	if strings.TrimSpace(s) == "" {
+		return bw, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: bandwidth entry %q: want CLASS=GBPS", ErrConfig, part)
+		}
+		c, err := topology.ParseClass(k)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bandwidth entry %q: %w", ErrConfig, part, err)
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("%w: bandwidth entry %q: GB/s must be a non-negative number", ErrConfig, part)
+		}
+		bw[c] = f
+	}
+	return bw, nil
+}
+
+// String prints the model in ParseBandwidth's syntax.
+func (b Bandwidth) String() string {
+	var parts []string
+	for _, c := range topology.Classes {
+		parts = append(parts, fmt.Sprintf("%s=%g", c, b[c]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Config is one simulation.
+type Config struct {
+	// Topology is the machine model every node shares; Machine names it.
+	Topology *topology.Topology
+	Machine  string
+	// Nodes in the cluster and pod arrivals to simulate (each placed pod
+	// also leaves, so events are up to twice Pods).
+	Nodes, Pods int
+	Seed        uint64
+	Mix         []MixEntry
+	Devices     DeviceMode
+	// Load is the offered GPU load: mean busy GPUs over cluster GPUs if no
+	// pod were rejected (default 0.9).
+	Load           float64
+	TopologyPolicy TopologyPolicy
+	Scheduler      Scheduler
+	// GPUsKnown is the probability that the NIC policy is told the pod's
+	// GPUs (kubelet allocates resources in map order, so a device plugin
+	// may be asked before the GPUs are chosen). Default 1.
+	GPUsKnown *float64
+	Bandwidth Bandwidth
+	// Policies to compare (default: every policy of package alloc).
+	Policies []alloc.Policy
+	// Workers run policies in parallel (default GOMAXPROCS).
+	Workers int
+}
+
+// withDefaults fills zero fields and validates.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.Topology == nil {
+		errs = append(errs, errors.New("no topology"))
+	} else {
+		if len(c.Topology.GPUs) == 0 || len(c.Topology.GPUs) > 64 {
+			errs = append(errs, fmt.Errorf("machine has %d GPUs, want 1 to 64", len(c.Topology.GPUs)))
+		}
+		if len(c.Topology.NICs) == 0 {
+			errs = append(errs, errors.New("machine has no RDMA NICs"))
+		}
+	}
+	if c.Nodes <= 0 {
+		errs = append(errs, fmt.Errorf("nodes: %d, want > 0", c.Nodes))
+	}
+	if c.Pods < 0 {
+		errs = append(errs, fmt.Errorf("pods: %d, want >= 0", c.Pods))
+	}
+	if c.Mix == nil {
+		c.Mix = namedMixes()["uniform"]
+	}
+	total := 0.0
+	for _, m := range c.Mix {
+		if m.GPUs < 1 || m.Weight < 0 {
+			errs = append(errs, fmt.Errorf("mix entry %+v: want GPUs >= 1 and weight >= 0", m))
+		}
+		total += m.Weight
+	}
+	if total <= 0 {
+		errs = append(errs, errors.New("mix: total weight must be positive"))
+	}
+	switch c.Devices {
+	case "":
+		c.Devices = PerGPU
+	case PerGPU, PerPod:
+	default:
+		errs = append(errs, fmt.Errorf("devices: %q, want %q or %q", c.Devices, PerGPU, PerPod))
+	}
+	if c.Load == 0 {
+		c.Load = 0.9
+	}
+	if c.Load < 0 || math.IsNaN(c.Load) || math.IsInf(c.Load, 0) {
+		errs = append(errs, fmt.Errorf("load: %g, want > 0", c.Load))
+	}
+	switch c.TopologyPolicy {
+	case "":
+		c.TopologyPolicy = TMBestEffort
+	case TMNone, TMBestEffort, TMSingleNUMA:
+	default:
+		errs = append(errs, fmt.Errorf("topology policy: %q, want %s, %s or %s", c.TopologyPolicy, TMNone, TMBestEffort, TMSingleNUMA))
+	}
+	switch c.Scheduler {
+	case "":
+		c.Scheduler = MostAllocated
+	case MostAllocated, LeastAllocated:
+	default:
+		errs = append(errs, fmt.Errorf("scheduler: %q, want %s or %s", c.Scheduler, MostAllocated, LeastAllocated))
+	}
+	if c.GPUsKnown == nil {
+		one := 1.0
+		c.GPUsKnown = &one
+	} else if p := *c.GPUsKnown; p < 0 || p > 1 || math.IsNaN(p) {
+		errs = append(errs, fmt.Errorf("gpus-known: %g, want 0 to 1", p))
+	}
+	if c.Bandwidth == nil {
+		c.Bandwidth = DefaultBandwidth()
+	}
+	if len(c.Policies) == 0 {
+		for _, n := range alloc.Names() {
+			p, err := alloc.ByName(n)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return c, nil
+}
