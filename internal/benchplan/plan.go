@@ -1,0 +1,236 @@
+package benchplan
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Variant is how the benchmark traffic travels.
+type Variant string
+
+// Variants.
+const (
+	RDMA Variant = "rdma"
+	// TCP runs over the same secondary network without RDMA: iperf3 for the
+	// pod pair, NCCL sockets (NCCL_IB_DISABLE=1) for nccl-tests.
+	TCP Variant = "tcp"
+)
+
+// Test selects which manifests to generate.
+type Test string
+
+// Tests.
+const (
+	Perftest  Test = "perftest"
+	NCCLTests Test = "nccl"
+)
+
+// Defaults.
+const (
+	DefaultNamespace     = "default"
+	DefaultName          = "railyard-bench"
+	DefaultResource      = "railyard.io/rdma"
+	DefaultGPUResource   = "nvidia.com/gpu"
+	DefaultNetwork       = "railyard-rdma"
+	DefaultPerftest      = "ib_write_bw"
+	DefaultNCCLTest      = "all_reduce_perf"
+	DefaultNCCLTestsDir  = "/opt/nccl-tests/build"
+	DefaultGPUsPerNode   = 8
+	NetworksAnnotation   = "k8s.v1.cni.cncf.io/networks"
+	secondaryInterface   = "net1" // Multus names the first secondary interface net1
+	labelApp             = "app.kubernetes.io/name"
+	labelComponent       = "app.kubernetes.io/component"
+	labelVariant         = "railyard.io/bench-variant"
+	perftestPort         = 18515
+	iperfPort            = 5201
+	connectAttempts      = 60
+	connectRetrySeconds  = 2
+	defaultResourceCount = 1
+)
+
+// Options describe the manifests to generate.
+type Options struct {
+	Namespace string
+	// Name prefixes every object name.
+	Name     string
+	Variants []Variant
+	Tests    []Test
+	// Nodes are node names: the perftest server runs on Nodes[0] and the
+	// client on Nodes[1]; nccl-tests workers are confined to Nodes (one
+	// per node) when given.
+	Nodes []string
+	// Workers is the number of nccl-tests worker pods; 0 means len(Nodes).
+	Workers int
+	// Resource is the extended resource of the RDMA pool and ResourceCount
+	// how many each pod requests (nccl-tests workers usually want one per
+	// GPU rail).
+	Resource      string
+	ResourceCount int
+	// Network is the secondary network (NetworkAttachmentDefinition) put in
+	// the k8s.v1.cni.cncf.io/networks annotation; "" leaves it out.
+	Network string
+	// Image must contain perftest, iperf3, nccl-tests under NCCLTestsDir,
+	// Open MPI and sshd.
+	Image        string
+	GPUsPerNode  int
+	GPUResource  string
+	Perftest     string   // ib_write_bw, ib_read_bw, ib_send_bw, ib_*_lat
+	PerftestArgs []string // default -a -F --report_gbits (bandwidth tests)
+	// ServerAddress is the perftest/iperf3 server's address on the
+	// secondary network when it is fixed (static IPAM); empty means the
+	// server's headless Service name, whose address is on the pod network:
+	// fine for perftest's out-of-band exchange, but then iperf3 measures the
+	// pod network, not the RDMA NIC.
+	ServerAddress string
+	NCCLTest      string
+	NCCLTestsDir  string
+	NCCLArgs      []string // default -b 8 -e 8G -f 2 -g 1
+	// NCCLEnv adds NCCL_* settings (for example NCCL_ALGO=Ring) to every
+	// rank.
+	NCCLEnv []corev1.EnvVar
+}
+
+// withDefaults fills zero fields and checks the rest; it returns every
+// problem found.
+func (o Options) withDefaults() (Options, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if len(o.Variants) == 0 {
+		o.Variants = []Variant{RDMA, TCP}
+	}
+	if len(o.Tests) == 0 {
+		o.Tests = []Test{Perftest, NCCLTests}
+	}
+	if o.Resource == "" {
+		o.Resource = DefaultResource
+	}
+	if o.ResourceCount == 0 {
+		o.ResourceCount = defaultResourceCount
+	}
+	if o.GPUsPerNode == 0 {
+		o.GPUsPerNode = DefaultGPUsPerNode
+	}
+	if o.GPUResource == "" {
+		o.GPUResource = DefaultGPUResource
+	}
+	if o.Perftest == "" {
+		o.Perftest = DefaultPerftest
+	}
+	if o.PerftestArgs == nil {
+		o.PerftestArgs = []string{"-a", "-F"}
+		if strings.HasSuffix(o.Perftest, "_bw") {
+			o.PerftestArgs = append(o.PerftestArgs, "--report_gbits")
+		}
+	}
+	if o.NCCLTest == "" {
+		o.NCCLTest = DefaultNCCLTest
+	}
+	if o.NCCLTestsDir == "" {
+		o.NCCLTestsDir = DefaultNCCLTestsDir
+	}
+	if o.NCCLArgs == nil {
+		o.NCCLArgs = []string{"-b", "8", "-e", "8G", "-f", "2", "-g", "1"}
+	}
+	if o.Workers == 0 {
+		o.Workers = len(o.Nodes)
+	}
+	var errs []error
+	if o.Image == "" {
+		errs = append(errs, errors.New("image: required (it must contain perftest, iperf3, nccl-tests, Open MPI and sshd)"))
+	}
+	for _, v := range o.Variants {
+		if v != RDMA && v != TCP {
+			errs = append(errs, fmt.Errorf("variant %q: want rdma or tcp", v))
+		}
+	}
+	for _, t := range o.Tests {
+		switch t {
+		case Perftest:
+			if len(o.Nodes) < 2 {
+				errs = append(errs, fmt.Errorf("nodes: the perftest pair needs two node names, got %d", len(o.Nodes)))
+			}
+		case NCCLTests:
+			if o.Workers < 1 {
+				errs = append(errs, errors.New("workers: nccl-tests needs at least one worker (give --nodes or --workers)"))
+			}
+			if len(o.Nodes) > 0 && o.Workers > len(o.Nodes) {
+				errs = append(errs, fmt.Errorf("workers: %d workers on %d nodes, one worker per node", o.Workers, len(o.Nodes)))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("test %q: want perftest or nccl", t))
+		}
+	}
+	if !strings.HasPrefix(o.Perftest, "ib_") {
+		errs = append(errs, fmt.Errorf("perftest %q: want an ib_* binary such as ib_write_bw", o.Perftest))
+	}
+	if strings.ContainsAny(o.NCCLTest, "/ ") {
+		errs = append(errs, fmt.Errorf("nccl test %q: want a binary name such as all_reduce_perf", o.NCCLTest))
+	}
+	if o.ResourceCount < 0 || o.GPUsPerNode < 0 || o.Workers < 0 {
+		errs = append(errs, errors.New("counts must not be negative"))
+	}
+	for _, msg := range validation.IsQualifiedName(o.Resource) {
+		errs = append(errs, fmt.Errorf("resource %q: %s", o.Resource, msg))
+	}
+	for _, msg := range validation.IsDNS1123Label(o.Name + "-nccl-" + string(TCP) + "-launcher") {
+		errs = append(errs, fmt.Errorf("name %q: %s", o.Name, msg))
+	}
+	for _, msg := range validation.IsDNS1123Label(o.Namespace) {
+		errs = append(errs, fmt.Errorf("namespace %q: %s", o.Namespace, msg))
+	}
+	for _, e := range o.NCCLEnv {
+		if e.Name == "" {
+			errs = append(errs, errors.New("nccl env: empty name"))
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+func labels(o Options, component string, v Variant) map[string]string {
+	return map[string]string{labelApp: o.Name, labelComponent: component, labelVariant: string(v)}
+}
+
+func podMeta(o Options, name, component string, v Variant) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels(o, component, v)}
+	if o.Network != "" {
+		m.Annotations = map[string]string{NetworksAnnotation: o.Network}
+	}
+	return m
+}
+
+// securityContext adds IPC_LOCK (RDMA pins memory) and nothing else: no
+// privileged mode, no privilege escalation.
+func securityContext() *corev1.SecurityContext {
+	f := false
+	return &corev1.SecurityContext{
+		Privileged:               &f,
+		AllowPrivilegeEscalation: &f,
+		Capabilities:             &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}},
+	}
+}
+
+// resources requests (and limits, which extended resources require to be
+// equal) the RDMA resource and optionally GPUs.
+func resources(o Options, gpus int) corev1.ResourceRequirements {
+	list := corev1.ResourceList{}
+	if o.ResourceCount > 0 {
+		list[corev1.ResourceName(o.Resource)] = *resource.NewQuantity(int64(o.ResourceCount), resource.DecimalSI)
+	}
+	if gpus > 0 {
+		list[corev1.ResourceName(o.GPUResource)] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	}
+	return corev1.ResourceRequirements{Requests: list.DeepCopy(), Limits: list}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
