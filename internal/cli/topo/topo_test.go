@@ -1,0 +1,110 @@
+package topo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/machines"
+)
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// The --json output keeps the field names tools rely on.
+func TestJSONContract(t *testing.T) {
+	out, _, err := run(t, "--machine", "dgx-1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		GPUs []struct {
+			PCI  *string `json:"pci"`
+			NUMA *int    `json:"numa"`
+		} `json:"gpus"`
+		NICs []struct {
+			PCI       *string `json:"pci"`
+			Netdev    *string `json:"netdev"`
+			RDMA      *string `json:"rdma"`
+			LinkLayer *string `json:"link_layer"`
+			NUMA      *int    `json:"numa"`
+			VFs       *int    `json:"vfs"`
+		} `json:"nics"`
+		Links []map[string]string `json:"links"`
+		Rails []map[string]string `json:"rails"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.GPUs) != 8 || len(v.NICs) != 4 || len(v.Links) != 32 || len(v.Rails) != 8 {
+		t.Fatalf("sizes: %d gpus %d nics %d links %d rails", len(v.GPUs), len(v.NICs), len(v.Links), len(v.Rails))
+	}
+	g := v.GPUs[0]
+	if g.PCI == nil || *g.PCI != "0000:06:00.0" || g.NUMA == nil || *g.NUMA != 0 {
+		t.Errorf("gpu[0] = %+v", g)
+	}
+	n := v.NICs[0]
+	if n.PCI == nil || *n.PCI != "0000:05:00.0" || *n.Netdev != "ib0" || *n.RDMA != "mlx5_0" || *n.LinkLayer != "InfiniBand" || n.NUMA == nil || n.VFs == nil || *n.VFs != 0 {
+		t.Errorf("nic[0] = %+v", n)
+	}
+	want := map[string]string{"gpu": "0000:06:00.0", "nic": "0000:05:00.0", "class": "PIX"}
+	for k, val := range want {
+		if v.Links[0][k] != val || v.Rails[0][k] != val {
+			t.Errorf("links[0][%s] = %q, rails[0][%s] = %q, want %q", k, v.Links[0][k], k, v.Rails[0][k], val)
+		}
+	}
+}
+
+func TestHumanOutputFromSysfsWithDownPort(t *testing.T) {
+	dir, err := fakesysfs.MkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fakesysfs.Cleanup(dir) })
+	if err := machines.WriteSysfs("dgx-1", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakesysfs.SetPortState(dir, "mlx5_3", 1, fakesysfs.PortDown); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "--sysfs", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"GPU0 PIX    PHB    SYS    SYS    0    0000:06:00.0",
+		"mlx5_3 port 1 is DOWN",
+		"GPU7  0000:8a:00.0  mlx5_3  0000:8b:00.0  ib3     PIX",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--machine", "dgx-9000"},
+		{"--machine", "dgx-1", "--sysfs", "/sys"},
+		{"--vfs", "4"},
+		{"--machine", "dgx-1", "--vfs", "-1"},
+		{"--sysfs", "/nonexistent"},
+		{"extra-arg"},
+	} {
+		if _, _, err := run(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
