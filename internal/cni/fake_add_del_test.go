@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netopstest"

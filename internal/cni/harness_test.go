@@ -30,7 +30,9 @@ type fakeIPAM struct {
 	calls []string
 }
 
-func newFakeIPAM() *fakeIPAM { return &fakeIPAM{next: 10, held: map[string]string{}, fail: map[string]error{}} }
+func newFakeIPAM() *fakeIPAM {
+	return &fakeIPAM{next: 10, held: map[string]string{}, fail: map[string]error{}}
+}
 
 func (f *fakeIPAM) Exec(_ context.Context, cmd, plugin string, _ []byte, a Args) (types.Result, error) {
 	f.mu.Lock()

@@ -1,0 +1,265 @@
+package cni
+
+// More plugin-logic tests against netopstest.Fake (VF settings and RDMA
+// moves are faked; see fake_add_del_test.go).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+func TestSecondAddOnBusyDeviceFailsTryAgainLaterFakeVF(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.plugin().Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil)))
+	if Code(err) != types.ErrTryAgainLater || !strings.Contains(err.Error(), "c1") {
+		t.Fatalf("second ADD: code %d, %v", Code(err), err)
+	}
+	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+		t.Fatal("first pod lost its device")
+	}
+	if names := w.ops.LinkNames(pod2); len(names) != 0 {
+		t.Fatalf("second pod got links %v", names)
+	}
+	if err := w.plugin().Del(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil))); err != nil {
+		t.Fatalf("DEL of the failed attachment: %v", err)
+	}
+	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+		t.Fatal("DEL of another container detached the first pod's device")
+	}
+}
+
+func TestConcurrentAddDelOnOneDeviceNeverShareFakeVF(t *testing.T) {
+	w := newWorld(t)
+	const rounds = 20
+	for i := range rounds {
+		// c1 holds the device; c1's DEL races c2's ADD.
+		must(t, addOK(w, "c1", pod1))
+		var wg sync.WaitGroup
+		var delErr, addErr error
+		wg.Add(2)
+		go func() { defer wg.Done(); delErr = w.plugin().Del(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))) }()
+		go func() { defer wg.Done(); _, addErr = w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil))) }()
+		wg.Wait()
+		if delErr != nil {
+			t.Fatalf("round %d: DEL: %v", i, delErr)
+		}
+		_, in1 := w.ops.LinkIn(pod1, "net1")
+		_, in2 := w.ops.LinkIn(pod2, "net1")
+		if in1 {
+			t.Fatalf("round %d: device still in pod1 after its DEL", i)
+		}
+		if addErr != nil {
+			if Code(addErr) != types.ErrTryAgainLater {
+				t.Fatalf("round %d: ADD failed with code %d: %v", i, Code(addErr), addErr)
+			}
+			if in2 {
+				t.Fatalf("round %d: failed ADD left the device in pod2", i)
+			}
+		} else if !in2 {
+			t.Fatalf("round %d: ADD succeeded but the device is not in pod2", i)
+		}
+		must(t, w.plugin().Del(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil))))
+		w.assertPristine()
+	}
+}
+
+func addOK(w *world, cid, netns string) error {
+	_, err := w.plugin().Add(ctx, args(cid, netns, "net1", w.conf(vfPCI, nil)))
+	return err
+}
+
+func TestCheckDetectsDriftFakeVFAndFakeRDMA(t *testing.T) {
+	w := newWorld(t)
+	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
+	res, err := w.plugin().Add(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := json.Marshal(res)
+	must(t, err)
+	withPrev := func(p []byte) Args {
+		var m map[string]any
+		must(t, json.Unmarshal(a.Config, &m))
+		var r any
+		must(t, json.Unmarshal(p, &r))
+		m["prevResult"] = r
+		b, _ := json.Marshal(m)
+		return args("c1", pod1, "net1", b)
+	}
+	if err := w.plugin().Check(ctx, withPrev(prev)); err != nil {
+		t.Fatalf("Check with prevResult: %v", err)
+	}
+	wrong := strings.Replace(string(prev), "192.168.50.10", "192.168.50.99", 1)
+	if err := w.plugin().Check(ctx, withPrev([]byte(wrong))); err == nil {
+		t.Fatal("Check accepted an address the interface lacks")
+	}
+	must(t, w.ops.MoveRDMA(ctx, pod1, "mlx5_3", netops.Host))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "RDMA") {
+		t.Fatalf("Check with the RDMA device on the host: %v", err)
+	}
+	must(t, w.ops.MoveRDMA(ctx, netops.Host, "mlx5_3", pod1))
+	must(t, w.ops.SetLinkUp(ctx, pod1, "net1", false))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "down") {
+		t.Fatalf("Check with the link down: %v", err)
+	}
+	must(t, w.ops.SetLinkUp(ctx, pod1, "net1", true))
+	must(t, w.ops.SetMTU(ctx, pod1, "net1", 1500))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "MTU") {
+		t.Fatalf("Check with the wrong MTU: %v", err)
+	}
+	if err := w.plugin().Check(ctx, args("other", pod1, "net1", a.Config)); Code(err) != types.ErrUnknownContainer {
+		t.Fatalf("Check of unknown container: code %d %v", Code(err), err)
+	}
+}
+
+func TestStatusFakeRDMA(t *testing.T) {
+	w := newWorld(t)
+	a := args("", "", "", w.conf(vfPCI, nil))
+	if err := w.plugin().Status(ctx, a); err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	w.ops.SetRDMAMode("shared")
+	err := w.plugin().Status(ctx, a)
+	if Code(err) != types.ErrPluginNotAvailable || !strings.Contains(err.Error(), "shared") {
+		t.Fatalf("Status in shared mode: code %d %v", Code(err), err)
+	}
+	noRDMA := w.conf(vfPCI, map[string]any{"rdma": false})
+	if err := w.plugin().Status(ctx, args("", "", "", noRDMA)); err != nil {
+		t.Fatalf("Status without rdma: %v", err)
+	}
+	w.ipam.fail["STATUS"] = errors.New("ipam down")
+	if err := w.plugin().Status(ctx, args("", "", "", noRDMA)); Code(err) != types.ErrPluginNotAvailable {
+		t.Fatalf("Status with IPAM down: code %d %v", Code(err), err)
+	}
+}
+
+func TestAddFailsClearlyInSharedRDMAModeFakeRDMA(t *testing.T) {
+	w := newWorld(t)
+	w.ops.SetRDMAMode("shared")
+	_, err := w.plugin().Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil)))
+	if Code(err) != types.ErrPluginNotAvailable || !strings.Contains(err.Error(), "exclusive") {
+		t.Fatalf("ADD: code %d %v", Code(err), err)
+	}
+	w.assertPristine()
+}
+
+func TestGCReleasesOnlyInvalidAttachmentsFakeVFAndFakeRDMA(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.plugin().Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))); err != nil {
+		t.Fatal(err)
+	}
+	gc := w.conf(vfPCI, map[string]any{"cni.dev/valid-attachments": []map[string]string{{"containerID": "c2", "ifname": "net1"}}})
+	if err := w.plugin().GC(ctx, args("", "", "", gc)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.plugin().Check(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))); err != nil {
+		t.Fatalf("valid attachment after GC: %v", err)
+	}
+	if _, ok := w.ops.LinkIn(pod2, "net1"); !ok {
+		t.Fatal("GC released a valid attachment")
+	}
+	if _, err := (state.Store{Dir: w.stateDir}).Get(vf2PCI); err != nil {
+		t.Fatalf("GC removed a valid record: %v", err)
+	}
+	must(t, w.plugin().Del(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))))
+	w.assertPristine()
+	if !strings.Contains(fmt.Sprint(w.ipam.calls), "GC fake-ipam") {
+		t.Errorf("IPAM GC not delegated: %v", w.ipam.calls)
+	}
+}
+
+func TestAddByNetdevNameFakeVF(t *testing.T) {
+	w := newWorld(t)
+	conf := w.conf("", map[string]any{"deviceID": nil, "device": "ens1f0v2"})
+	a := args("c1", pod1, "eth1", conf)
+	res, err := w.plugin().Add(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Interfaces[0].PciID != vfPCI {
+		t.Errorf("pciID %q, want %s resolved through sysfs", res.Interfaces[0].PciID, vfPCI)
+	}
+	must(t, w.plugin().Del(ctx, a))
+	must(t, w.plugin().Del(ctx, a))
+	if _, ok := w.ops.LinkIn(netops.Host, "ens1f0v2"); !ok {
+		t.Fatal("device not back")
+	}
+}
+
+func TestAltnameOfDeviceTakenInPodFakeVF(t *testing.T) {
+	w := newWorld(t)
+	// A pod interface already carries the name the host device has as an
+	// altname: moving the device with its altnames would collide.
+	w.ops.AddLink(pod1, netops.Link{Name: "enp3s0f0v2", MTU: 1500}, true)
+	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
+	if _, err := w.plugin().Add(ctx, a); err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	must(t, w.plugin().Del(ctx, a))
+	l, ok := w.ops.LinkIn(netops.Host, origLink.Name)
+	if !ok || len(l.AltNames) != 1 || l.AltNames[0] != "enp3s0f0v2" {
+		t.Fatalf("altnames not restored: %+v", l)
+	}
+}
+
+func TestInterfaceNameTakenInPodRollsBackFakeVF(t *testing.T) {
+	w := newWorld(t)
+	w.ops.AddLink(pod1, netops.Link{Name: "net1", MTU: 1500}, true)
+	_, err := w.plugin().Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil)))
+	if err == nil {
+		t.Fatal("ADD succeeded over an existing pod interface")
+	}
+	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+		t.Fatal("rollback removed the pod's own interface")
+	}
+	if l, ok := w.ops.LinkIn(netops.Host, origLink.Name); !ok || l.Alias != origLink.Alias || l.MTU != 1500 {
+		t.Fatalf("device not restored: %+v", l)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	w := newWorld(t)
+	cases := []struct {
+		name string
+		conf []byte
+		a    func([]byte) Args
+		code uint
+	}{
+		{"unknown field", w.conf(vfPCI, map[string]any{"bogus": 1}), nil, types.ErrUnsupportedField},
+		{"bad mtu", w.conf(vfPCI, map[string]any{"mtu": 5}), nil, types.ErrInvalidNetworkConfig},
+		{"no such PCI device", w.conf("0000:99:00.0", nil), nil, types.ErrInvalidNetworkConfig},
+		{"VF settings on a PF", w.conf(pfPCI, map[string]any{"rdma": false}), nil, types.ErrInvalidNetworkConfig},
+		{"not JSON", []byte("{"), nil, types.ErrDecodingFailure},
+		{"bad ifname", w.conf(vfPCI, nil), func(c []byte) Args { return args("c1", pod1, "a/b", c) }, types.ErrInvalidEnvironmentVariables},
+		{"missing netns", w.conf(vfPCI, nil), func(c []byte) Args { return args("c1", "/nonexistent", "net1", c) }, types.ErrInvalidEnvironmentVariables},
+	}
+	for _, c := range cases {
+		a := args("c1", pod1, "net1", c.conf)
+		if c.a != nil {
+			a = c.a(c.conf)
+		}
+		_, err := w.plugin().Add(ctx, a)
+		if got := Code(err); got != c.code {
+			t.Errorf("%s: code %d, want %d (%v)", c.name, got, c.code, err)
+		}
+		if te := ToCNIError(err); te == nil || te.Msg == "" {
+			t.Errorf("%s: no CNI error", c.name)
+		}
+	}
+	w.assertPristine()
+}
