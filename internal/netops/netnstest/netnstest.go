@@ -1,0 +1,68 @@
+// Package netnstest creates real network namespaces and veth pairs for
+// tests that need root, with unique names (the test process's PID) and
+// cleanup registered on the test, so parallel test binaries do not collide
+// and nothing is left behind even when a test fails. It only touches
+// namespaces and links it created.
+package netnstest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+var seq atomic.Int64
+
+// Require skips the test unless it runs as root with iproute2's ip.
+func Require(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces and veth pairs")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip command (hack/install-deps.sh)")
+	}
+}
+
+// Name returns a unique interface-sized name (at most 15 bytes) "ry<pid><n><tag>".
+func Name(tag string) string {
+	n := fmt.Sprintf("ry%d%d%s", os.Getpid()%100000, seq.Add(1)%1000, tag)
+	if len(n) > 15 {
+		n = n[:15]
+	}
+	return n
+}
+
+// IP runs ip(8) with args and fails the test on error.
+func IP(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// NewNetns creates a named network namespace and returns its path; it is
+// deleted when the test ends.
+func NewNetns(t testing.TB, tag string) string {
+	t.Helper()
+	name := Name("ns" + tag)
+	IP(t, "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	return "/var/run/netns/" + name
+}
+
+// NewVeth creates a veth pair with end name in the host namespace and its
+// peer inside peerNetns (a path from NewNetns), so the host end stands in
+// for a VF. Deleting either end, or the namespace holding one, removes both.
+func NewVeth(t testing.TB, name, peerNetns string) {
+	t.Helper()
+	peer := Name("p")
+	IP(t, "link", "add", name, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	IP(t, "link", "set", peer, "netns", strings.TrimPrefix(peerNetns, "/var/run/netns/"))
+}
