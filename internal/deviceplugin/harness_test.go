@@ -1,0 +1,228 @@
+package deviceplugin
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/pool"
+	"github.com/railyard-io/railyard/machines"
+)
+
+// registrar is the last-resort stand-in for kubelet: only its Registration
+// service, on <dir>/kubelet.sock, recording every request. Everything else
+// the plugin serves is exercised through a real gRPC client.
+type registrar struct {
+	pluginapi.UnimplementedRegistrationServer
+	srv  *grpc.Server
+	reqs chan *pluginapi.RegisterRequest
+}
+
+func (r *registrar) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	r.reqs <- req
+	return &pluginapi.Empty{}, nil
+}
+
+func startRegistrar(t testing.TB, dir string) *registrar {
+	t.Helper()
+	sock := filepath.Join(dir, KubeletSocket)
+	_ = os.Remove(sock)
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &registrar{srv: grpc.NewServer(), reqs: make(chan *pluginapi.RegisterRequest, 16)}
+	pluginapi.RegisterRegistrationServer(r.srv, r)
+	go r.srv.Serve(lis)
+	t.Cleanup(r.srv.Stop)
+	return r
+}
+
+func (r *registrar) wait(t testing.TB) *pluginapi.RegisterRequest {
+	t.Helper()
+	select {
+	case req := <-r.reqs:
+		return req
+	case <-time.After(10 * time.Second):
+		t.Fatal("no registration within 10s")
+		return nil
+	}
+}
+
+// node is a generated fake sysfs tree, a device-node root with stand-in
+// files for every uverbs device and rdma_cm, and a plugin directory.
+type node struct {
+	sysfs, devRoot, pluginDir, devInfoDir string
+}
+
+func newNode(t testing.TB, machineName string, vfs int) *node {
+	t.Helper()
+	sys, err := fakesysfs.MkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fakesysfs.Cleanup(sys) })
+	if err := machines.WriteSysfs(machineName, sys, vfs); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{sysfs: sys, devRoot: t.TempDir(), pluginDir: shortTempDir(t), devInfoDir: filepath.Join(t.TempDir(), "devinfo", "dp")}
+	n.makeDevNodes(t)
+	return n
+}
+
+// shortTempDir keeps unix socket paths under the 108-byte limit.
+func shortTempDir(t testing.TB) string {
+	d, err := os.MkdirTemp("/tmp", "rydp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// makeDevNodes creates regular files standing in for the char devices of
+// every uverbs device in the tree (there is no RDMA hardware here).
+func (n *node) makeDevNodes(t testing.TB) {
+	t.Helper()
+	ib := filepath.Join(n.devRoot, "infiniband")
+	if err := os.MkdirAll(ib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(n.sysfs, "class/infiniband_verbs/uverbs*"))
+	for _, p := range append(names, "rdma_cm") {
+		if err := os.WriteFile(filepath.Join(ib, filepath.Base(p)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// refresh discovers the tree and feeds the pool's devices to the plugin,
+// as the agent does on every change.
+func refresh(t testing.TB, n *node, p *Plugin, poolCfg v1alpha1.Pool) bool {
+	t.Helper()
+	topo, err := discovery.Discover(context.Background(), n.sysfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := pool.Compile(poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devs []Device
+	for _, d := range sel.Select(topo) {
+		devs = append(devs, Device{Device: d})
+	}
+	return p.Update(topo, devs)
+}
+
+func newPlugin(t testing.TB, n *node, resource, policy string, gpus GPUFinder) *Plugin {
+	t.Helper()
+	pol, err := alloc.ByName(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Config{
+		Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, DevInfoDir: n.devInfoDir,
+		RDMACM: true, Policy: pol, GPUs: gpus, Log: testLogger(t),
+	})
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(string(b))
+	return len(b), nil
+}
+
+// runPlugin runs p until the test ends.
+func runPlugin(t testing.TB, p *Plugin) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// dial connects a real DevicePlugin client to the plugin's socket, as
+// kubelet does after registration.
+func dial(t testing.TB, p *Plugin) pluginapi.DevicePluginClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+p.SocketPath(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pluginapi.NewDevicePluginClient(conn)
+}
+
+// watcher reads a ListAndWatch stream in the background.
+type watcher struct {
+	lists chan []*pluginapi.Device
+}
+
+func watch(t testing.TB, c pluginapi.DevicePluginClient) *watcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := c.ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{lists: make(chan []*pluginapi.Device, 64)}
+	go func() {
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				close(w.lists)
+				return
+			}
+			w.lists <- resp.Devices
+		}
+	}()
+	return w
+}
+
+// next waits for a list satisfying ok.
+func (w *watcher) next(t testing.TB, what string, ok func([]*pluginapi.Device) bool) []*pluginapi.Device {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, open := <-w.lists:
+			if !open {
+				t.Fatalf("stream ended waiting for %s", what)
+			}
+			if ok(l) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no list with %s within 10s", what)
+		}
+	}
+}
+
+func health(list []*pluginapi.Device) map[string]string {
+	m := map[string]string{}
+	for _, d := range list {
+		m[d.ID] = d.Health
+	}
+	return m
+}

@@ -1,0 +1,27 @@
+package deviceplugin
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// EnvName returns the SR-IOV device plugin's env var name for a resource:
+// "railyard.io/rdma_vf-a" -> "PCIDEVICE_RAILYARD_IO_RDMA_VF_A". The _INFO
+// variable appends "_INFO".
+func EnvName(resource string) string {
+	r := strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(resource)
+	return "PCIDEVICE_" + strings.ToUpper(r)
+}
+
+// SocketName is the plugin's socket file name in the device plugin
+// directory: "railyard-railyard_io_rdma_vf_a.sock".
+func SocketName(resource string) string {
+	return "railyard-" + strings.NewReplacer(".", "_", "/", "_").Replace(resource) + ".sock"
+}
+
+// DevInfoPath is the device-info-spec file of a device, named the way
+// Multus (network-attachment-definition-client) looks it up:
+// <dir>/<resource with / as ->-<id>-device.json.
+func DevInfoPath(dir, resource, id string) string {
+	return filepath.Join(dir, strings.ReplaceAll(resource, "/", "-")+"-"+strings.ReplaceAll(id, "/", "-")+"-device.json")
+}

@@ -1,0 +1,239 @@
+package deviceplugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// rpcServer implements the kubelet DevicePlugin service for a Plugin.
+type rpcServer struct {
+	pluginapi.UnimplementedDevicePluginServer
+	p *Plugin
+}
+
+var _ pluginapi.DevicePluginServer = (*rpcServer)(nil)
+
+func (s *rpcServer) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+// ListAndWatch sends the device list, then every changed list, until the
+// stream ends.
+func (s *rpcServer) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	ctx := stream.Context()
+	for {
+		snap := s.p.current()
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: snap.list}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-snap.changed:
+		}
+	}
+}
+
+func (s *rpcServer) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	start := time.Now()
+	resp, err := s.p.preferred(ctx, req)
+	s.p.cfg.Metrics.ObserveRPC(s.p.cfg.Resource, "GetPreferredAllocation", time.Since(start), err)
+	return resp, err
+}
+
+func (s *rpcServer) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	start := time.Now()
+	resp, err := s.p.allocate(req)
+	s.p.cfg.Metrics.ObserveRPC(s.p.cfg.Resource, "Allocate", time.Since(start), err)
+	return resp, err
+}
+
+func (s *rpcServer) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+// preferred answers GetPreferredAllocation through the pool's policy. It
+// never fails a request kubelet could satisfy: when the policy errs, it
+// answers with the must-include devices and then the first available ones.
+func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	snap := p.current()
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		size := int(cr.GetAllocationSize())
+		if size < 0 || size > len(cr.GetAvailableDeviceIDs()) || len(cr.GetMustIncludeDeviceIDs()) > size {
+			return nil, status.Errorf(codes.InvalidArgument, "cannot choose %d of %d available devices with %d must-include",
+				size, len(cr.GetAvailableDeviceIDs()), len(cr.GetMustIncludeDeviceIDs()))
+		}
+		areq := alloc.Request{
+			Topology:    snap.topo,
+			Available:   cr.GetAvailableDeviceIDs(),
+			MustInclude: cr.GetMustIncludeDeviceIDs(),
+			Size:        size,
+		}
+		policy := p.cfg.Policy
+		policyName := policy.Name()
+		if policyName == "gpu-aware" {
+			areq.GPUs = p.podGPUs(ctx)
+			if len(areq.GPUs) == 0 {
+				policyName = "spread"
+			}
+		}
+		var chosen []string
+		if snap.topo == nil {
+			p.cfg.Log.Warn("no topology yet: choosing in kubelet's order", "resource", p.cfg.Resource)
+			chosen = firstN(areq)
+		} else if res, err := policy.Allocate(areq); err != nil {
+			p.cfg.Log.Warn("policy failed: choosing in kubelet's order", "resource", p.cfg.Resource, "policy", policy.Name(), "err", err)
+			chosen = firstN(areq)
+		} else {
+			chosen = res.Devices
+			p.cfg.Log.Debug("preferred allocation", "resource", p.cfg.Resource, "policy", policyName, "devices", chosen, "reasons", res.Reasons)
+		}
+		p.cfg.Metrics.ObservePreferred(p.cfg.Resource, policyName, classes(snap.topo, areq.GPUs, chosen))
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: chosen})
+	}
+	return resp, nil
+}
+
+// podGPUs asks PodResources for the admitted container's GPUs and logs why
+// gpu-aware falls back to spread when they are not known.
+func (p *Plugin) podGPUs(ctx context.Context) []string {
+	if p.cfg.GPUs == nil {
+		p.cfg.Log.Info("pod GPUs unknown (no PodResources client): gpu-aware falls back to spread", "resource", p.cfg.Resource)
+		return nil
+	}
+	fd, err := p.cfg.GPUs.PodGPUs(ctx, p.cfg.Resource)
+	switch {
+	case err != nil:
+		p.cfg.Log.Warn("pod GPUs unknown: gpu-aware falls back to spread", "resource", p.cfg.Resource, "err", err)
+	case len(fd.GPUs) == 0:
+		p.cfg.Log.Info("pod GPUs unknown: gpu-aware falls back to spread", "resource", p.cfg.Resource, "why", fd.Note)
+	default:
+		if fd.Note != "" {
+			p.cfg.Log.Warn("some pod GPUs unknown", "resource", p.cfg.Resource, "container", fd.Container, "why", fd.Note)
+		}
+		p.cfg.Log.Debug("pod GPUs", "resource", p.cfg.Resource, "container", fd.Container, "gpus", fd.GPUs)
+	}
+	return fd.GPUs
+}
+
+// firstN is kubelet's own choice: must-include first, then available in order.
+func firstN(r alloc.Request) []string {
+	out := slices.Clone(r.MustInclude)
+	for _, id := range r.Available {
+		if len(out) >= r.Size {
+			break
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// classes returns, per chosen device, its best distance class to the pod's
+// GPUs (ClassUnknown without GPUs).
+func classes(t *topology.Topology, gpus, devices []string) []topology.Class {
+	out := make([]topology.Class, len(devices))
+	if t == nil || len(gpus) == 0 {
+		return out
+	}
+	for i, d := range devices {
+		best := topology.ClassUnknown
+		for _, g := range gpus {
+			if c := t.Class(g, d); c != topology.ClassUnknown && (best == topology.ClassUnknown || c < best) {
+				best = c
+			}
+		}
+		out[i] = best
+	}
+	return out
+}
+
+// allocate builds the container responses: device nodes, env, devinfo, CDI.
+func (p *Plugin) allocate(req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	snap := p.current()
+	resp := &pluginapi.AllocateResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		ids := cr.GetDevicesIds()
+		if len(ids) == 0 {
+			return nil, status.Error(codes.InvalidArgument, "no devices requested")
+		}
+		devs := make([]Device, 0, len(ids))
+		for _, id := range ids {
+			e, ok := snap.devs[id]
+			if !ok {
+				return nil, status.Errorf(codes.NotFound, "device %s is not in pool %s", id, p.cfg.Resource)
+			}
+			if !e.vanishedAt.IsZero() {
+				return nil, status.Errorf(codes.Unavailable, "device %s of pool %s disappeared", id, p.cfg.Resource)
+			}
+			devs = append(devs, e.dev)
+		}
+		car, err := p.containerResponse(devs)
+		if err != nil {
+			return nil, err
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, car)
+		p.cfg.Metrics.ObserveAllocate(p.cfg.Resource, len(devs))
+		p.cfg.Log.Info("allocated", "resource", p.cfg.Resource, "devices", ids)
+	}
+	return resp, nil
+}
+
+func (p *Plugin) containerResponse(devs []Device) (*pluginapi.ContainerAllocateResponse, error) {
+	car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
+	ids := make([]string, len(devs))
+	var hcas []string
+	info := map[string]deviceInfoEnv{}
+	for i, d := range devs {
+		ids[i] = d.ID
+		specs, rdmaInfo, err := p.deviceSpecs(d)
+		if err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "device %s: %v", d.ID, err)
+		}
+		for _, sp := range specs {
+			if !slices.ContainsFunc(car.Devices, func(o *pluginapi.DeviceSpec) bool { return o.ContainerPath == sp.ContainerPath }) {
+				car.Devices = append(car.Devices, sp)
+			}
+		}
+		if d.RDMA != "" {
+			hcas = append(hcas, d.RDMA)
+		}
+		info[d.ID] = deviceInfoEnv{Generic: map[string]string{"deviceID": d.ID}, RDMA: rdmaInfo}
+		if p.cfg.CDIKind != "" {
+			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + d.ID})
+		}
+		if p.cfg.DevInfoDir != "" {
+			if err := writeDevInfo(p.cfg.DevInfoDir, p.cfg.Resource, d); err != nil {
+				return nil, status.Errorf(codes.Internal, "device %s: %v", d.ID, err)
+			}
+		}
+	}
+	env := EnvName(p.cfg.Resource)
+	car.Envs[env] = strings.Join(ids, ",")
+	infoJSON, err := marshalInfo(info)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encoding %s_INFO: %v", env, err)
+	}
+	car.Envs[env+"_INFO"] = infoJSON
+	if len(hcas) > 0 {
+		// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
+		car.Envs["NCCL_IB_HCA"] = "=" + strings.Join(hcas, ",")
+	}
+	return car, nil
+}
+
+// errNoVerbs is returned for a device without a verbs char device.
+var errNoVerbs = fmt.Errorf("no RDMA verbs device")

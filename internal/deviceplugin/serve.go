@@ -1,0 +1,114 @@
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// KubeletSocket is kubelet's registration socket name in the plugin dir.
+const KubeletSocket = "kubelet.sock"
+
+// retryDelay is the pause between failed attempts to serve and register.
+const retryDelay = time.Second
+
+// SocketPath is the plugin's socket path.
+func (p *Plugin) SocketPath() string {
+	return filepath.Join(p.cfg.PluginDir, SocketName(p.cfg.Resource))
+}
+
+// Run serves the plugin until ctx is done: it creates the socket, starts
+// the gRPC server, registers with kubelet and waits; when registration
+// fails, the server stops or Restart is called, it starts over. It returns
+// nil when ctx is done.
+func (p *Plugin) Run(ctx context.Context) error {
+	for {
+		err := p.serveOnce(ctx)
+		p.cfg.Metrics.SetRegistered(p.cfg.Resource, false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		delay := retryDelay
+		if errors.Is(err, errRestart) {
+			delay = 0
+			p.cfg.Log.Info("restarting device plugin server", "resource", p.cfg.Resource)
+		} else {
+			p.cfg.Log.Warn("device plugin server stopped, retrying", "resource", p.cfg.Resource, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.restart:
+		case <-time.After(delay):
+		}
+	}
+}
+
+var errRestart = errors.New("restart requested")
+
+func (p *Plugin) serveOnce(ctx context.Context) error {
+	sock := p.SocketPath()
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing stale socket: %w", err)
+	}
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", sock, err)
+	}
+	srv := grpc.NewServer()
+	pluginapi.RegisterDevicePluginServer(srv, &rpcServer{p: p})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() {
+		srv.Stop()
+		_ = os.Remove(sock)
+	}()
+	// Drain a restart requested before this server existed: it is served.
+	select {
+	case <-p.restart:
+	default:
+	}
+	if err := p.register(ctx); err != nil {
+		return err
+	}
+	p.cfg.Metrics.SetRegistered(p.cfg.Resource, true)
+	p.cfg.Log.Info("registered with kubelet", "resource", p.cfg.Resource, "socket", sock, "devices", len(p.current().list))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.restart:
+		return errRestart
+	case err := <-served:
+		return fmt.Errorf("gRPC server: %w", err)
+	}
+}
+
+// register announces the plugin to kubelet through kubelet.sock.
+func (p *Plugin) register(ctx context.Context) error {
+	kubelet := filepath.Join(p.cfg.PluginDir, KubeletSocket)
+	conn, err := grpc.NewClient("unix://"+kubelet, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("kubelet socket %s: %w", kubelet, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
+		Version:      pluginapi.Version,
+		Endpoint:     SocketName(p.cfg.Resource),
+		ResourceName: p.cfg.Resource,
+		Options:      &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
+	})
+	if err != nil {
+		return fmt.Errorf("registering %s with kubelet at %s: %w", p.cfg.Resource, kubelet, err)
+	}
+	return nil
+}
