@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 )
@@ -248,4 +249,19 @@ func (c *cluster) releaseDevices(node int, devs []int32) {
 		c.pfFree[node*np+c.m.devPF[d]]++
 	}
 	c.devFreeCount[node] += len(devs)
+}
+
+// checkEmpty verifies, once every pod has left, that every GPU and device
+// is free again and the stranded count is back to zero.
+func (c *cluster) checkEmpty() error {
+	ng, nd := len(c.m.gpus), len(c.m.devs)
+	for n := range c.freeGPU {
+		if bits.OnesCount64(c.freeGPU[n]) != ng || c.devFreeCount[n] != nd {
+			return fmt.Errorf("sim: node %d holds %d GPUs and %d devices after every pod left", n, ng-bits.OnesCount64(c.freeGPU[n]), nd-c.devFreeCount[n])
+		}
+	}
+	if c.strandedSum != 0 {
+		return fmt.Errorf("sim: %d devices stranded on an empty cluster", c.strandedSum)
+	}
+	return nil
 }

@@ -204,8 +204,8 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		total += m.Weight
 	}
-	if total <= 0 {
-		errs = append(errs, errors.New("mix: total weight must be positive"))
+	if total <= 0 || math.IsInf(total, 0) || math.IsNaN(total) {
+		errs = append(errs, errors.New("mix: total weight must be positive and finite"))
 	}
 	switch c.Devices {
 	case "":

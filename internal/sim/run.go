@@ -219,6 +219,9 @@ func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p a
 	for len(queue) > 0 {
 		release(heap.Pop(&queue).(departure).pod)
 	}
+	if err := c.checkEmpty(); err != nil {
+		return res, err
+	}
 
 	for _, n := range res.Rejections {
 		res.Rejected += n
