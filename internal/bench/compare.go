@@ -43,6 +43,13 @@ func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
 // speed-up).
 func compare(in JudgeInput, check, a, b string) []Verdict {
 	var out []Verdict
+	partner := false
+	for _, l := range in.Results {
+		partner = partner || l.Scenario == b
+	}
+	if !partner {
+		return nil // nothing to compare with: not a finding
+	}
 	for _, la := range in.Results {
 		if la.Scenario != a || !la.Result.OK {
 			continue

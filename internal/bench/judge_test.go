@@ -81,10 +81,17 @@ func TestPodVsBareMetal(t *testing.T) {
 	if v := findVerdict(t, vs, CheckPodBareMetal, "pod"); v.Status != StatusFail || !strings.Contains(v.Reason, "above bare metal") {
 		t.Errorf("slower latency: %+v", v)
 	}
-	// Nothing to compare with.
-	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}}})
+	// Bare metal measured latency only: nothing of the same kind.
+	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}, {"bare-metal", lat("1.40")}}})
 	if v := findVerdict(t, vs, CheckPodBareMetal, "pod"); v.Status != StatusSkip {
-		t.Errorf("missing bare metal: %+v", v)
+		t.Errorf("bare metal without bandwidth: %+v", v)
+	}
+	// No bare-metal scenario at all: no comparison verdict.
+	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}}})
+	for _, v := range vs {
+		if v.Check == CheckPodBareMetal {
+			t.Errorf("comparison without a bare-metal scenario: %+v", v)
+		}
 	}
 }
 

@@ -1,0 +1,25 @@
+package bench
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+// NewCommand returns the `railyard bench` command and its subcommands.
+func NewCommand(s iostreams.Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Parse, judge and plot RDMA benchmark results; generate the manifests that run them",
+		Long: `bench turns saved outputs of perftest (ib_*_bw, ib_*_lat), NVIDIA nccl-tests
+and the OSU micro-benchmarks into verdicts and charts:
+
+  parse    parse outputs into one JSON shape
+  report   judge labelled results (rdma, tcp, pod, bare-metal...) against the
+           line rate and each other; write an HTML report with charts
+  plan     print the Kubernetes manifests that run the benchmarks on
+           Railyard's resources (perftest pod pair, nccl-tests MPIJob)`,
+	}
+	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s))
+	return cmd
+}

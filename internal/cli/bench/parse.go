@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/bench"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+// maxInput bounds how much of one file is read (saved outputs are small;
+// this keeps a wrong path such as a disk image from exhausting memory).
+const maxInput = 256 << 20
+
+func newParseCommand(s iostreams.Streams) *cobra.Command {
+	var asJSON bool
+	var suite string
+	cmd := &cobra.Command{
+		Use:   "parse FILE...",
+		Short: "Parse saved perftest, nccl-tests or OSU outputs",
+		Long: `parse reads saved benchmark outputs ("-" for stdin) and prints what they
+contain. The suite is detected from the output unless --suite says it.
+
+With --json it prints, per file, one JSON object:
+  {"source", "tool", "ok", "error", "rows": [...], "summary": {...}, "info": {...}}
+(see docs/bench.md for the row fields). It exits non-zero when any output is
+a failed run (ok false).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			parse, err := parserFor(suite)
+			if err != nil {
+				return err
+			}
+			failed := 0
+			for _, path := range args {
+				data, err := readInput(path, s.In)
+				if err != nil {
+					return err
+				}
+				r := parse(data)
+				r.Source = path
+				if !r.OK {
+					failed++
+				}
+				if asJSON {
+					out, err := json.MarshalIndent(r, "", "  ")
+					if err != nil {
+						return fmt.Errorf("%s: %w", path, err)
+					}
+					fmt.Fprintf(s.Out, "%s\n", out)
+					continue
+				}
+				if err := printResult(s.Out, r); err != nil {
+					return err
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d outputs are failed runs", failed, len(args))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file")
+	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl or osu")
+	return cmd
+}
+
+func parserFor(suite string) (func([]byte) bench.Result, error) {
+	switch suite {
+	case "auto", "":
+		return bench.Parse, nil
+	case "perftest":
+		return bench.ParsePerftest, nil
+	case "nccl", "nccl-tests":
+		return bench.ParseNCCL, nil
+	case "osu":
+		return bench.ParseOSU, nil
+	}
+	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl or osu", suite)
+}
+
+func readInput(path string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("read %s: larger than %d MiB", path, maxInput>>20)
+	}
+	return data, nil
+}
+
+// loadResult reads a raw tool output or the JSON printed by `bench parse
+// --json` (its first object).
+func loadResult(path string, stdin io.Reader) (bench.Result, error) {
+	data, err := readInput(path, stdin)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		var r bench.Result
+		if err := json.NewDecoder(bytes.NewReader(t)).Decode(&r); err != nil {
+			return bench.Result{}, fmt.Errorf("%s: not bench parse --json output: %w", path, err)
+		}
+		if r.Source == "" {
+			r.Source = path
+		}
+		return r, nil
+	}
+	r := bench.Parse(data)
+	r.Source = path
+	return r, nil
+}
+
+func printResult(w io.Writer, r bench.Result) error {
+	status := "ok"
+	if !r.OK {
+		status = "FAILED: " + r.Error
+	}
+	fmt.Fprintf(w, "%s: %s, %d rows, %s\n", r.Source, r.Tool, r.Rows(), status)
+	if len(r.Summary) > 0 {
+		keys := make([]string, 0, len(r.Summary))
+		for k := range r.Summary {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, r.Summary[k]))
+		}
+		fmt.Fprintf(w, "  summary: %s\n", strings.Join(parts, " "))
+	}
+	if r.Rows() == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	switch r.Kind {
+	case bench.KindPerftestBW:
+		fmt.Fprintln(tw, "  bytes\titerations\tpeak Gb/s\tavg Gb/s\tMpps\t")
+		for _, row := range r.PerftestBW {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%g\t%g\t\n", row.Bytes, row.Iterations, opt(row.BWPeakGbps), row.BWAvgGbps, row.MsgRateMpps)
+		}
+	case bench.KindPerftestLat:
+		fmt.Fprintln(tw, "  bytes\titerations\tmin us\ttypical us\tavg us\t99% us\t99.9% us\tmax us\t")
+		for _, row := range r.PerftestLat {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Bytes, row.Iterations, opt(row.LatMinUs), opt(row.LatTypicalUs),
+				opt(row.LatAvgUs), opt(row.LatP99Us), opt(row.LatP999Us), opt(row.LatMaxUs))
+		}
+	case bench.KindNCCL:
+		fmt.Fprintln(tw, "  bytes\ttype\tredop\toop us\toop busbw GB/s\tip us\tip busbw GB/s\twrong\t")
+		for _, row := range r.NCCL {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%g\t%g\t%g\t%g\t%s\t\n", row.Bytes, row.Type, row.Redop, row.OOPTimeUs, row.OOPBusBWGBps,
+				row.IPTimeUs, row.IPBusBWGBps, wrong(row))
+		}
+	case bench.KindOSUBW:
+		fmt.Fprintln(tw, "  bytes\tGb/s\t")
+		for _, row := range r.OSU {
+			fmt.Fprintf(tw, "  %d\t%s\t\n", row.Bytes, opt(row.BWGbps))
+		}
+	case bench.KindOSULat:
+		fmt.Fprintln(tw, "  bytes\tavg us\tmin us\tmax us\t")
+		for _, row := range r.OSU {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t\n", row.Bytes, opt(row.LatAvgUs), opt(row.LatMinUs), opt(row.LatMaxUs))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print: %w", err)
+	}
+	return nil
+}
+
+func opt(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%g", *v)
+}
+
+func wrong(r bench.NCCLRow) string {
+	if r.OOPWrong == nil && r.IPWrong == nil {
+		return "N/A"
+	}
+	var n int64
+	if r.OOPWrong != nil {
+		n += *r.OOPWrong
+	}
+	if r.IPWrong != nil {
+		n += *r.IPWrong
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/railyard-io/railyard/internal/benchplan"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+func newPlanCommand(s iostreams.Streams) *cobra.Command {
+	var o benchplan.Options
+	var variant, perftestArgs, ncclArgs string
+	var tests, env []string
+	cmd := &cobra.Command{
+		Use:   "plan --image IMAGE --nodes A,B [flags]",
+		Short: "Print the Kubernetes manifests that run perftest and nccl-tests on Railyard's resources",
+		Long: `plan prints multi-document YAML to apply with kubectl:
+
+  - a perftest server/client pod pair on the first two --nodes (with a
+    headless Service so the client finds the server), and
+  - an nccl-tests MPIJob (kubeflow.org/v2beta1, needs the MPI Operator)
+    with one worker per node,
+
+each in an RDMA variant and a TCP variant over the same secondary network
+(iperf3 for the pair, NCCL_IB_DISABLE=1 for nccl-tests). Every benchmark pod
+requests --resource, carries the --network annotation and adds only the
+IPC_LOCK capability, never privileged mode.
+
+Collect the outputs with kubectl logs and feed them to bench report.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch variant {
+			case "both":
+				o.Variants = []benchplan.Variant{benchplan.RDMA, benchplan.TCP}
+			case "rdma", "tcp":
+				o.Variants = []benchplan.Variant{benchplan.Variant(variant)}
+			default:
+				return fmt.Errorf("--variant %q: want rdma, tcp or both", variant)
+			}
+			for _, t := range tests {
+				o.Tests = append(o.Tests, benchplan.Test(t))
+			}
+			if cmd.Flags().Changed("perftest-args") {
+				o.PerftestArgs = strings.Fields(perftestArgs)
+			}
+			if cmd.Flags().Changed("nccl-args") {
+				o.NCCLArgs = strings.Fields(ncclArgs)
+			}
+			var errs []error
+			for _, kv := range env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					errs = append(errs, fmt.Errorf("--nccl-env %q: want NAME=VALUE", kv))
+					continue
+				}
+				o.NCCLEnv = append(o.NCCLEnv, corev1.EnvVar{Name: k, Value: v})
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			objs, err := benchplan.Objects(o)
+			if err != nil {
+				return err
+			}
+			y, err := benchplan.YAML(objs)
+			if err != nil {
+				return err
+			}
+			_, err = s.Out.Write(y)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Image, "image", "", "container image with perftest, iperf3, nccl-tests, Open MPI and sshd (required)")
+	fl.StringSliceVar(&o.Nodes, "nodes", nil, "node names: perftest server on the first, client on the second; nccl-tests workers one per node")
+	fl.IntVar(&o.Workers, "workers", 0, "nccl-tests worker pods (default: one per --nodes entry)")
+	fl.StringVar(&o.Resource, "resource", benchplan.DefaultResource, "extended resource of the RDMA pool")
+	fl.IntVar(&o.ResourceCount, "resource-count", 1, "how many of --resource each benchmark pod requests")
+	fl.StringVar(&o.Network, "network", benchplan.DefaultNetwork, "secondary network for the k8s.v1.cni.cncf.io/networks annotation (\"\" for none)")
+	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
+	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
+	fl.StringVar(&variant, "variant", "both", "rdma, tcp or both")
+	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, nccl")
+	fl.StringVar(&o.Namespace, "namespace", benchplan.DefaultNamespace, "namespace of the objects")
+	fl.StringVar(&o.Name, "name", benchplan.DefaultName, "name prefix of the objects")
+	fl.StringVar(&o.Perftest, "perftest", benchplan.DefaultPerftest, "perftest binary (ib_write_bw, ib_read_lat, ...)")
+	fl.StringVar(&perftestArgs, "perftest-args", "-a -F [--report_gbits]", "perftest arguments (server and client)")
+	fl.StringVar(&o.ServerAddress, "server-address", "", "the perftest server's address on the secondary network when fixed (default: its Service name)")
+	fl.StringVar(&o.NCCLTest, "nccl-test", benchplan.DefaultNCCLTest, "nccl-tests binary")
+	fl.StringVar(&o.NCCLTestsDir, "nccl-tests-dir", benchplan.DefaultNCCLTestsDir, "directory of the nccl-tests binaries in the image")
+	fl.StringVar(&ncclArgs, "nccl-args", "-b 8 -e 8G -f 2 -g 1", "nccl-tests arguments")
+	fl.StringArrayVar(&env, "nccl-env", nil, "NAME=VALUE for every nccl-tests rank, e.g. NCCL_ALGO=Ring (repeatable)")
+	return cmd
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/bench"
+	"github.com/railyard-io/railyard/internal/benchreport"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/topo"
+)
+
+type reportFlags struct {
+	results  []string
+	lineRate float64
+	source   topo.Source
+	device   string
+	nics     int
+	out      string
+	title    string
+	th       bench.Thresholds
+	roles    bench.Roles
+}
+
+func newReportCommand(s iostreams.Streams) *cobra.Command {
+	f := reportFlags{th: bench.DefaultThresholds(), roles: bench.DefaultRoles()}
+	cmd := &cobra.Command{
+		Use:   "report --result SCENARIO=FILE... [--line-rate-gbps N | --machine NAME | --sysfs DIR]",
+		Short: "Judge labelled benchmark results and write an HTML report with charts",
+		Long: `report reads benchmark results, each labelled with a scenario
+(--result rdma=bw.txt --result tcp=bw-tcp.txt --result pod=... --result bare-metal=...),
+as raw tool outputs or as bench parse --json output, and:
+
+  - judges perftest large-message bandwidth against the line rate
+    (RoCE at MTU 1024 cannot exceed about 92.6%; bidirectional runs count x2),
+  - compares the pod scenario with bare metal (within a tolerance),
+  - computes the speed-up of the rdma scenario over tcp,
+  - judges nccl-tests peak bus bandwidth against NICs x line rate (on 2
+    nodes tree algorithms can exceed it: rerun with NCCL_ALGO=Ring),
+
+prints the verdicts, and writes report.html, report.json and PNG/SVG charts
+into --out. The line rate is --line-rate-gbps, or read from a topology
+(--sysfs DIR or --machine NAME; --device picks one NIC). It exits non-zero
+when a check fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := f.input(cmd, s)
+			if err != nil {
+				return err
+			}
+			if err := benchreport.PrintVerdicts(s.Out, in.Verdicts); err != nil {
+				return err
+			}
+			files, err := benchreport.Write(f.out, in)
+			if err != nil {
+				return err
+			}
+			for _, file := range files {
+				if strings.HasSuffix(file, ".html") {
+					fmt.Fprintf(s.Out, "\nreport: %s (%d files)\n", file, len(files))
+				}
+			}
+			if n := countFailed(in.Verdicts); n > 0 {
+				return fmt.Errorf("%d check(s) failed", n)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE: a result under a scenario name (repeatable)")
+	fl.Float64Var(&f.lineRate, "line-rate-gbps", 0, "line rate of one NIC port in Gb/s")
+	f.source.AddFlags(cmd)
+	fl.StringVar(&f.device, "device", "", "with --sysfs/--machine: take the line rate of this RDMA device (mlx5_0)")
+	fl.IntVar(&f.nics, "nics", 0, "NICs per node used by nccl-tests (default: from the topology's GPU rails)")
+	fl.StringVar(&f.out, "out", "report", "directory to write the report into")
+	fl.StringVar(&f.title, "title", "", "report title")
+	fl.Float64Var(&f.th.LineRateFraction, "pass-line-rate", f.th.LineRateFraction, "perftest passes at this fraction of the line rate")
+	fl.Float64Var(&f.th.PodTolerance, "pod-tolerance", f.th.PodTolerance, "a pod may be this fraction worse than bare metal")
+	fl.Float64Var(&f.th.MinSpeedup, "min-speedup", f.th.MinSpeedup, "RDMA must be this many times better than TCP")
+	fl.Float64Var(&f.th.NCCLFraction, "pass-nccl", f.th.NCCLFraction, "nccl-tests passes at this fraction of NICs x line rate")
+	fl.Int64Var(&f.th.LargeMessageBytes, "large-message-bytes", f.th.LargeMessageBytes, "perftest rows from this size on count as large messages")
+	fl.StringVar(&f.roles.Pod, "pod-scenario", f.roles.Pod, "scenario compared with bare metal")
+	fl.StringVar(&f.roles.BareMetal, "bare-metal-scenario", f.roles.BareMetal, "bare-metal reference scenario")
+	fl.StringVar(&f.roles.RDMA, "rdma-scenario", f.roles.RDMA, "scenario compared with TCP")
+	fl.StringVar(&f.roles.TCP, "tcp-scenario", f.roles.TCP, "TCP reference scenario")
+	return cmd
+}
+
+func countFailed(vs []bench.Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Status == bench.StatusFail {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchreport.Input, error) {
+	if len(f.results) == 0 {
+		return benchreport.Input{}, errors.New("give at least one --result SCENARIO=FILE")
+	}
+	var errs []error
+	if f.th.LineRateFraction <= 0 || f.th.LineRateFraction > 1 {
+		errs = append(errs, fmt.Errorf("--pass-line-rate %g: want a fraction in (0, 1]", f.th.LineRateFraction))
+	}
+	if f.th.NCCLFraction <= 0 || f.th.NCCLFraction > 1 {
+		errs = append(errs, fmt.Errorf("--pass-nccl %g: want a fraction in (0, 1]", f.th.NCCLFraction))
+	}
+	if f.th.PodTolerance < 0 || f.th.PodTolerance >= 1 {
+		errs = append(errs, fmt.Errorf("--pod-tolerance %g: want a fraction in [0, 1)", f.th.PodTolerance))
+	}
+	if f.th.MinSpeedup <= 0 {
+		errs = append(errs, fmt.Errorf("--min-speedup %g: want > 0", f.th.MinSpeedup))
+	}
+	if f.th.LargeMessageBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--large-message-bytes %d: want > 0", f.th.LargeMessageBytes))
+	}
+	if f.lineRate < 0 || f.nics < 0 {
+		errs = append(errs, errors.New("--line-rate-gbps and --nics must not be negative"))
+	}
+	fromTopology := f.source.Sysfs != "" || f.source.Machine != ""
+	if fromTopology && f.lineRate > 0 {
+		errs = append(errs, errors.New("--line-rate-gbps and --sysfs/--machine are mutually exclusive"))
+	}
+	if f.device != "" && !fromTopology {
+		errs = append(errs, errors.New("--device needs --sysfs or --machine"))
+	}
+	in := benchreport.Input{Title: f.title, LineRateGbps: f.lineRate, NICs: f.nics, Thresholds: f.th}
+	if f.lineRate > 0 {
+		in.LineRateSource = "--line-rate-gbps"
+	}
+	for _, spec := range f.results {
+		scenario, path, ok := strings.Cut(spec, "=")
+		if !ok || scenario == "" || path == "" {
+			errs = append(errs, fmt.Errorf("--result %q: want SCENARIO=FILE", spec))
+			continue
+		}
+		r, err := loadResult(path, s.In)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
+			continue
+		}
+		in.Results = append(in.Results, bench.Labelled{Scenario: scenario, Result: r})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return in, err
+	}
+	if fromTopology {
+		t, desc, err := f.source.Load(cmd.Context())
+		if err != nil {
+			return in, fmt.Errorf("line rate: %w", err)
+		}
+		lr, err := bench.LinkRateOf(t, f.device)
+		if err != nil {
+			return in, fmt.Errorf("line rate from %s: %w", desc, err)
+		}
+		in.LineRateGbps = lr.Gbps
+		in.LineRateSource = desc + ": " + lr.Description
+		if in.NICs == 0 {
+			in.NICs = lr.NICs
+		}
+	}
+	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
+		Thresholds: f.th, Roles: f.roles})
+	return in, nil
+}
