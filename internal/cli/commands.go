@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/railyard-io/railyard/internal/cli/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
 	"github.com/railyard-io/railyard/internal/cli/topo"
@@ -14,5 +15,6 @@ func commands(s iostreams.Streams) []*cobra.Command {
 	return []*cobra.Command{
 		topo.NewCommand(s),
 		machinescmd.NewCommand(s),
+		bench.NewCommand(s),
 	}
 }
