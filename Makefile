@@ -2,9 +2,9 @@
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
-STATICCHECK_VERSION := 2025.1.1
+TOOLS     := _output/tools
 
-.PHONY: all build demo test unit lint e2e bench fuzz tools clean
+.PHONY: all build demo test unit lint e2e bench fuzz tools cni-tools clean
 
 all: build
 
@@ -20,13 +20,22 @@ demo: build
 test: lint unit e2e
 
 ## unit: every Go test with -race (netns tests need root and skip without it)
-unit:
+unit: cni-tools
 	$(GO) test -race -count=1 $(PKGS)
 
-## lint: go vet and staticcheck (pinned)
-lint:
+## lint: gofmt, go vet and staticcheck (pinned in hack/tools.sh)
+lint: tools
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	$(TOOLS)/staticcheck $(PKGS)
+
+## tools: install pinned Go tools into _output/tools
+tools:
+	hack/tools.sh
+
+## cni-tools: install the reference cnitool, host-local and host-device
+cni-tools:
+	hack/install-cni-tools.sh
 
 ## e2e: the end-to-end suite against a real kubelet, CNI tools and netns
 e2e:

@@ -80,10 +80,6 @@ func dgx1Matrix(gpu, nic string) string {
 	return d.Matrix[gpu][nic]
 }
 
-type node struct {
-	n, parent *machine.Node
-}
-
 func nodesOf(d *machine.Description, kind machine.Kind) []*machine.Node {
 	var out []*machine.Node
 	d.Walk(func(n, _ *machine.Node) {
