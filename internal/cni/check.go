@@ -103,7 +103,7 @@ func prevResult(cniVersion string, raw, stored []byte) (*current.Result, error) 
 // writable, the sysfs root readable, the RDMA subsystem in exclusive netns
 // mode when rdma is set, and the IPAM plugin ready.
 func (p *Plugin) Status(ctx context.Context, a Args) error {
-	s, err := p.open(a)
+	s, err := p.openNetwork(a)
 	if err != nil {
 		return err
 	}

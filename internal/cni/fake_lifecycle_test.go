@@ -126,7 +126,7 @@ func TestCheckDetectsDriftFakeVFAndFakeRDMA(t *testing.T) {
 
 func TestStatusFakeRDMA(t *testing.T) {
 	w := newWorld(t)
-	a := args("", "", "", w.conf(vfPCI, nil))
+	a := args("", "", "", w.conf("", map[string]any{"deviceID": nil}))
 	if err := w.plugin().Status(ctx, a); err != nil {
 		t.Fatalf("Status: %v", err)
 	}
@@ -163,7 +163,7 @@ func TestGCReleasesOnlyInvalidAttachmentsFakeVFAndFakeRDMA(t *testing.T) {
 	if _, err := w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))); err != nil {
 		t.Fatal(err)
 	}
-	gc := w.conf(vfPCI, map[string]any{"cni.dev/valid-attachments": []map[string]string{{"containerID": "c2", "ifname": "net1"}}})
+	gc := w.conf(vfPCI, map[string]any{"deviceID": nil, "cni.dev/valid-attachments": []map[string]string{{"containerID": "c2", "ifname": "net1"}}})
 	if err := w.plugin().GC(ctx, args("", "", "", gc)); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // original settings, its addresses and device-info file are released and
 // its record removed. Then the IPAM plugin's own GC runs.
 func (p *Plugin) GC(ctx context.Context, a Args) error {
-	s, err := p.open(a)
+	s, err := p.openNetwork(a)
 	if err != nil {
 		return err
 	}

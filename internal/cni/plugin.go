@@ -59,6 +59,7 @@ type session struct {
 	key   string
 }
 
+// open parses the configuration of an ADD, DEL or CHECK.
 func (p *Plugin) open(a Args) (*session, error) {
 	cfg, err := config.Parse(a.Config)
 	if err != nil {
@@ -66,6 +67,15 @@ func (p *Plugin) open(a Args) (*session, error) {
 	}
 	fs := sysfs.New(cfg.SysfsRoot)
 	return &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}, key: deviceKey(fs, cfg)}, nil
+}
+
+// openNetwork parses the configuration of a STATUS or GC (no device).
+func (p *Plugin) openNetwork(a Args) (*session, error) {
+	cfg, err := config.ParseNetwork(a.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &session{cfg: cfg, fs: sysfs.New(cfg.SysfsRoot), store: state.Store{Dir: cfg.StateDir}}, nil
 }
 
 func (s *session) lock(ctx context.Context, key string) (func(), error) {
@@ -86,7 +96,7 @@ func (p *Plugin) ipam(ctx context.Context, command string, conf []byte, a Args) 
 
 // ipamType reads ipam.type of a stored or received configuration.
 func ipamType(conf []byte) (string, error) {
-	cfg, err := config.Parse(conf)
+	cfg, err := config.ParseNetwork(conf)
 	if err != nil {
 		return "", err
 	}

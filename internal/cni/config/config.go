@@ -167,9 +167,16 @@ func knownFields() map[string]bool {
 	return known
 }
 
-// Parse decodes, defaults and validates a configuration. Its error is an
-// *Error naming every bad field.
-func Parse(data []byte) (*Config, error) {
+// Parse decodes, defaults and validates the configuration of an ADD, DEL or
+// CHECK, which must name a device. Its error is an *Error naming every bad
+// field.
+func Parse(data []byte) (*Config, error) { return parse(data, true) }
+
+// ParseNetwork is Parse for STATUS and GC, which concern the whole network
+// and get no device.
+func ParseNetwork(data []byte) (*Config, error) { return parse(data, false) }
+
+func parse(data []byte, needDevice bool) (*Config, error) {
 	var top map[string]json.RawMessage
 	if err := decodeOne(data, &top); err != nil {
 		return nil, &Error{Fields: []FieldError{{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}}}
@@ -195,7 +202,7 @@ func Parse(data []byte) (*Config, error) {
 		return nil, &Error{Fields: errs}
 	}
 	c := &Config{Raw: bytes.Clone(data)}
-	errs = append(errs, r.apply(c)...)
+	errs = append(errs, r.apply(c, needDevice)...)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
 	}

@@ -144,3 +144,17 @@ func TestParseRejectsTrailingData(t *testing.T) {
 		t.Fatal("null accepted")
 	}
 }
+
+func TestParseNetworkNeedsNoDevice(t *testing.T) {
+	conf := []byte(`{"cniVersion":"1.1.0","name":"n","type":"t","cni.dev/valid-attachments":[{"containerID":"a","ifname":"net1"}]}`)
+	if _, err := Parse(conf); err == nil {
+		t.Fatal("Parse accepted a config without a device")
+	}
+	c, err := ParseNetwork(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ValidAttachments) != 1 || c.ValidAttachments[0].ContainerID != "a" {
+		t.Fatalf("valid attachments %+v", c.ValidAttachments)
+	}
+}

@@ -40,7 +40,7 @@ func ValidIfName(name string) error {
 	return nil
 }
 
-func (r *raw) apply(c *Config) []FieldError {
+func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	var errs []FieldError
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
@@ -88,7 +88,7 @@ func (r *raw) apply(c *Config) []FieldError {
 			bad("device", "%v", err)
 		}
 		c.Device = *r.Device
-	default:
+	case needDevice:
 		bad("deviceID", "one of deviceID, runtimeConfig.deviceID or device is required")
 	}
 
