@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package k8sbin pins the Kubernetes commands that hack/cluster/build-k8s.sh
+// builds. It has no code of its own.
+package k8sbin
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)

@@ -1,0 +1,147 @@
+//go:build e2e
+
+package framework
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// readTar returns the regular files and symlinks of a tar archive.
+func readTar(t *testing.T, data []byte) (files map[string][]byte, links map[string]string) {
+	t.Helper()
+	files, links = map[string][]byte{}, map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, links
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeReg:
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = b
+		case tar.TypeSymlink:
+			links[h.Name] = h.Linkname
+		}
+	}
+}
+
+func TestBuildImageArchiveIsAValidOCILayout(t *testing.T) {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("no /bin/busybox (install busybox-static)")
+	}
+	archive, err := buildImageArchive("/bin/busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := readTar(t, archive)
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range index.Manifests {
+		names[m.Annotations["io.containerd.image.name"]] = true
+		blob, ok := files["blobs/sha256/"+strings.TrimPrefix(m.Digest, "sha256:")]
+		if !ok || int64(len(blob)) != m.Size {
+			t.Fatalf("manifest %s missing or wrong size", m.Digest)
+		}
+		var man struct {
+			Config descriptor   `json:"config"`
+			Layers []descriptor `json:"layers"`
+		}
+		if err := json.Unmarshal(blob, &man); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range append([]descriptor{man.Config}, man.Layers...) {
+			b, ok := files["blobs/sha256/"+strings.TrimPrefix(d.Digest, "sha256:")]
+			if !ok || int64(len(b)) != d.Size || newBlob(d.MediaType, b).desc.Digest != d.Digest {
+				t.Fatalf("blob %s missing or corrupt", d.Digest)
+			}
+		}
+		layerFiles, layerLinks := readTar(t, files["blobs/sha256/"+strings.TrimPrefix(man.Layers[0].Digest, "sha256:")])
+		if len(layerFiles["bin/busybox"]) == 0 {
+			t.Error("layer has no bin/busybox")
+		}
+		for _, applet := range []string{"bin/sh", "bin/sleep", "bin/cat"} {
+			if layerLinks[applet] != "/bin/busybox" {
+				t.Errorf("layer: %s -> %q, want /bin/busybox", applet, layerLinks[applet])
+			}
+		}
+	}
+	if !names[BusyboxImage] || !names[PauseImage] || len(index.Manifests) != 2 {
+		t.Errorf("index names %v, want %s and %s", names, BusyboxImage, PauseImage)
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/a/b`:         "/a/b",
+		`/a\040b`:      "/a b",
+		`/x\011y\134z`: "/x\ty\\z",
+		`/bad\09`:      `/bad\09`,
+		`/end\`:        `/end\`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDecodeObjects(t *testing.T) {
+	objs, err := DecodeObjects([]byte("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"b\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 || objs[0].GetKind() != "ConfigMap" || objs[1].GetName() != "b" {
+		t.Fatalf("decoded %d objects: %v", len(objs), objs)
+	}
+	if _, err := DecodeObjects([]byte("a: [unclosed\n")); err == nil {
+		t.Error("bad YAML decoded without error")
+	}
+}
+
+func TestRunStateRoundTripAndRejectsForeignDir(t *testing.T) {
+	dir := t.TempDir()
+	s := &runState{RunDir: dir, OwnerPID: 42, CgroupName: "railyard-e2e-x", Processes: []trackedProcess{{PID: 7, Cmdline: []string{"etcd", "--x"}}}}
+	if err := s.save(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OwnerPID != 42 || got.Processes[0].Cmdline[1] != "--x" {
+		t.Errorf("round trip: %+v", got)
+	}
+	other := t.TempDir()
+	data, _ := os.ReadFile(dir + "/" + stateFile)
+	if err := os.WriteFile(other+"/"+stateFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(other); err == nil {
+		t.Error("state naming another run dir was accepted")
+	}
+}
+
+func TestCgroupDirsRejectsPathNames(t *testing.T) {
+	for _, name := range []string{"", "a/b", "../x", "..", ".", "kubepods", runDirPrefix, runDirPrefix + "a/b", runDirPrefix + ".."} {
+		if _, err := cgroupDirs(name); err == nil {
+			t.Errorf("cgroupDirs(%q) accepted", name)
+		}
+	}
+}

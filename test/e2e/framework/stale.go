@@ -1,0 +1,57 @@
+//go:build e2e
+
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+const runDirPrefix = "railyard-e2e-"
+
+// ReapStale tears down runs under baseDir whose test process is gone (killed
+// before its teardown ran), using the state each run saved. It refuses to
+// start next to a run whose owner is still alive, since both would want the
+// same bridge.
+func ReapStale(baseDir string, logf func(string, ...any)) error {
+	dirs, err := filepath.Glob(filepath.Join(baseDir, runDirPrefix+"*"))
+	if err != nil {
+		return fmt.Errorf("reap stale runs: %w", err)
+	}
+	var errs []error
+	for _, d := range dirs {
+		s, err := loadState(d)
+		if err != nil {
+			// A run dir without state never started anything.
+			if errors.Is(err, os.ErrNotExist) {
+				if mounts, merr := mountsUnder(d); merr == nil && len(mounts) == 0 {
+					_ = os.RemoveAll(d)
+				}
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if s.OwnerPID != os.Getpid() && processAlive(s.OwnerPID, s.OwnerCmdline) {
+			errs = append(errs, fmt.Errorf("reap stale runs: run %s of live process %d is still up; stop it first", d, s.OwnerPID))
+			continue
+		}
+		logf("framework: tearing down stale run %s (owner pid %d gone)", d, s.OwnerPID)
+		if err := teardown(s); err != nil {
+			errs = append(errs, fmt.Errorf("reap stale run %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// processAlive reports whether pid runs with the given command line.
+func processAlive(pid int, cmdline []string) bool {
+	if pid <= 0 {
+		return false
+	}
+	args, err := procCmdline(pid)
+	return err == nil && slices.Equal(args, cmdline)
+}
