@@ -1,0 +1,6 @@
+// Package simreport writes the result of a cluster simulation (package sim)
+// as a self-contained HTML page with charts: the share of GPUs by the class
+// of their nearest NIC for each policy, the GPUDirect fraction, and the
+// distribution of the pods' modelled bandwidth. Charts are drawn with
+// internal/chart as PNG or SVG files beside index.html.
+package simreport

@@ -1,0 +1,250 @@
+package simreport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/railyard-io/railyard/internal/chart"
+	"github.com/railyard-io/railyard/internal/sim"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// Options shape the report.
+type Options struct {
+	// Format of the chart files (default PNG).
+	Format chart.Format
+	// Title heads the page (default "Railyard simulation: <machine>").
+	Title string
+}
+
+// Chart file names, without extension.
+const (
+	ClassesChart   = "classes"
+	GDRChart       = "gdr"
+	BandwidthChart = "bandwidth"
+)
+
+// Write creates dir (if needed) and writes index.html and the chart files.
+// It returns the paths written.
+func Write(dir string, res *sim.Result, opts Options) ([]string, error) {
+	if res == nil || len(res.Policies) == 0 {
+		return nil, errors.New("simreport: no results to report")
+	}
+	if opts.Format == "" {
+		opts.Format = chart.PNG
+	}
+	if opts.Format != chart.PNG && opts.Format != chart.SVG {
+		return nil, fmt.Errorf("simreport: chart format %q: want png or svg", opts.Format)
+	}
+	if opts.Title == "" {
+		opts.Title = "Railyard simulation: " + res.Machine
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("simreport: %w", err)
+	}
+	var written []string
+	charts := []struct {
+		name string
+		c    chart.Chart
+	}{
+		{ClassesChart, classesChart(res)},
+		{GDRChart, gdrChart(res)},
+		{BandwidthChart, bandwidthChart(res)},
+	}
+	for _, c := range charts {
+		path := filepath.Join(dir, c.name+"."+string(opts.Format))
+		if err := chart.Save(path, c.c, chart.Size{WidthCm: 22, HeightCm: 12}); err != nil {
+			return written, fmt.Errorf("simreport: %w", err)
+		}
+		written = append(written, path)
+	}
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, view(res, opts)); err != nil {
+		return written, fmt.Errorf("simreport: %w", err)
+	}
+	index := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(index, buf.Bytes(), 0o644); err != nil {
+		return written, fmt.Errorf("simreport: %w", err)
+	}
+	return append(written, index), nil
+}
+
+func policyNames(res *sim.Result) []string {
+	var out []string
+	for _, p := range res.Policies {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// classesChart: per class, the share of each policy's GPUs whose nearest
+// allocated NIC has that class.
+func classesChart(res *sim.Result) chart.BarChart {
+	c := chart.BarChart{
+		Title:  "Nearest allocated NIC per GPU, by PCIe distance class",
+		X:      chart.Axis{Label: "Distance class of the GPU's nearest allocated NIC (PIX, PXB: GPUDirect RDMA)"},
+		Y:      chart.Axis{Label: "Share of placed GPUs", Unit: "%"},
+		Legend: chart.LegendTopRight,
+	}
+	for _, cl := range topology.Classes {
+		c.Categories = append(c.Categories, cl.String())
+	}
+	for _, p := range res.Policies {
+		g := chart.BarGroup{Name: p.Name}
+		for _, cl := range topology.Classes {
+			g.Values = append(g.Values, pct(p.ClassCount(cl), p.GPUs))
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	return c
+}
+
+// gdrChart: the GPUDirect fraction of every policy.
+func gdrChart(res *sim.Result) chart.BarChart {
+	g := chart.BarGroup{Name: "GPUs with a GPUDirect NIC"}
+	for _, p := range res.Policies {
+		g.Values = append(g.Values, 100*p.GDRFraction)
+	}
+	return chart.BarChart{
+		Title:      "GPUs whose nearest allocated NIC is within PXB",
+		X:          chart.Axis{Label: "NIC allocation policy"},
+		Y:          chart.Axis{Label: "GPUDirect RDMA fraction", Unit: "% of placed GPUs", Min: 0, Max: 105},
+		Categories: policyNames(res),
+		Groups:     []chart.BarGroup{g},
+		Legend:     chart.LegendTopLeft,
+	}
+}
+
+// bandwidthChart: the distribution of the pods' mean modelled per-GPU
+// bandwidth in 1 GB/s bins, one bar per policy in each bin.
+func bandwidthChart(res *sim.Result) chart.BarChart {
+	c := chart.BarChart{
+		Title:  "Pods by modelled per-GPU RDMA bandwidth",
+		X:      chart.Axis{Label: "Pod's mean modelled per-GPU bandwidth", Unit: "GB/s, 1 GB/s bins"},
+		Y:      chart.Axis{Label: "Share of placed pods", Unit: "%"},
+		Legend: chart.LegendTopLeft,
+	}
+	used := map[int]bool{}
+	for _, p := range res.Policies {
+		for _, b := range p.PodBandwidth {
+			used[int(math.Floor(b.GBps))] = true
+		}
+	}
+	var bins []int
+	for b := range used {
+		bins = append(bins, b)
+	}
+	slices.Sort(bins)
+	for _, b := range bins {
+		c.Categories = append(c.Categories, fmt.Sprintf("%d–%d", b, b+1))
+	}
+	for _, p := range res.Policies {
+		total := 0
+		counts := map[int]int{}
+		for _, b := range p.PodBandwidth {
+			total += b.Pods
+			counts[int(math.Floor(b.GBps))] += b.Pods
+		}
+		g := chart.BarGroup{Name: p.Name}
+		for _, b := range bins {
+			g.Values = append(g.Values, pct(counts[b], total))
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	return c
+}
+
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// row is one policy in the HTML table.
+type row struct {
+	Name                          string
+	GDR, VsKubelet, VsNUMA, VsOpt string
+	MeanGBps                      string
+	Classes                       []string
+	Rejected, Stranded, P50, P99  string
+}
+
+type pageView struct {
+	Title      string
+	Res        *sim.Result
+	Rows       []row
+	ClassNames []string
+	Charts     []string
+	Format     string
+	Settings   [][2]string
+}
+
+func view(res *sim.Result, opts Options) pageView {
+	v := pageView{Title: opts.Title, Res: res, Format: string(opts.Format),
+		Charts: []string{ClassesChart, GDRChart, BandwidthChart}}
+	for _, cl := range topology.Classes {
+		v.ClassNames = append(v.ClassNames, cl.String())
+	}
+	kub, _ := res.Policy("kubelet")
+	numa, _ := res.Policy("numa")
+	opt, _ := res.Policy("optimal")
+	for _, p := range res.Policies {
+		r := row{
+			Name: p.Name, GDR: fmt.Sprintf("%.1f%%", 100*p.GDRFraction),
+			VsKubelet: Ratio(p.GDRFraction, kub.GDRFraction, kub.Name != ""),
+			VsNUMA:    Ratio(p.GDRFraction, numa.GDRFraction, numa.Name != ""),
+			VsOpt:     Ratio(p.GDRFraction, opt.GDRFraction, opt.Name != ""),
+			MeanGBps:  fmt.Sprintf("%.2f", p.MeanGbps),
+			Rejected:  fmt.Sprint(p.Rejected),
+			Stranded:  fmt.Sprintf("%.1f (%.1f%%)", p.StrandedMean, 100*p.StrandedFraction),
+			P50:       fmt.Sprintf("%.1f", p.AllocP50us),
+			P99:       fmt.Sprintf("%.1f", p.AllocP99us),
+		}
+		for _, cl := range topology.Classes {
+			r.Classes = append(r.Classes, fmt.Sprintf("%.1f%%", pct(p.ClassCount(cl), p.GPUs)))
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	c := res.Config
+	mix := ""
+	for i, m := range c.Mix {
+		if i > 0 {
+			mix += ", "
+		}
+		mix += fmt.Sprintf("%d GPU × %g", m.GPUs, m.Weight)
+	}
+	v.Settings = [][2]string{
+		{"Machine", res.Machine},
+		{"Nodes", fmt.Sprint(res.Nodes)},
+		{"Pod arrivals / events per policy", fmt.Sprintf("%d / %d", res.Pods, res.Events)},
+		{"Per node", fmt.Sprintf("%d GPUs, %d RDMA PFs, %d allocatable devices", c.GPUsPerNode, c.PFsPerNode, c.DevicesPerNode)},
+		{"Workload mix (weights)", mix},
+		{"NIC devices per pod", map[sim.DeviceMode]string{sim.PerGPU: "one per GPU", sim.PerPod: "one per pod"}[c.Devices]},
+		{"Offered GPU load", fmt.Sprintf("%.0f%%", 100*c.Load)},
+		{"Topology Manager policy", c.TopologyPolicy},
+		{"Scheduler scoring", c.Scheduler},
+		{"Pod GPUs known to the NIC policy", fmt.Sprintf("%.0f%% of pods", 100*c.GPUsKnown)},
+		{"Bandwidth model (GB/s per GPU)", c.Bandwidth},
+		{"Seed", fmt.Sprint(c.Seed)},
+	}
+	return v
+}
+
+// Ratio formats a/b as "×1.23"; "–" without a baseline, "n/a" when b is 0.
+func Ratio(a, b float64, haveBaseline bool) string {
+	switch {
+	case !haveBaseline:
+		return "–"
+	case b == 0 && a == 0:
+		return "×1.00"
+	case b == 0:
+		return "n/a"
+	}
+	return fmt.Sprintf("×%.2f", a/b)
+}

@@ -1,0 +1,83 @@
+package simreport
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/railyard-io/railyard/internal/chart"
+	"github.com/railyard-io/railyard/internal/sim"
+	"github.com/railyard-io/railyard/machines"
+)
+
+func simulate(t *testing.T) *sim.Result {
+	t.Helper()
+	topo, err := machines.Topology(context.Background(), "dgx-h100", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sim.Config{Topology: topo, Machine: "dgx-h100", Nodes: 10, Pods: 1000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestWriteReport(t *testing.T) {
+	res := simulate(t)
+	for _, f := range []chart.Format{chart.PNG, chart.SVG} {
+		dir := filepath.Join(t.TempDir(), "report")
+		paths, err := Write(dir, res, Options{Format: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(paths) != 4 {
+			t.Fatalf("wrote %v", paths)
+		}
+		html, err := os.ReadFile(filepath.Join(dir, "index.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"gpu-aware", "kubelet", "optimal", "classes." + string(f), "bandwidth." + string(f), "gdr." + string(f), "dgx-h100"} {
+			if !strings.Contains(string(html), want) {
+				t.Errorf("index.html lacks %q", want)
+			}
+		}
+		for _, p := range paths {
+			st, err := os.Stat(p)
+			if err != nil || st.Size() < 500 {
+				t.Errorf("%s: %v, %d bytes", p, err, st.Size())
+			}
+		}
+		png, _ := os.ReadFile(filepath.Join(dir, "classes."+string(f)))
+		if f == chart.PNG && !strings.HasPrefix(string(png), "\x89PNG") {
+			t.Error("classes.png is not a PNG")
+		}
+		if f == chart.SVG && !strings.Contains(string(png), "<svg") {
+			t.Error("classes.svg is not an SVG")
+		}
+	}
+}
+
+func TestWriteRejectsBadInput(t *testing.T) {
+	if _, err := Write(t.TempDir(), nil, Options{}); err == nil {
+		t.Error("nil result accepted")
+	}
+	if _, err := Write(t.TempDir(), simulate(t), Options{Format: "gif"}); err == nil {
+		t.Error("gif accepted")
+	}
+}
+
+func TestRatio(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64
+		have bool
+		want string
+	}{{0.5, 0.25, true, "×2.00"}, {0, 0, true, "×1.00"}, {1, 0, true, "n/a"}, {1, 1, false, "–"}} {
+		if got := Ratio(c.a, c.b, c.have); got != c.want {
+			t.Errorf("Ratio(%v, %v, %v) = %q, want %q", c.a, c.b, c.have, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package simreport
+
+import "html/template"
+
+var page = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th { background: #f3f3f3; }
+td:first-child, th:first-child { text-align: left; }
+.settings td { text-align: left; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0 1.5em; }
+p.note { color: #555; font-size: 0.92em; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+
+<h2>Results</h2>
+<table>
+<tr><th>Policy</th><th>GPUDirect GPUs</th><th>vs kubelet</th><th>vs numa</th><th>vs optimal</th><th>Mean GB/s per GPU</th>
+{{range .ClassNames}}<th>{{.}}</th>{{end}}<th>Rejected pods</th><th>Stranded devices (mean)</th><th>Decision p50 µs</th><th>Decision p99 µs</th></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.GDR}}</td><td>{{.VsKubelet}}</td><td>{{.VsNUMA}}</td><td>{{.VsOpt}}</td><td>{{.MeanGBps}}</td>
+{{range .Classes}}<td>{{.}}</td>{{end}}<td>{{.Rejected}}</td><td>{{.Stranded}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
+{{end}}</table>
+<p class="note">GPUDirect GPUs: placed GPUs whose nearest allocated NIC is PIX or PXB (NCCL's default
+GPUDirect RDMA limit). Ratios compare GPUDirect fractions. Class columns: share of placed GPUs by
+the class of their nearest allocated NIC. Stranded: free devices on PFs whose GPUDirect GPUs are all
+busy, averaged over arrivals. Decision times are wall-clock per Allocate call inside the simulator.</p>
+
+{{range .Charts}}<img src="{{.}}.{{$.Format}}" alt="{{.}} chart">
+{{end}}
+
+<h2>Settings</h2>
+<table class="settings">
+{{range .Settings}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</table>
+
+<h2>Model</h2>
+<p class="note">Every node is the same machine model. Pods arrive as a Poisson process at the rate that
+offers the configured share of the cluster's GPUs and live for an exponential time. The scheduler places
+a pod on a node with enough free GPUs and NIC devices. GPUs are chosen like a stock cluster: kubelet's
+Topology Manager narrows them to the fewest NUMA nodes, and the NVIDIA device plugin prefers GPUs under
+one PCIe switch. Kubelet offers the NIC policy the NUMA-aligned free devices when there are more than
+needed. The bandwidth model gives each GPU the bandwidth of the class of its nearest allocated NIC; its
+default (10.5 GB/s within a PCIe switch, 3.5 GB/s across the host bridge) is a published measurement on
+an 8-GPU, 4-NIC node; PXB counts as GPUDirect (10.5). See docs/alloc.md.</p>
+</body>
+</html>
+`))
