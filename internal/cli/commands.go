@@ -6,6 +6,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
+	"github.com/railyard-io/railyard/internal/cli/simulate"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 )
 
@@ -15,6 +16,7 @@ func commands(s iostreams.Streams) []*cobra.Command {
 	return []*cobra.Command{
 		topo.NewCommand(s),
 		machinescmd.NewCommand(s),
+		simulate.NewCommand(s),
 		bench.NewCommand(s),
 	}
 }

@@ -1,0 +1,224 @@
+package simulate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/chart"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/topo"
+	"github.com/railyard-io/railyard/internal/sim"
+	"github.com/railyard-io/railyard/internal/simreport"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// defaultMachine is simulated when neither --machine nor --sysfs is given.
+const defaultMachine = "dgx-h100"
+
+type options struct {
+	src          topo.Source
+	nodes, pods  int
+	seed         uint64
+	mix          string
+	devices      string
+	load         float64
+	tmPolicy     string
+	scheduler    string
+	gpusKnown    float64
+	bw           string
+	policies     []string
+	workers      int
+	asJSON       bool
+	report       string
+	reportFormat string
+}
+
+// NewCommand returns the `railyard simulate` command.
+func NewCommand(s iostreams.Streams) *cobra.Command {
+	o := options{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate a GPU cluster and compare NIC allocation policies side by side",
+		Long: `simulate runs a cluster of identical GPU nodes through a seeded workload of pods
+(1, 2, 4 and 8 GPUs, asking one RDMA device per GPU or one per pod) and lets
+every NIC allocation policy choose the pods' devices:
+
+  kubelet    today's default: no preference, kubelet takes sorted device IDs
+             (NUMA-aligned when the Topology Manager is on)
+  numa       NUMA-only alignment: any free device on the GPUs' NUMA nodes
+  spread     one device per rail (PF) before doubling up
+  gpu-aware  each GPU a device on its closest PF (Railyard's default)
+  packed     fill one PF's VFs before the next
+  optimal    the exact best assignment (the reference)
+
+GPUs are chosen the way a stock cluster chooses them (kubelet Topology Manager
+over NUMA nodes, NVIDIA device plugin preferring GPUs under one PCIe switch).
+For each policy it reports the share of GPUs whose nearest allocated NIC is
+within PXB (NCCL's default GPUDirect RDMA limit), the class histogram, the
+modelled per-GPU bandwidth, rejected pods, stranded devices and the decision
+latency. See docs/alloc.md for the models.`,
+		Example: `  railyard simulate --machine dgx-h100
+  railyard simulate --machine dgx-1 --nodes 1000 --pods 100000 --mix small
+  railyard simulate --machine dgx-a100 --devices-per pod --json
+  railyard simulate --machine aws-p5 --vfs 0 --report /tmp/sim-report
+  railyard simulate --sysfs /tmp/fake-sys --bw PIX=12,PXB=12,PHB=4,NODE=4,SYS=2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.src.Sysfs != "" && !cmd.Flags().Changed("vfs") {
+				o.src.VFs = 0 // a sysfs tree has the VFs it has
+			}
+			if o.src.Sysfs == "" && o.src.Machine == "" {
+				o.src.Machine = defaultMachine
+			}
+			return run(cmd, s, o)
+		},
+	}
+	o.src.AddFlags(cmd)
+	o.src.VFs = 8
+	cmd.Flags().Lookup("vfs").DefValue = "8"
+	cmd.Flags().Lookup("machine").Usage = "simulate nodes of this built-in machine model (default " + defaultMachine + "; see `railyard machines`)"
+	cmd.Flags().Lookup("sysfs").Usage = "simulate nodes like the one described by this sysfs root"
+	f := cmd.Flags()
+	f.IntVar(&o.nodes, "nodes", 100, "nodes in the cluster")
+	f.IntVar(&o.pods, "pods", 10000, "pod arrivals to simulate (each placed pod also leaves: up to twice as many events)")
+	f.Uint64Var(&o.seed, "seed", 1, "workload seed")
+	f.StringVar(&o.mix, "mix", "uniform", "pod shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT,... (e.g. 1:4,2:2,4:1,8:1)")
+	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU) or pod (one per pod)")
+	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
+	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort or single-numa-node")
+	f.StringVar(&o.scheduler, "scheduler", string(sim.MostAllocated), "node scoring: most-allocated (bin packing) or least-allocated")
+	f.Float64Var(&o.gpusKnown, "gpus-known", 1, "probability that the NIC policy knows the pod's GPUs (0 to 1)")
+	f.StringVar(&o.bw, "bw", sim.DefaultBandwidth().String(), "modelled per-GPU bandwidth in GB/s by class of the nearest NIC")
+	f.StringSliceVar(&o.policies, "policies", alloc.Names(), "policies to compare")
+	f.IntVar(&o.workers, "workers", 0, "policies simulated in parallel (default: CPUs)")
+	f.BoolVar(&o.asJSON, "json", false, `print JSON: {"machine","nodes","pods","policies":[{"name","gdr_fraction","mean_gbps","rejected","alloc_p99_us",...}]}`)
+	f.StringVar(&o.report, "report", "", "write an HTML report with charts into this directory")
+	f.StringVar(&o.reportFormat, "report-format", "png", "chart format of the report: png or svg")
+	return cmd
+}
+
+func run(cmd *cobra.Command, s iostreams.Streams, o options) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	t, from, err := o.src.Load(cmd.Context())
+	if err != nil {
+		return err
+	}
+	cfg.Topology = t
+	cfg.Machine = o.src.Machine
+	if cfg.Machine == "" {
+		cfg.Machine = "sysfs " + o.src.Sysfs
+	}
+	res, err := sim.Run(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		paths, err := simreport.Write(o.report, res, simreport.Options{Format: chart.Format(o.reportFormat)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.ErrOut, "report: %s\n", paths[len(paths)-1])
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	render(s.Out, res, from)
+	return nil
+}
+
+func (o options) config() (sim.Config, error) {
+	var errs []error
+	mix, err := sim.ParseMix(o.mix)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--mix: %w", err))
+	}
+	bw, err := sim.ParseBandwidth(o.bw)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--bw: %w", err))
+	}
+	if o.reportFormat != string(chart.PNG) && o.reportFormat != string(chart.SVG) {
+		errs = append(errs, fmt.Errorf("--report-format %q: want png or svg", o.reportFormat))
+	}
+	if o.load <= 0 {
+		errs = append(errs, fmt.Errorf("--load %g: want > 0", o.load))
+	}
+	var policies []alloc.Policy
+	seen := map[string]bool{}
+	for _, n := range o.policies {
+		n = strings.TrimSpace(n)
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		p, err := alloc.ByName(n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--policies: %w", err))
+			continue
+		}
+		policies = append(policies, p)
+	}
+	if len(o.policies) == 0 {
+		errs = append(errs, errors.New("--policies: none given"))
+	}
+	known := o.gpusKnown
+	cfg := sim.Config{
+		Nodes: o.nodes, Pods: o.pods, Seed: o.seed, Mix: mix,
+		Devices: sim.DeviceMode(o.devices), Load: o.load,
+		TopologyPolicy: sim.TopologyPolicy(o.tmPolicy), Scheduler: sim.Scheduler(o.scheduler),
+		GPUsKnown: &known, Bandwidth: bw, Policies: policies, Workers: o.workers,
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// render prints the comparison table.
+func render(w io.Writer, res *sim.Result, from string) {
+	c := res.Config
+	fmt.Fprintf(w, "Simulated %d nodes of %s\n", res.Nodes, from)
+	fmt.Fprintf(w, "  per node: %d GPUs, %d RDMA PFs, %d allocatable devices\n", c.GPUsPerNode, c.PFsPerNode, c.DevicesPerNode)
+	fmt.Fprintf(w, "  %d pod arrivals (%d events per policy), devices per %s, load %.0f%%, Topology Manager %s, scheduler %s, seed %d\n",
+		res.Pods, res.Events, c.Devices, 100*c.Load, c.TopologyPolicy, c.Scheduler, c.Seed)
+	fmt.Fprintf(w, "  bandwidth model (GB/s): %s; simulated in %v\n\n", c.Bandwidth, res.Elapsed.Round(time.Millisecond))
+
+	kub, hasKub := res.Policy("kubelet")
+	numa, hasNUMA := res.Policy("numa")
+	opt, hasOpt := res.Policy("optimal")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "POLICY\tGDR\txKUBELET\txNUMA\t%OPTIMAL\tGB/s\t")
+	for _, cl := range topology.Classes {
+		fmt.Fprintf(tw, "%s\t", cl)
+	}
+	fmt.Fprintln(tw, "REJECTED\tSTRANDED\tP50 µs\tP99 µs\t")
+	for _, p := range res.Policies {
+		ofOpt := "–"
+		if hasOpt && opt.GDRFraction > 0 {
+			ofOpt = fmt.Sprintf("%.1f%%", 100*p.GDRFraction/opt.GDRFraction)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\t%.2f\t", p.Name, 100*p.GDRFraction,
+			simreport.Ratio(p.GDRFraction, kub.GDRFraction, hasKub), simreport.Ratio(p.GDRFraction, numa.GDRFraction, hasNUMA), ofOpt, p.MeanGbps)
+		for _, cl := range topology.Classes {
+			share := 0.0
+			if p.GPUs > 0 {
+				share = 100 * float64(p.ClassCount(cl)) / float64(p.GPUs)
+			}
+			fmt.Fprintf(tw, "%.1f%%\t", share)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t\n", p.Rejected, p.StrandedMean, p.AllocP50us, p.AllocP99us)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nGDR: placed GPUs whose nearest allocated NIC is PIX or PXB (NCCL's default GPUDirect RDMA limit);")
+	fmt.Fprintln(w, "xKUBELET, xNUMA: GDR ratio to those baselines; class columns: share of GPUs by nearest-NIC class;")
+	fmt.Fprintln(w, "STRANDED: mean free devices whose GPUDirect GPUs are all busy; P50/P99: decision time per pod.")
+}
