@@ -89,7 +89,10 @@ func (s Store) Get(key string) (*Record, error) {
 	return &r, nil
 }
 
-// Put writes a record atomically (temporary file, fsync, rename).
+// Put writes a record atomically (temporary file, rename). It does not
+// fsync: a record only has to survive the death of a process, which the page
+// cache does; after a power loss the node reboots, every pod namespace is
+// gone and records from an earlier boot are stale anyway (see Record.BootID).
 func (s Store) Put(r *Record) error {
 	if !ValidKey(r.Key) {
 		return fmt.Errorf("invalid device key %q", r.Key)
@@ -107,9 +110,6 @@ func (s Store) Put(r *Record) error {
 		return fmt.Errorf("writing record of %s: %w", r.Key, err)
 	}
 	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
