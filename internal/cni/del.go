@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -89,15 +90,17 @@ func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key stri
 		return nil, err
 	}
 	mkey, orig, ok := parseMarker(l.Alias)
-	if !ok || mkey != key {
+	byName := s.cfg.Device != "" && orig == s.cfg.Device
+	if !ok || (mkey != key && !byName) {
 		return nil, nil // not an interface railyard-cni attached for this device
 	}
+	key = mkey
 	rec := &state.Record{
 		Key: key, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns,
 		TempName: tempName(key, a.ContainerID, a.IfName), Marker: l.Alias,
 		Orig: netops.Link{Name: orig, Index: -1},
 	}
-	if key != "netdev-"+s.cfg.Device {
+	if !strings.HasPrefix(key, "netdev-") {
 		rec.PCI = key
 	}
 	if s.cfg.RDMA && rec.PCI != "" {

@@ -91,16 +91,12 @@ func (p *Plugin) leavePod(ctx context.Context, rec *state.Record) error {
 	return o.MoveLink(ctx, pod, rec.TempName, netops.Host)
 }
 
-// findOnHost finds the recorded netdev in the host namespace: by the alias
-// marker, by its temporary name, through sysfs by PCI address, or under its
-// original name with its original index.
+// findOnHost finds the recorded netdev in the host namespace: under its
+// temporary name, through sysfs by PCI address or under its original name
+// (each accepted when it carries the marker or the original index), else by
+// the alias marker among all links (a device the kernel refunded as "devN").
 func (p *Plugin) findOnHost(ctx context.Context, fs sysfs.FS, rec *state.Record) (netops.Link, bool, error) {
 	o, host := p.Ops, netops.Host
-	if l, err := o.LinkByAlias(ctx, host, rec.Marker); err == nil {
-		return l, true, nil
-	} else if !errors.Is(err, netops.ErrLinkNotFound) {
-		return netops.Link{}, false, err
-	}
 	names := []string{rec.TempName}
 	if rec.PCI != "" {
 		if n, err := fs.Netdevs(rec.PCI); err == nil {
@@ -116,11 +112,18 @@ func (p *Plugin) findOnHost(ctx context.Context, fs sysfs.FS, rec *state.Record)
 		if err != nil {
 			return netops.Link{}, false, err
 		}
-		if name == rec.TempName || l.Index == rec.Orig.Index {
+		if l.Alias == rec.Marker || name == rec.TempName || l.Index == rec.Orig.Index {
 			return l, true, nil
 		}
 	}
-	return netops.Link{}, false, nil
+	l, err := o.LinkByAlias(ctx, host, rec.Marker)
+	if err == nil {
+		return l, true, nil
+	}
+	if errors.Is(err, netops.ErrLinkNotFound) {
+		return netops.Link{}, false, nil
+	}
+	return netops.Link{}, false, err
 }
 
 // restoreHost puts a host netdev back to its recorded settings.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -42,9 +43,14 @@ func (Linux) RDMADeviceIn(_ context.Context, path, dev string) (bool, error) {
 	return true, nil
 }
 
-// isRDMANotFound matches netlink's error for an unknown RDMA link name.
+// isRDMANotFound matches netlink's error for an unknown RDMA device name
+// ("Rdma device mlx5_0 not found"); netlink has no sentinel for it.
 func isRDMANotFound(err error) bool {
-	return err != nil && err.Error() == "Rdma link not found"
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "Rdma device ") && strings.HasSuffix(msg, " not found")
 }
 
 // MoveRDMA implements Ops.
