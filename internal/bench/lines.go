@@ -54,6 +54,9 @@ func stripLauncherPrefix(s string) string {
 		return s
 	}
 	if t[0] == '[' {
+		if rest, ok := cutMPITag(t); ok {
+			return rest
+		}
 		if loc := launcherPrefix.FindStringIndex(s); loc != nil {
 			return s[loc[1]:]
 		}
@@ -70,6 +73,40 @@ func stripLauncherPrefix(s string) string {
 		return ""
 	}
 	return s
+}
+
+// cutMPITag removes Open MPI's "[1,0]<stdout>:" (and one space after it)
+// without a regular expression: with --tag-output it starts every line.
+func cutMPITag(t string) (string, bool) {
+	i := 1
+	for pass := 0; pass < 2; pass++ {
+		j := i
+		for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+			j++
+		}
+		if j == i || j >= len(t) {
+			return "", false
+		}
+		want := byte(',')
+		if pass == 1 {
+			want = ']'
+		}
+		if t[j] != want {
+			return "", false
+		}
+		i = j + 1
+	}
+	rest := t[i:]
+	for _, tag := range []string{"<stdout>:", "<stderr>:"} {
+		if strings.HasPrefix(rest, tag) {
+			rest = rest[len(tag):]
+			if strings.HasPrefix(rest, " ") {
+				rest = rest[1:]
+			}
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // launcherError reports whether a line is an MPI launcher's or the OS's

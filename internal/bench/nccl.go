@@ -64,19 +64,19 @@ func parseNCCL(lines []line) Result {
 			}
 			continue
 		}
-		switch {
-		case failure == "" && strings.Contains(t, "failure") && ncclFailure.MatchString(t):
-			failure = t
-		case warn == "" && strings.Contains(t, "NCCL WARN"):
-			warn = t
-		case launcher == "" && launcherError(t):
-			launcher = t
+		row, ok := NCCLRow{}, false
+		if l.complete && t[0] >= '0' && t[0] <= '9' {
+			row, ok = ncclRow(t, layout)
 		}
-		if !l.complete || t[0] < '0' || t[0] > '9' {
-			continue
-		}
-		row, ok := ncclRow(t, layout)
-		if !ok {
+		if !ok { // a result row is never an error line
+			switch {
+			case failure == "" && strings.Contains(t, "failure") && ncclFailure.MatchString(t):
+				failure = t
+			case warn == "" && strings.Contains(t, "NCCL WARN"):
+				warn = t
+			case launcher == "" && launcherError(t):
+				launcher = t
+			}
 			continue
 		}
 		r.NCCL = append(r.NCCL, row)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/machines"
 )
 
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
@@ -209,5 +210,28 @@ func TestPlanCommand(t *testing.T) {
 		if _, _, err := run(t, "", args...); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+func TestReportLineRateFromSysfs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sys")
+	if err := machines.WriteSysfs("roce-8gpu-4nic", dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	outDir := t.TempDir()
+	out, _, err := run(t, "", "report", "--result", "rdma="+vectorFile(t, roceBW), "--sysfs", dir, "--out", outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fake sysfs generated from the roce-8gpu-4nic model: 4 x 100G RoCE rails.
+	if !strings.Contains(out, "PASS    line-rate") || !strings.Contains(out, "92.44 Gb/s at 256 KiB = 92.4% of 100 Gb/s") {
+		t.Errorf("output:\n%s", out)
+	}
+	html, err := os.ReadFile(filepath.Join(outDir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "Line rate: 100 Gb/s (sysfs "+dir+": 4 GPU rail NICs at 100 Gb/s: mlx5_0, mlx5_1, mlx5_2, mlx5_3)") {
+		t.Errorf("line rate source missing from report.html")
 	}
 }
