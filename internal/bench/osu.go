@@ -12,7 +12,7 @@ const OSUMBpsToGbps = 0.008
 var (
 	// osuTitle matches "# OSU MPI Bandwidth Test v7.2",
 	// "# OSU MPI-CUDA Reduce Latency Test v7.3", "# OSU MPI_Put Latency Test".
-	osuTitle    = regexp.MustCompile(`^# OSU (?:MPI|OpenSHMEM|UPC\+\+|UPC|NCCL)(?:_(\w+))?(?:-\w+)? (.+?) Test(?: v[\d.]+)?\s*$`)
+	osuTitle    = regexp.MustCompile(`^# OSU (?:One Sided )?(?:MPI|OpenSHMEM|UPC\+\+|UPC|NCCL)(?:_(\w+))?(?:-\w+)? (.+?) Test(?: v[\d.]+)?\s*$`)
 	osuMention  = regexp.MustCompile(`\bosu_[a-z_]+\b`)
 	osuColSplit = regexp.MustCompile(`\s{2,}|\t+`)
 	osuSpecial  = map[string]string{
@@ -85,7 +85,7 @@ func osuColumns(header string) []osuCol {
 			continue
 		case name == "Size":
 			cols = append(cols, ocSize)
-		case strings.HasPrefix(name, "Bandwidth") || name == "MB/s":
+		case strings.Contains(name, "Bandwidth") || name == "MB/s": // also "Bi-Bandwidth (MB/s)"
 			cols = append(cols, ocBW)
 		case strings.HasPrefix(name, "Min Latency"):
 			cols = append(cols, ocLatMin)

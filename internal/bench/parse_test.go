@@ -111,6 +111,10 @@ func TestOSUValidationAndMessageRate(t *testing.T) {
 	if m.Tool != "osu_mbw_mr" || m.Kind != KindOSUBW || len(m.OSU) != 2 || !near(*m.OSU[1].BWGbps, 98) {
 		t.Errorf("mbw_mr: %+v", m)
 	}
+	bibw := Parse([]byte("# OSU One Sided MPI_Put Bi-directional Bandwidth Test v3.1.1\n# Size     Bi-Bandwidth (MB/s)\n4194304                1717.43\n"))
+	if bibw.Tool != "osu_put_bibw" || bibw.Kind != KindOSUBW || len(bibw.OSU) != 1 || !near(*bibw.OSU[0].BWGbps, 13.73944) {
+		t.Errorf("old one-sided bibw: %+v", bibw)
+	}
 	nb := Parse([]byte("# OSU MPI Non-blocking Allreduce Latency Test v7.2\n# Size     Overall(us)  Compute(us)  Pure Comm.(us)  Overlap(%)\n4  10.0 5.0 4.0 50.0\n"))
 	if nb.Tool != "osu_iallreduce" {
 		t.Errorf("non-blocking tool = %q", nb.Tool)
