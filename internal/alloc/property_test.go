@@ -38,9 +38,7 @@ func randomRequest(r *rand.Rand, ix *Index) (req Request, valid bool) {
 	r.Shuffle(len(avail), func(i, j int) { avail[i], avail[j] = avail[j], avail[i] })
 	var must []string
 	if len(avail) > 0 && r.IntN(3) == 0 {
-		for _, d := range avail[:r.IntN(min(len(avail), 4)+1)] {
-			must = append(must, d)
-		}
+		must = append(must, avail[:r.IntN(min(len(avail), 4)+1)]...)
 	}
 	valid = true
 	if r.IntN(15) == 0 && len(avail) < len(all) {
