@@ -3,6 +3,8 @@ package alloc
 import (
 	"fmt"
 	"testing"
+
+	"github.com/railyard-io/railyard/internal/topology"
 )
 
 func TestParseBDF(t *testing.T) {
@@ -57,5 +59,14 @@ func TestLookupFallsBack(t *testing.T) {
 	}
 	if _, ok := ix.lookup("0000:00:00.0"); ok {
 		t.Error("found a device that does not exist")
+	}
+}
+
+func TestRankConstants(t *testing.T) {
+	if unknownRank != topology.ClassUnknown.Rank() {
+		t.Errorf("unknownRank %d, topology says %d", unknownRank, topology.ClassUnknown.Rank())
+	}
+	if unhealthyRank <= unknownRank {
+		t.Error("an unhealthy device must rank after an unknown one")
 	}
 }

@@ -13,8 +13,9 @@ import (
 // always preferred.
 const unhealthyRank = 7
 
-// unknownRank is the rank of a device that is not part of the topology.
-var unknownRank = topology.ClassUnknown.Rank()
+// unknownRank is the rank of a device that is not part of the topology:
+// topology.ClassUnknown.Rank().
+const unknownRank = 6
 
 // Index is the per-topology data every policy decision needs, computed once:
 // every allocatable device (each PF and each VF) in address order, its PF
