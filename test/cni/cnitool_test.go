@@ -26,12 +26,16 @@ const (
 func TestCnitoolAddCheckStatusDelVeth(t *testing.T) {
 	n := newNode(t)
 	n.addVF(pciA)
-	n.network("rdma-a", "192.168.201.0/24", nil)
+	info := filepath.Join(n.dir, "devinfo", "rdma-a-net1.json")
+	n.network("rdma-a", "192.168.201.0/24", map[string]any{"CNIDeviceInfoFile": info})
 	pod := netnstest.NewNetns(t, "pod")
 
 	out, err := n.cnitool("add", "rdma-a", pod, pciA)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(info); err != nil || !strings.Contains(string(b), `"pci-address":"`+pciA+`"`) {
+		t.Errorf("device-info file %q (%v)", b, err)
 	}
 	var res current.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -62,6 +66,9 @@ func TestCnitoolAddCheckStatusDelVeth(t *testing.T) {
 	n.assertHome(pciA)
 	if got := n.ipamFiles("rdma-a"); got != 0 {
 		t.Errorf("host-local still holds %d addresses", got)
+	}
+	if exists(info) {
+		t.Error("device-info file left after DEL")
 	}
 	if _, err := n.cnitool("del", "rdma-a", pod, pciA); err != nil {
 		t.Fatalf("second del: %v", err)
