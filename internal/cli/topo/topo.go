@@ -26,7 +26,7 @@ type Source struct {
 // AddFlags registers --sysfs, --machine and --vfs on a command.
 func (s *Source) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.Sysfs, "sysfs", "", "read the topology from this sysfs root instead of /sys")
-	cmd.Flags().StringVar(&s.Machine, "machine", "", "use a built-in machine model (see `railyard machines`)")
+	cmd.Flags().StringVar(&s.Machine, "machine", "", "use a built-in machine model (list them with: railyard machines)")
 	cmd.Flags().IntVar(&s.VFs, "vfs", 0, "with --machine: SR-IOV VFs to create on every ConnectX PF")
 }
 
