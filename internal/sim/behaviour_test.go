@@ -232,3 +232,24 @@ func TestWorkloadMatchesMixAndLoad(t *testing.T) {
 		t.Errorf("offered load %.3f, want about 0.5", load)
 	}
 }
+
+func TestRestrictedRejectsOnlyWhenFragmented(t *testing.T) {
+	topo := builtin(t, "dgx-1") // 4 GPUs per NUMA node
+	run := func(tm TopologyPolicy, load float64) PolicyResult {
+		res, err := Run(context.Background(), Config{Topology: topo, Nodes: 4, Pods: 400, Seed: 8,
+			Mix: []MixEntry{{1, 1}, {4, 1}, {8, 1}}, TopologyPolicy: tm, Policies: policies(t, "gpu-aware"), Load: load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Policies[0]
+	}
+	restricted, single := run(TMRestricted, 0.9), run(TMSingleNUMA, 0.9)
+	// 8-GPU pods are fine under restricted (two NUMA nodes is the best any
+	// node can do) but never under single-numa-node.
+	if restricted.Rejections[RejectTopology] >= single.Rejections[RejectTopology] {
+		t.Errorf("restricted rejected %d, single-numa-node %d: restricted should reject fewer", restricted.Rejections[RejectTopology], single.Rejections[RejectTopology])
+	}
+	if restricted.Rejections[RejectTopology] == 0 {
+		t.Errorf("restricted never rejected a fragmented 4-GPU pod at 90%% load: %v", restricted.Rejections)
+	}
+}

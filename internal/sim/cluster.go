@@ -162,6 +162,26 @@ func (c *cluster) numaHint(node, gpus, devices int) (mask uint64, preferred, ok 
 	return fallback, false, fallback != 0
 }
 
+// minWidth is the narrowest NUMA set that could hold gpus GPUs and devices
+// devices on an empty node: kubelet's yardstick for a "preferred" hint.
+func (c *cluster) minWidth(gpus, devices int) int {
+	for _, m := range c.masks {
+		if bits.OnesCount64(c.gpusIn(m)) < gpus {
+			continue
+		}
+		n := 0
+		for _, k := range c.m.devNUMA {
+			if m&(1<<k) != 0 {
+				n++
+			}
+		}
+		if n >= devices {
+			return bits.OnesCount64(m)
+		}
+	}
+	return c.m.numas
+}
+
 // chooseGPUs models the NVIDIA device plugin's preference among the free
 // GPUs: from the candidates first (the Topology Manager's NUMA set; with no
 // alignment, the narrowest set of NUMA nodes with enough free GPUs), GPUs

@@ -36,6 +36,9 @@ const (
 	TMNone TopologyPolicy = "none"
 	// TMBestEffort: prefer the narrowest NUMA set, admit anyway.
 	TMBestEffort TopologyPolicy = "best-effort"
+	// TMRestricted: reject pods whose NUMA set is wider than it would be on
+	// an empty node.
+	TMRestricted TopologyPolicy = "restricted"
 	// TMSingleNUMA: reject pods that cannot be aligned on one NUMA node.
 	TMSingleNUMA TopologyPolicy = "single-numa-node"
 )
@@ -223,9 +226,9 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.TopologyPolicy {
 	case "":
 		c.TopologyPolicy = TMBestEffort
-	case TMNone, TMBestEffort, TMSingleNUMA:
+	case TMNone, TMBestEffort, TMRestricted, TMSingleNUMA:
 	default:
-		errs = append(errs, fmt.Errorf("topology policy: %q, want %s, %s or %s", c.TopologyPolicy, TMNone, TMBestEffort, TMSingleNUMA))
+		errs = append(errs, fmt.Errorf("topology policy: %q, want %s, %s, %s or %s", c.TopologyPolicy, TMNone, TMBestEffort, TMRestricted, TMSingleNUMA))
 	}
 	switch c.Scheduler {
 	case "":

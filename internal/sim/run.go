@@ -16,7 +16,7 @@ import (
 // Rejection reasons.
 const (
 	RejectNoNode   = "no node with enough free GPUs and devices"
-	RejectTopology = "topology affinity (single-numa-node)"
+	RejectTopology = "topology affinity (restricted or single-numa-node)"
 	RejectPolicy   = "policy error"
 )
 
@@ -139,7 +139,9 @@ func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p a
 		var mask uint64
 		if tmOn {
 			hint, preferred, ok := c.numaHint(node, pod.gpus, pod.devices)
-			if !ok || (cfg.TopologyPolicy == TMSingleNUMA && (!preferred || bits.OnesCount64(hint) > 1)) {
+			width := bits.OnesCount64(hint)
+			if !ok || (cfg.TopologyPolicy == TMSingleNUMA && (!preferred || width > 1)) ||
+				(cfg.TopologyPolicy == TMRestricted && (!preferred || width > c.minWidth(pod.gpus, pod.devices))) {
 				res.Rejections[RejectTopology]++
 				continue
 			}

@@ -2,6 +2,7 @@ package simreport
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,8 +30,9 @@ const (
 	BandwidthChart = "bandwidth"
 )
 
-// Write creates dir (if needed) and writes index.html and the chart files.
-// It returns the paths written.
+// Write creates dir (if needed) and writes the chart files, result.json (the
+// same JSON as `railyard simulate --json`) and index.html. It returns the
+// paths written, index.html last.
 func Write(dir string, res *sim.Result, opts Options) ([]string, error) {
 	if res == nil || len(res.Policies) == 0 {
 		return nil, errors.New("simreport: no results to report")
@@ -63,6 +65,15 @@ func Write(dir string, res *sim.Result, opts Options) ([]string, error) {
 		}
 		written = append(written, path)
 	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return written, fmt.Errorf("simreport: %w", err)
+	}
+	resultPath := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(resultPath, append(data, '\n'), 0o644); err != nil {
+		return written, fmt.Errorf("simreport: %w", err)
+	}
+	written = append(written, resultPath)
 	var buf bytes.Buffer
 	if err := page.Execute(&buf, view(res, opts)); err != nil {
 		return written, fmt.Errorf("simreport: %w", err)

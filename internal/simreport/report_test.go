@@ -2,6 +2,7 @@ package simreport
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestWriteReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(paths) != 4 {
+		if len(paths) != 5 || filepath.Base(paths[4]) != "index.html" {
 			t.Fatalf("wrote %v", paths)
 		}
 		html, err := os.ReadFile(filepath.Join(dir, "index.html"))
@@ -44,6 +45,10 @@ func TestWriteReport(t *testing.T) {
 			if !strings.Contains(string(html), want) {
 				t.Errorf("index.html lacks %q", want)
 			}
+		}
+		var back sim.Result
+		if data, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil || json.Unmarshal(data, &back) != nil || len(back.Policies) != len(res.Policies) {
+			t.Errorf("result.json unreadable or incomplete: %v", err)
 		}
 		for _, p := range paths {
 			st, err := os.Stat(p)

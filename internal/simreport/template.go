@@ -36,6 +36,8 @@ busy, averaged over arrivals. Decision times are wall-clock per Allocate call in
 {{range .Charts}}<img src="{{.}}.{{$.Format}}" alt="{{.}} chart">
 {{end}}
 
+<p class="note">The full result is in <a href="result.json">result.json</a>.</p>
+
 <h2>Settings</h2>
 <table class="settings">
 {{range .Settings}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>

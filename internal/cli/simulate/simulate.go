@@ -93,7 +93,7 @@ latency. See docs/alloc.md for the models.`,
 	f.StringVar(&o.mix, "mix", "uniform", "pod shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT,... (e.g. 1:4,2:2,4:1,8:1)")
 	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU) or pod (one per pod)")
 	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
-	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort or single-numa-node")
+	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort, restricted or single-numa-node")
 	f.StringVar(&o.scheduler, "scheduler", string(sim.MostAllocated), "node scoring: most-allocated (bin packing) or least-allocated")
 	f.Float64Var(&o.gpusKnown, "gpus-known", 1, "probability that the NIC policy knows the pod's GPUs (0 to 1)")
 	f.StringVar(&o.bw, "bw", sim.DefaultBandwidth().String(), "modelled per-GPU bandwidth in GB/s by class of the nearest NIC")

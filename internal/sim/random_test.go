@@ -1,0 +1,65 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/railyard-io/railyard/machines"
+)
+
+// TestRandomConfigs runs small simulations with random settings on random
+// built-in machines. Run itself checks every policy answer against the
+// contract and the node's free devices, and that the cluster is empty once
+// every pod has left; here we also check that the counts add up.
+func TestRandomConfigs(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	names := machines.Names()
+	n := 40
+	if testing.Short() || raceEnabled {
+		n = 12
+	}
+	for i := 0; i < n; i++ {
+		name := names[r.IntN(len(names))]
+		var mix []MixEntry
+		for _, g := range []int{1, 2, 3, 4, 6, 8} {
+			if r.IntN(2) == 0 {
+				mix = append(mix, MixEntry{g, float64(1 + r.IntN(4))})
+			}
+		}
+		if mix == nil {
+			mix = []MixEntry{{1, 1}}
+		}
+		known := r.Float64()
+		cfg := Config{
+			Topology: builtin(t, name), Machine: name,
+			Nodes: 1 + r.IntN(12), Pods: r.IntN(600), Seed: r.Uint64(), Mix: mix,
+			Devices:        []DeviceMode{PerGPU, PerPod}[r.IntN(2)],
+			Load:           0.2 + 1.3*r.Float64(),
+			TopologyPolicy: []TopologyPolicy{TMNone, TMBestEffort, TMRestricted, TMSingleNUMA}[r.IntN(4)],
+			Scheduler:      []Scheduler{MostAllocated, LeastAllocated}[r.IntN(2)],
+			GPUsKnown:      &known,
+			Workers:        1 + r.IntN(3),
+		}
+		t.Run(fmt.Sprintf("%d-%s", i, name), func(t *testing.T) {
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("%+v: %v", cfg, err)
+			}
+			for _, p := range res.Policies {
+				sum := 0
+				for _, n := range p.Classes {
+					sum += n
+				}
+				if sum != p.GPUs || p.GDRGPUs > p.GPUs || p.PodsPlaced+p.Rejected != cfg.Pods {
+					t.Errorf("%s: classes sum %d, GPUs %d, GDR %d, placed %d + rejected %d != %d pods",
+						p.Name, sum, p.GPUs, p.GDRGPUs, p.PodsPlaced, p.Rejected, cfg.Pods)
+				}
+				if p.Events != cfg.Pods+p.PodsPlaced {
+					t.Errorf("%s: %d events for %d arrivals and %d departures", p.Name, p.Events, cfg.Pods, p.PodsPlaced)
+				}
+			}
+		})
+	}
+}
