@@ -84,7 +84,7 @@ latency. See docs/alloc.md for the models.`,
 	o.src.AddFlags(cmd)
 	o.src.VFs = 8
 	cmd.Flags().Lookup("vfs").DefValue = "8"
-	cmd.Flags().Lookup("machine").Usage = "simulate nodes of this built-in machine model (default " + defaultMachine + "; see `railyard machines`)"
+	cmd.Flags().Lookup("machine").Usage = "simulate nodes of this built-in machine model (default " + defaultMachine + "; list them with: railyard machines)"
 	cmd.Flags().Lookup("sysfs").Usage = "simulate nodes like the one described by this sysfs root"
 	f := cmd.Flags()
 	f.IntVar(&o.nodes, "nodes", 100, "nodes in the cluster")
