@@ -3,7 +3,6 @@ package alloc
 import (
 	"hash/fnv"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 )
 
@@ -73,9 +72,10 @@ func (p *NUMA) Allocate(req Request) (Result, error) {
 		return Result{}, err
 	}
 	h := fnv.New64a()
-	h.Write([]byte(strings.Join(req.Available, ",")))
-	h.Write([]byte(strings.Join(req.GPUs, ",")))
-	rng := rand.New(rand.NewPCG(p.seed^p.calls.Add(1), h.Sum64()^uint64(req.Size)))
+	for _, g := range req.GPUs {
+		h.Write([]byte(g))
+	}
+	rng := rand.New(rand.NewPCG(p.seed^p.calls.Add(1), h.Sum64()^uint64(req.Size)<<32^uint64(len(req.Available))))
 
 	numa := map[int]bool{}
 	for _, g := range s.gpus {
