@@ -99,11 +99,7 @@ func cutMPITag(t string) (string, bool) {
 	rest := t[i:]
 	for _, tag := range []string{"<stdout>:", "<stderr>:"} {
 		if strings.HasPrefix(rest, tag) {
-			rest = rest[len(tag):]
-			if strings.HasPrefix(rest, " ") {
-				rest = rest[1:]
-			}
-			return rest, true
+			return strings.TrimPrefix(rest[len(tag):], " "), true
 		}
 	}
 	return "", false
