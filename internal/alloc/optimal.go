@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/railyard-io/railyard/internal/assign"
 )
@@ -121,21 +122,52 @@ func (s *state) assignGPUs() error {
 func (s *state) bestCover() {
 	cur := s.mustBest()
 	n := s.missing()
-	// Candidates: the PFs whose next device improves some GPU. A PF's other
-	// devices are never better than its next one (healthy ones come first).
+	// Candidates: the PFs whose next device improves some GPU (a PF's other
+	// devices are never better than its next one: healthy ones come first),
+	// described by what they would give each GPU, min(rank, cur). PFs giving
+	// the same are interchangeable (keep the one with most free devices), and
+	// a PF that another PF matches or beats for every GPU is never needed: an
+	// optimal set exists among the rest. This keeps the search small even on
+	// machines with many equivalent NICs (AWS p5: 4 EFAs per GPU).
 	var cands []int
+	var ranks [][]int // ranks[c][i]: what candidate c gives GPU i
 	for q := range s.pfList {
 		d := s.next(q)
 		if d < 0 {
 			continue
 		}
+		v := make([]int, len(s.gpus))
+		useful := false
 		for i, g := range s.gpus {
-			if s.rank(g, d) < cur[i] {
-				cands = append(cands, q)
+			v[i] = min(s.rank(g, d), cur[i])
+			useful = useful || v[i] < cur[i]
+		}
+		if useful {
+			cands, ranks = append(cands, q), append(ranks, v)
+		}
+	}
+	keep := make([]bool, len(cands))
+	for c := range cands {
+		keep[c] = true
+		for o := range cands {
+			if o == c || !dominates(ranks[o], ranks[c]) {
+				continue
+			}
+			if !slices.Equal(ranks[o], ranks[c]) || s.remain[cands[o]] > s.remain[cands[c]] ||
+				(s.remain[cands[o]] == s.remain[cands[c]] && o < c) {
+				keep[c] = false
 				break
 			}
 		}
 	}
+	k := 0
+	for c := range cands {
+		if keep[c] {
+			cands[k], ranks[k] = cands[c], ranks[c]
+			k++
+		}
+	}
+	cands, ranks = cands[:k], ranks[:k]
 	if len(cands) <= n {
 		for _, q := range cands {
 			d := s.next(q)
@@ -148,15 +180,6 @@ func (s *state) bestCover() {
 		s.note("%d candidate PFs for %d device(s): too many sets to search, greedy cover (not exact)", len(cands), n)
 		s.greedyCover(cur, n)
 		return
-	}
-	// ranks[c][i]: rank of GPU i with candidate c's next device.
-	ranks := make([][]int, len(cands))
-	for c, q := range cands {
-		ranks[c] = make([]int, len(s.gpus))
-		d := s.next(q)
-		for i, g := range s.gpus {
-			ranks[c][i] = s.rank(g, d)
-		}
 	}
 	best, bestScore, bestRemain := []int(nil), 0, 0
 	pick := make([]int, 0, n)
@@ -193,6 +216,16 @@ func (s *state) bestCover() {
 		s.take(d)
 		s.note("PF %s: %s is in the best set of %d PF(s) (score %d)", s.ix.pfs[q].addr, s.ix.devs[d].addr, n, bestScore)
 	}
+}
+
+// dominates reports whether a gives every GPU at most what b gives.
+func dominates(a, b []int) bool {
+	for i := range a {
+		if a[i] > b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // binomial returns C(n, k), saturating at a large value.
