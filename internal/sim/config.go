@@ -260,7 +260,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	if len(errs) > 0 {
-		return c, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return c, fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
 	}
 	return c, nil
 }
