@@ -196,7 +196,7 @@ func TestConfigErrors(t *testing.T) {
 		"no topology":  {Nodes: 1},
 		"no nodes":     {Topology: topo},
 		"bad devices":  {Topology: topo, Nodes: 1, Devices: "rail"},
-		"bad tm":       {Topology: topo, Nodes: 1, TopologyPolicy: "restricted"},
+		"bad tm":       {Topology: topo, Nodes: 1, TopologyPolicy: "prefer-closest"},
 		"bad sched":    {Topology: topo, Nodes: 1, Scheduler: "random"},
 		"bad known":    {Topology: topo, Nodes: 1, GPUsKnown: &bad},
 		"zero weights": {Topology: topo, Nodes: 1, Mix: []MixEntry{{1, 0}}},
