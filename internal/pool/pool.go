@@ -23,8 +23,11 @@ type Device struct {
 	// VFIndex is N of the PF's virtfnN, -1 for a PF.
 	VFIndex int
 	Vendor  uint16
-	Device  uint16
-	Driver  string
+	// Device is the function's own PCI device ID (0 when discovery did not
+	// read it); PFDevice is its PF's (Device itself for a PF).
+	Device   uint16
+	PFDevice uint16
+	Driver   string
 	// NUMA is the device's NUMA node, -1 when unknown.
 	NUMA int
 	// RDMA is the RDMA device ("mlx5_3"); Uverbs its verbs char device
@@ -120,7 +123,7 @@ func (s Selector) Select(t *topology.Topology) []Device {
 func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 	d := Device{
 		ID: nic.PCI, Kind: v1alpha1.KindPF, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: -1,
-		Vendor: nic.Vendor, Device: nic.Device, Driver: nic.Driver, NUMA: nic.NUMA,
+		Vendor: nic.Vendor, Device: nic.Device, PFDevice: nic.Device, Driver: nic.Driver, NUMA: nic.NUMA,
 		RDMA: nic.RDMA, Uverbs: nic.Uverbs, Netdev: nic.Netdev, LinkLayer: nic.LinkLayer,
 		Healthy: healthy, Reason: reason,
 	}
@@ -131,11 +134,14 @@ func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF, pfHealthy bool, pfReason string) Device {
 	d := Device{
 		ID: vf.PCI, Kind: v1alpha1.KindVF, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: vf.Index,
-		Vendor: nic.Vendor, Driver: vf.Driver, NUMA: nic.NUMA,
+		Vendor: nic.Vendor, PFDevice: nic.Device, Driver: vf.Driver, NUMA: nic.NUMA,
 		RDMA: vf.RDMA, Uverbs: vf.Uverbs, Netdev: vf.Netdev, LinkLayer: nic.LinkLayer,
 	}
 	if pd, ok := t.Device(vf.PCI); ok {
-		d.Vendor, d.Device = pd.Vendor, pd.Device
+		if pd.Vendor != 0 {
+			d.Vendor = pd.Vendor
+		}
+		d.Device = pd.Device
 		if pd.NUMA >= 0 {
 			d.NUMA = pd.NUMA
 		}
@@ -180,7 +186,7 @@ func (s Selector) matches(d Device, pfNetdevs []string) bool {
 	if len(s.vendors) > 0 && !s.vendors[d.Vendor] {
 		return false
 	}
-	if len(s.devices) > 0 && !s.devices[d.Device] {
+	if len(s.devices) > 0 && !s.devices[d.Device] && !(d.Kind == v1alpha1.KindVF && s.devices[d.PFDevice]) {
 		return false
 	}
 	if len(s.drivers) > 0 && !s.drivers[d.Driver] {

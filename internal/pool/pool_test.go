@@ -7,6 +7,7 @@ import (
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
 
@@ -48,7 +49,7 @@ func TestSelectorsOnGeneratedDGXH100(t *testing.T) {
 	}{
 		{"pf name with VF range", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{PFNames: []string{"ibp24s0#1", "ibp64s0"}}},
 			[]string{"0000:18:00.2", "0000:40:00.1", "0000:40:00.2"}},
-		{"VF device ID and NUMA", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{Devices: []string{"101c"}, NUMANodes: []int{1}}},
+		{"VFs by their PF's device ID and NUMA", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{Devices: []string{"101b"}, NUMANodes: []int{1}}},
 			[]string{"0000:aa:00.2", "0000:aa:00.3", "0000:aa:00.4", "0000:aa:00.5"}},
 		{"ethernet VFs", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{LinkLayers: []string{"Ethernet"}}},
 			[]string{"0000:29:00.4", "0000:29:00.5", "0000:aa:00.4", "0000:aa:00.5"}},
@@ -79,7 +80,7 @@ func TestSelectorsOnGeneratedDGXH100(t *testing.T) {
 		t.Fatalf("%d RDMA VFs, want 24", len(all))
 	}
 	d := all[0]
-	if d.ID != "0000:18:00.1" || d.PF != "0000:18:00.0" || d.VFIndex != 0 || d.Device != 0x101e || d.RDMA == "" || d.Uverbs == "" || !d.Healthy || d.LinkLayer != "InfiniBand" {
+	if d.ID != "0000:18:00.1" || d.PF != "0000:18:00.0" || d.VFIndex != 0 || d.PFDevice != 0x1021 || d.RDMA == "" || d.Uverbs == "" || !d.Healthy || d.LinkLayer != "InfiniBand" {
 		t.Errorf("first VF = %+v", d)
 	}
 
@@ -115,5 +116,34 @@ func TestCompileRejectsBadSelectors(t *testing.T) {
 		if _, err := Compile(p); err == nil {
 			t.Errorf("Compile(%+v) accepted", p)
 		}
+	}
+}
+
+// TestVFOwnDeviceID uses a hand-built inventory in which the VF's own PCI
+// device ID is known (101e under a 1021 PF): either ID selects the VF.
+func TestVFOwnDeviceID(t *testing.T) {
+	port := []topology.Port{{Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "InfiniBand"}}
+	topo := topology.Build(topology.Inventory{
+		HostBridges: []topology.HostBridge{{Name: "pci0000:00", NUMA: 0}},
+		Devices: []topology.PCIDevice{
+			{Address: "0000:18:00.0", Vendor: 0x15b3, Device: 0x1021, HostBridge: "pci0000:00"},
+			{Address: "0000:18:00.1", Vendor: 0x15b3, Device: 0x101e, HostBridge: "pci0000:00"},
+		},
+		NICs: []topology.NIC{{PCI: "0000:18:00.0", Vendor: 0x15b3, Device: 0x1021, Netdev: "ibp24s0", Netdevs: []string{"ibp24s0"},
+			RDMA: "mlx5_0", Uverbs: "uverbs0", LinkLayer: "InfiniBand", Ports: port,
+			VFs: []topology.VF{{Index: 0, PCI: "0000:18:00.1", RDMA: "mlx5_1", Uverbs: "uverbs1", Ports: port}}}},
+	})
+	for _, dev := range []string{"101e", "1021"} {
+		s, err := Compile(v1alpha1.Pool{Name: "a/b", DeviceKind: "vf", Selectors: v1alpha1.Selectors{Devices: []string{dev}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(s.Select(topo)); len(got) != 1 || got[0] != "0000:18:00.1" {
+			t.Errorf("devices [%s]: %v", dev, got)
+		}
+	}
+	s, _ := Compile(v1alpha1.Pool{Name: "a/b", DeviceKind: "vf", Selectors: v1alpha1.Selectors{Devices: []string{"1017"}}})
+	if got := s.Select(topo); len(got) != 0 {
+		t.Errorf("devices [1017]: %v", ids(got))
 	}
 }

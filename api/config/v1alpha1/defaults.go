@@ -14,7 +14,7 @@ const (
 	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 	DefaultDevInfoDir         = "/var/run/k8s.cni.cncf.io/devinfo/dp"
 	DefaultMetricsAddr        = "127.0.0.1:9410"
-	DefaultResyncInterval     = 30 * time.Second
+	DefaultResyncInterval     = 10 * time.Second
 	DefaultDeviceKind         = KindVF
 	DefaultPolicy             = PolicyGPUAware
 )

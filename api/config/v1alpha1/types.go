@@ -86,8 +86,8 @@ type Pool struct {
 type Selectors struct {
 	// Vendors are PCI vendor IDs in hex ("15b3").
 	Vendors []string `json:"vendors,omitempty"`
-	// Devices are PCI device IDs in hex ("101e"), of the device handed out
-	// (the VF's own ID for a vf pool).
+	// Devices are PCI device IDs in hex. In a vf pool a VF matches by its
+	// own ID ("101e") or its PF's ("1021").
 	Devices []string `json:"devices,omitempty"`
 	// Drivers are kernel drivers of the device handed out ("mlx5_core").
 	Drivers []string `json:"drivers,omitempty"`

@@ -1,0 +1,213 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/pool"
+	"github.com/railyard-io/railyard/internal/sysfs"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// DiscoverFunc reads the node's topology from a sysfs root.
+type DiscoverFunc func(ctx context.Context, root string) (*topology.Topology, error)
+
+// poolPlugin is one configured pool and its device plugin.
+type poolPlugin struct {
+	cfg    v1alpha1.Pool
+	sel    pool.Selector
+	plugin *deviceplugin.Plugin
+}
+
+// Agent serves every pool of a configuration. Create it with New.
+type Agent struct {
+	cfg      *v1alpha1.AgentConfig
+	log      *slog.Logger
+	discover DiscoverFunc
+	metrics  *Metrics
+	finder   *podresources.Finder
+	pools    []*poolPlugin
+
+	mu      sync.Mutex
+	topo    *topology.Topology
+	lastOK  time.Time
+	lastErr error
+	overlap string // last overlap warning, to log it once per change
+}
+
+// New builds the agent: one plugin per pool with its policy, the GPU
+// finder over PodResources (with the GPU map when configured).
+func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*Agent, error) {
+	c := *cfg
+	c.PluginDir = filepath.Clean(c.PluginDir)
+	c.SysfsRoot = filepath.Clean(c.SysfsRoot)
+	cfg = &c
+	a := &Agent{cfg: cfg, log: log, discover: discover, metrics: NewMetrics()}
+	var resolver podresources.GPUResolver = podresources.Map(nil)
+	if cfg.GPUMap != "" {
+		m, err := podresources.LoadMap(cfg.GPUMap)
+		if err != nil {
+			return nil, err
+		}
+		resolver = m
+	}
+	lister, _, err := podresources.Dial(cfg.PodResourcesSocket)
+	if err != nil {
+		return nil, err
+	}
+	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
+	for _, pc := range cfg.Pools {
+		sel, err := pool.Compile(pc)
+		if err != nil {
+			return nil, err
+		}
+		pol, err := alloc.ByName(pc.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", pc.Name, err)
+		}
+		rdmaCM := pc.DeviceNodes.RDMACM == nil || *pc.DeviceNodes.RDMACM
+		p := deviceplugin.New(deviceplugin.Config{
+			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir,
+			RDMACM: rdmaCM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM, CDIKind: pc.CDIKind,
+			Policy: pol, GPUs: a.finder, Log: log, Metrics: a.metrics,
+		})
+		a.pools = append(a.pools, &poolPlugin{cfg: pc, sel: sel, plugin: p})
+	}
+	return a, nil
+}
+
+// Plugins returns the pools' plugins, in configuration order.
+func (a *Agent) Plugins() []*deviceplugin.Plugin {
+	out := make([]*deviceplugin.Plugin, len(a.pools))
+	for i, p := range a.pools {
+		out[i] = p.plugin
+	}
+	return out
+}
+
+// Rediscover reads the topology again and updates every pool. A failed
+// discovery keeps the previous devices (and is reported by /healthz).
+func (a *Agent) Rediscover(ctx context.Context, why string) error {
+	start := time.Now()
+	topo, err := a.discover(ctx, a.cfg.SysfsRoot)
+	a.metrics.ObserveDiscovery(time.Since(start), err)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.lastErr = err
+		a.log.Error("discovery failed; keeping the previous devices", "why", why, "err", err)
+		return err
+	}
+	a.topo, a.lastErr, a.lastOK = topo, nil, time.Now()
+	owner := map[string]string{}
+	var overlaps []string
+	for _, pp := range a.pools {
+		devs := a.devices(pp, topo)
+		for _, d := range devs {
+			if other, dup := owner[d.ID]; dup {
+				overlaps = append(overlaps, d.ID+" in "+other+" and "+pp.cfg.Name)
+			}
+			owner[d.ID] = pp.cfg.Name
+		}
+		changed := pp.plugin.Update(topo, devs)
+		healthy := 0
+		for _, d := range pp.plugin.Devices() {
+			if d.Health == "Healthy" {
+				healthy++
+			}
+		}
+		total := len(pp.plugin.Devices())
+		a.metrics.SetPoolDevices(pp.cfg.Name, healthy, total-healthy)
+		if changed {
+			a.log.Info("pool changed", "resource", pp.cfg.Name, "why", why, "devices", total, "healthy", healthy)
+			for _, d := range devs {
+				if !d.Healthy {
+					a.log.Info("device unhealthy", "resource", pp.cfg.Name, "device", d.ID, "reason", d.Reason)
+				}
+			}
+		}
+	}
+	if o := strings.Join(overlaps, "; "); o != a.overlap {
+		a.overlap = o
+		if o != "" {
+			a.log.Warn("pools overlap: a device served by two pools can be given to two pods", "devices", o)
+		}
+	}
+	a.log.Debug("discovered", "why", why, "took", time.Since(start), "nics", len(topo.NICs), "gpus", len(topo.GPUs))
+	return nil
+}
+
+// devices selects a pool's devices and adds the optional MAD nodes.
+func (a *Agent) devices(pp *poolPlugin, topo *topology.Topology) []deviceplugin.Device {
+	sel := pp.sel.Select(topo)
+	out := make([]deviceplugin.Device, len(sel))
+	fs := sysfs.New(a.cfg.SysfsRoot)
+	for i, d := range sel {
+		out[i] = deviceplugin.Device{Device: d}
+		if pp.cfg.DeviceNodes.UMAD || pp.cfg.DeviceNodes.ISSM {
+			out[i].UMAD, out[i].ISSM = madNodes(fs, d.ID)
+		}
+	}
+	return out
+}
+
+// madNodes returns the umadN and issmN of a PCI function's first port
+// (bus/pci/devices/<addr>/infiniband_mad/). Discovery does not model them.
+func madNodes(fs sysfs.FS, addr string) (umad, issm string) {
+	names, err := fs.List(filepath.Join("bus/pci/devices", addr, "infiniband_mad"))
+	if err != nil {
+		return "", ""
+	}
+	for _, n := range names {
+		switch {
+		case umad == "" && strings.HasPrefix(n, "umad"):
+			umad = n
+		case issm == "" && strings.HasPrefix(n, "issm"):
+			issm = n
+		}
+	}
+	return umad, issm
+}
+
+// Topology returns the last discovered topology (nil before the first).
+func (a *Agent) Topology() *topology.Topology {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.topo
+}
+
+// health reports whether the agent is healthy: the last discovery worked
+// and is recent.
+func (a *Agent) health() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastErr != nil {
+		return fmt.Errorf("last discovery failed: %w", a.lastErr)
+	}
+	if a.lastOK.IsZero() {
+		return errors.New("no discovery yet")
+	}
+	if limit := 3*a.cfg.ResyncInterval.Duration + 30*time.Second; time.Since(a.lastOK) > limit {
+		return fmt.Errorf("no successful discovery for %s", time.Since(a.lastOK).Round(time.Second))
+	}
+	return nil
+}
+
+func readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	return b, nil
+}

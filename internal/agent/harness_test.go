@@ -1,0 +1,276 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/machines"
+)
+
+// registrar is the only hand-written kubelet stand-in: kubelet's
+// Registration service on <dir>/kubelet.sock, recording requests.
+type registrar struct {
+	pluginapi.UnimplementedRegistrationServer
+	srv  *grpc.Server
+	reqs chan *pluginapi.RegisterRequest
+}
+
+func (r *registrar) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	r.reqs <- req
+	return &pluginapi.Empty{}, nil
+}
+
+func startRegistrar(t testing.TB, dir string) *registrar {
+	t.Helper()
+	lis, err := net.Listen("unix", filepath.Join(dir, deviceplugin.KubeletSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &registrar{srv: grpc.NewServer(), reqs: make(chan *pluginapi.RegisterRequest, 16)}
+	pluginapi.RegisterRegistrationServer(r.srv, r)
+	go r.srv.Serve(lis)
+	t.Cleanup(r.srv.Stop)
+	return r
+}
+
+// waitAll waits for one registration of each resource.
+func (r *registrar) waitAll(t testing.TB, resources ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, res := range resources {
+		want[res] = true
+	}
+	deadline := time.After(10 * time.Second)
+	for len(want) > 0 {
+		select {
+		case req := <-r.reqs:
+			delete(want, req.ResourceName)
+		case <-deadline:
+			t.Fatalf("not registered within 10s: %v", want)
+		}
+	}
+}
+
+// podResources is a real gRPC PodResources v1 server with a settable answer.
+type podResources struct {
+	podresourcesapi.UnimplementedPodResourcesListerServer
+	mu   sync.Mutex
+	pods []*podresourcesapi.PodResources
+}
+
+func (p *podResources) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &podresourcesapi.ListPodResourcesResponse{PodResources: p.pods}, nil
+}
+
+func (p *podResources) set(pods ...*podresourcesapi.PodResources) {
+	p.mu.Lock()
+	p.pods = pods
+	p.mu.Unlock()
+}
+
+func startPodResources(t testing.TB, sock string) *podResources {
+	t.Helper()
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	pr := &podResources{}
+	podresourcesapi.RegisterPodResourcesListerServer(srv, pr)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return pr
+}
+
+// env is a fake node for the agent: a generated sysfs tree, a device-node
+// root with stand-in files for every uverbs device, a plugin directory and
+// a PodResources socket.
+type env struct {
+	sysfs, devRoot, dir, pluginDir, podSock, devInfo string
+}
+
+func newEnv(t testing.TB, machineName string, vfs int) *env {
+	t.Helper()
+	sys, err := fakesysfs.MkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fakesysfs.Cleanup(sys) })
+	if err := machines.WriteSysfs(machineName, sys, vfs); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "ryag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &env{sysfs: sys, dir: dir, devRoot: filepath.Join(dir, "dev"), pluginDir: filepath.Join(dir, "dp"),
+		podSock: filepath.Join(dir, "pr.sock"), devInfo: filepath.Join(dir, "devinfo")}
+	if err := os.MkdirAll(e.pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.makeDevNodes(t)
+	return e
+}
+
+// makeDevNodes (re)creates stand-in files for the tree's uverbs devices.
+func (e *env) makeDevNodes(t testing.TB) {
+	t.Helper()
+	ib := filepath.Join(e.devRoot, "infiniband")
+	if err := os.MkdirAll(ib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(e.sysfs, "class/infiniband_verbs/uverbs*"))
+	for _, p := range append(names, "rdma_cm") {
+		if err := os.WriteFile(filepath.Join(ib, filepath.Base(p)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) writeConfig(t testing.TB, body string) string {
+	t.Helper()
+	p := filepath.Join(e.dir, "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) args(config string) []string {
+	return []string{"--config", config, "--sysfs", e.sysfs, "--dev-root", e.devRoot, "--plugin-dir", e.pluginDir,
+		"--pod-resources-socket", e.podSock, "--devinfo-dir", e.devInfo, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type running struct {
+	agent   *Agent
+	metrics net.Addr
+	log     *syncBuffer
+	stop    func()
+}
+
+// start runs the agent as main does, with a fixed environment.
+func start(t testing.TB, args []string, environ map[string]string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{log: &syncBuffer{}}
+	readyc := make(chan struct{})
+	done := make(chan error, 1)
+	lookup := func(k string) (string, bool) { v, ok := environ[k]; return v, ok }
+	go func() {
+		done <- run(ctx, args, lookup, iostreams.Streams{In: bytes.NewReader(nil), Out: r.log, ErrOut: r.log}, discovery.Discover,
+			func(a *Agent, addr net.Addr) { r.agent, r.metrics = a, addr; close(readyc) })
+	}()
+	select {
+	case <-readyc:
+	case err := <-done:
+		cancel()
+		t.Fatalf("agent exited: %v\n%s", err, r.log)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("agent not ready within 20s")
+	}
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("agent: %v", err)
+			}
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func dial(t testing.TB, socket string) pluginapi.DevicePluginClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pluginapi.NewDevicePluginClient(conn)
+}
+
+// stream reads ListAndWatch in the background.
+type stream struct{ lists chan []*pluginapi.Device }
+
+func watch(t testing.TB, c pluginapi.DevicePluginClient) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := c.ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stream{lists: make(chan []*pluginapi.Device, 256)}
+	go func() {
+		defer close(st.lists)
+		for {
+			resp, err := s.Recv()
+			if err != nil {
+				return
+			}
+			st.lists <- resp.Devices
+		}
+	}()
+	return st
+}
+
+func (s *stream) next(t testing.TB, what string, timeout time.Duration, ok func(map[string]string) bool) map[string]string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, open := <-s.lists:
+			if !open {
+				t.Fatalf("stream ended waiting for %s", what)
+			}
+			h := map[string]string{}
+			for _, d := range l {
+				h[d.ID] = d.Health
+			}
+			if ok(h) {
+				return h
+			}
+		case <-deadline:
+			t.Fatalf("no list with %s within %s", what, timeout)
+		}
+	}
+}

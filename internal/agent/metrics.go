@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc/status"
+
+	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// Metrics are the agent's Prometheus metrics, on their own registry.
+type Metrics struct {
+	reg             *prometheus.Registry
+	devices         *prometheus.GaugeVec
+	registered      *prometheus.GaugeVec
+	preferred       *prometheus.CounterVec
+	preferredByDist *prometheus.CounterVec
+	allocated       *prometheus.CounterVec
+	rpc             *prometheus.HistogramVec
+	discovery       *prometheus.HistogramVec
+	kubeletRestarts prometheus.Counter
+}
+
+var _ deviceplugin.Metrics = (*Metrics)(nil)
+
+// NewMetrics creates and registers the metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		devices: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_pool_devices", Help: "Devices advertised per pool and health.",
+		}, []string{"resource", "health"}),
+		registered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_plugin_registered", Help: "1 when the pool's device plugin is registered with kubelet.",
+		}, []string{"resource"}),
+		preferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "railyard_preferred_allocations_total", Help: "GetPreferredAllocation decisions per pool and effective policy (gpu-aware without known GPUs counts as spread).",
+		}, []string{"resource", "policy"}),
+		preferredByDist: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "railyard_preferred_devices_total", Help: "Devices chosen by GetPreferredAllocation per policy and best distance class to the pod's GPUs (UNKNOWN without GPUs).",
+		}, []string{"resource", "policy", "class"}),
+		allocated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "railyard_allocated_devices_total", Help: "Devices handed to containers by Allocate.",
+		}, []string{"resource"}),
+		rpc: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "railyard_rpc_duration_seconds", Help: "Device plugin RPC latency.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
+		}, []string{"resource", "method", "code"}),
+		discovery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "railyard_discovery_duration_seconds", Help: "Topology discovery time.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14),
+		}, []string{"result"}),
+		kubeletRestarts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "railyard_kubelet_restarts_total", Help: "Times kubelet.sock was recreated.",
+		}),
+	}
+	m.reg.MustRegister(m.devices, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveRPC implements deviceplugin.Metrics.
+func (m *Metrics) ObserveRPC(resource, method string, d time.Duration, err error) {
+	m.rpc.WithLabelValues(resource, method, status.Code(err).String()).Observe(d.Seconds())
+}
+
+// ObservePreferred implements deviceplugin.Metrics.
+func (m *Metrics) ObservePreferred(resource, policy string, classes []topology.Class) {
+	m.preferred.WithLabelValues(resource, policy).Inc()
+	for _, c := range classes {
+		m.preferredByDist.WithLabelValues(resource, policy, c.String()).Inc()
+	}
+}
+
+// ObserveAllocate implements deviceplugin.Metrics.
+func (m *Metrics) ObserveAllocate(resource string, n int) {
+	m.allocated.WithLabelValues(resource).Add(float64(n))
+}
+
+// SetRegistered implements deviceplugin.Metrics.
+func (m *Metrics) SetRegistered(resource string, ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	m.registered.WithLabelValues(resource).Set(v)
+}
+
+// SetPoolDevices records a pool's device counts.
+func (m *Metrics) SetPoolDevices(resource string, healthy, unhealthy int) {
+	m.devices.WithLabelValues(resource, "Healthy").Set(float64(healthy))
+	m.devices.WithLabelValues(resource, "Unhealthy").Set(float64(unhealthy))
+}
+
+// ObserveDiscovery records one discovery.
+func (m *Metrics) ObserveDiscovery(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.discovery.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// handler serves /metrics and /healthz.
+func (a *Agent) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.health(); err != nil {
+			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}

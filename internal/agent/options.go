@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+)
+
+// LookupEnv reads an environment variable (os.LookupEnv in production).
+type LookupEnv func(key string) (string, bool)
+
+// EnvPrefix prefixes every environment variable the agent reads.
+const EnvPrefix = "RAILYARD_"
+
+// setting is one overridable setting: its flag, environment variable and
+// where it lands in the configuration.
+type setting struct {
+	flag, usage string
+	apply       func(c *v1alpha1.AgentConfig, v string) error
+}
+
+func (s setting) env() string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+}
+
+func str(dst func(*v1alpha1.AgentConfig) *string) func(*v1alpha1.AgentConfig, string) error {
+	return func(c *v1alpha1.AgentConfig, v string) error { *dst(c) = v; return nil }
+}
+
+var settings = [...]setting{
+	{"sysfs", "sysfs root (default /sys)", str(func(c *v1alpha1.AgentConfig) *string { return &c.SysfsRoot })},
+	{"dev-root", "device node root whose infiniband/ holds uverbsN and rdma_cm (default /dev)", str(func(c *v1alpha1.AgentConfig) *string { return &c.DevRoot })},
+	{"plugin-dir", "kubelet device plugin directory holding kubelet.sock (default /var/lib/kubelet/device-plugins)", str(func(c *v1alpha1.AgentConfig) *string { return &c.PluginDir })},
+	{"pod-resources-socket", "kubelet PodResources socket (default /var/lib/kubelet/pod-resources/kubelet.sock)", str(func(c *v1alpha1.AgentConfig) *string { return &c.PodResourcesSocket })},
+	{"devinfo-dir", "directory for Multus device-info files (default /var/run/k8s.cni.cncf.io/devinfo/dp)", str(func(c *v1alpha1.AgentConfig) *string { return &c.DevInfoDir })},
+	{"metrics-addr", "listen address of /healthz and /metrics, \"0\" disables (default 127.0.0.1:9410)", str(func(c *v1alpha1.AgentConfig) *string { return &c.MetricsAddr })},
+	{"gpu-map", "file mapping GPU UUIDs to PCI addresses (JSON object or nvidia-smi csv)", str(func(c *v1alpha1.AgentConfig) *string { return &c.GPUMap })},
+	{"node-name", "this node's name, for logs", str(func(c *v1alpha1.AgentConfig) *string { return &c.NodeName })},
+	{"resync-interval", "period of the full rediscovery (default 10s)", func(c *v1alpha1.AgentConfig, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		c.ResyncInterval = &metav1.Duration{Duration: d}
+		return nil
+	}},
+}
+
+// Options are the parsed command line and environment.
+type Options struct {
+	ConfigFile string
+	LogLevel   slog.Level
+	Config     *v1alpha1.AgentConfig
+}
+
+// ErrHelp is returned when --help was asked for (usage is printed).
+var ErrHelp = pflag.ErrHelp
+
+// ParseOptions builds the configuration: defaults, then the config file
+// (--config or RAILYARD_CONFIG), then RAILYARD_* variables, then flags.
+// Every validation error is reported at once.
+func ParseOptions(args []string, env LookupEnv, fs *pflag.FlagSet) (*Options, error) {
+	var opt Options
+	var logLevel string
+	fs.StringVar(&opt.ConfigFile, "config", "", "agent configuration file (YAML or JSON); env RAILYARD_CONFIG")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; env RAILYARD_LOG_LEVEL")
+	values := make([]string, len(settings))
+	for i, s := range settings {
+		fs.StringVar(&values[i], s.flag, "", s.usage+"; env "+s.env())
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if !fs.Changed("config") {
+		opt.ConfigFile, _ = env("RAILYARD_CONFIG")
+	}
+	if !fs.Changed("log-level") {
+		if v, ok := env("RAILYARD_LOG_LEVEL"); ok {
+			logLevel = v
+		}
+	}
+	if err := opt.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	if opt.ConfigFile == "" {
+		return nil, errors.New("no configuration: give --config FILE (or RAILYARD_CONFIG); it defines the pools")
+	}
+	data, err := readFile(opt.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := v1alpha1.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opt.ConfigFile, err)
+	}
+	for i, s := range settings {
+		v, set := env(s.env())
+		if fs.Changed(s.flag) {
+			v, set = values[i], true
+		}
+		if !set {
+			continue
+		}
+		if err := s.apply(cfg, v); err != nil {
+			return nil, fmt.Errorf("--%s / %s: %w", s.flag, s.env(), err)
+		}
+	}
+	v1alpha1.Default(cfg)
+	if errs := v1alpha1.Validate(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("%s (after flags and environment): %w:\n%s", opt.ConfigFile, v1alpha1.ErrInvalid, v1alpha1.FormatErrors(errs))
+	}
+	opt.Config = cfg
+	return &opt, nil
+}

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/discovery"
+)
+
+// Run is railyard-agent's main: it parses args (without the program name)
+// and the RAILYARD_* environment, and serves until ctx is done.
+func Run(ctx context.Context, args []string, s iostreams.Streams) error {
+	return run(ctx, args, os.LookupEnv, s, discovery.Discover, nil)
+}
+
+// run is Run with its environment and discovery injected; ready, when not
+// nil, receives the agent once it serves.
+func run(ctx context.Context, args []string, env LookupEnv, s iostreams.Streams, discover DiscoverFunc, ready func(*Agent, net.Addr)) error {
+	fs := pflag.NewFlagSet("railyard-agent", pflag.ContinueOnError)
+	fs.SetOutput(s.ErrOut)
+	opt, err := ParseOptions(args, env, fs)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: opt.LogLevel}))
+	if opt.Config.NodeName != "" {
+		log = log.With("node", opt.Config.NodeName)
+	}
+	a, err := New(opt.Config, log, discover)
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, ready)
+}
+
+// Serve runs the agent until ctx is done: first discovery, plugins,
+// watches, resync and the metrics endpoint.
+func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
+	if err := os.MkdirAll(a.cfg.PluginDir, 0o755); err != nil {
+		return fmt.Errorf("plugin directory: %w", err)
+	}
+	if err := a.Rediscover(ctx, "start"); err != nil {
+		return fmt.Errorf("first discovery: %w", err)
+	}
+	w, err := newWatcher(a.cfg.PluginDir)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", a.cfg.PluginDir, err)
+	}
+	defer w.fs.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var addr net.Addr
+	if a.cfg.MetricsAddr != "0" {
+		lis, err := net.Listen("tcp", a.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics endpoint: %w", err)
+		}
+		addr = lis.Addr()
+		srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			shut, c := context.WithTimeout(context.Background(), 2*time.Second)
+			defer c()
+			_ = srv.Shutdown(shut)
+		}()
+	}
+	for _, pp := range a.pools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = pp.plugin.Run(ctx)
+		}()
+	}
+	a.primeFinder(ctx)
+	a.log.Info("railyard-agent serving", "pools", len(a.pools), "plugin_dir", a.cfg.PluginDir, "metrics", addr)
+	if ready != nil {
+		ready(a, addr)
+	}
+	a.loop(ctx, w)
+	cancel()
+	wg.Wait()
+	return nil
+}
