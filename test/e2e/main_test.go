@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +57,20 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("e2e: cluster up in %v (logs in %s)\n", time.Since(start).Round(time.Millisecond), cfg.LogDir)
+	// Tear down on SIGINT/SIGTERM too (a go test timeout panics instead:
+	// hack/e2e.sh then runs test/e2e/reap, and every Start reaps stale runs).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "e2e: %v: tearing down\n", s)
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: teardown: %v\n", err)
+		}
+		os.Exit(1)
+	}()
 	code := m.Run()
+	signal.Stop(sigs)
 	stopStart := time.Now()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: teardown: %v\n", err)

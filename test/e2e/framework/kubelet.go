@@ -79,6 +79,8 @@ func (o kubeletOptions) args() []string {
 		"--config", o.configPath(),
 		"--kubeconfig", o.Kubeconfig,
 		"--root-dir", o.RootDir,
+		// Its default is /var/lib/kubelet/pki whatever --root-dir says.
+		"--cert-dir", filepath.Join(o.RootDir, "pki"),
 		"--hostname-override", o.NodeName,
 		"--node-ip", o.NodeIP,
 		"--v=2",

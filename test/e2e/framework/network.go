@@ -100,6 +100,9 @@ func deleteBridge(name string) error {
 	return errors.Join(errs...)
 }
 
+// cniNetworkName names the pod network (and prefixes libcni's cache files).
+const cniNetworkName = "railyard-e2e"
+
 // writeCNIConfig writes the pod network: the CNI bridge plugin on the
 // framework's bridge with host-local IPAM whose state stays in ipamDir. The
 // bridge is not the pods' gateway (so the plugin never turns on IP
@@ -113,7 +116,7 @@ func (b *bridgeNetwork) writeCNIConfig(confDir, ipamDir string) error {
 	last[3] = 250
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       "railyard-e2e",
+		"name":       cniNetworkName,
 		"plugins": []any{
 			map[string]any{
 				"type":             "bridge",

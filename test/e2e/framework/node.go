@@ -176,33 +176,45 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 	return c.track("kubelet", p, err)
 }
 
-// RestartKubelet stops and starts the kubelet, then waits for the node to be
-// Ready again. The kubelet recreates its registration socket, so device
-// plugins must register again.
+// RestartKubelet stops and starts the kubelet, then waits until the node
+// reports Ready with a heartbeat newer than the last one the old kubelet
+// posted, i.e. a status from the new kubelet. The kubelet recreates its
+// registration socket, so device plugins must register again.
 func (c *Cluster) RestartKubelet(ctx context.Context) error {
 	if err := c.StopKubelet(); err != nil {
 		return err
 	}
-	restarted := time.Now().Truncate(time.Second)
+	// Nothing else writes the node's heartbeat: read it once the old kubelet
+	// is gone.
+	n, err := c.Node(ctx)
+	if err != nil {
+		return fmt.Errorf("restart kubelet: %w", err)
+	}
+	last := readyHeartbeat(n)
 	if err := c.StartKubelet(ctx); err != nil {
 		return err
 	}
-	return c.WaitForNodeReadySince(ctx, restarted)
+	return c.WaitForNodeReadyAfter(ctx, last)
 }
 
-// WaitForNodeReadySince waits until the node reports Ready with a heartbeat
-// at or after since, i.e. a status posted by a kubelet running since then.
-func (c *Cluster) WaitForNodeReadySince(ctx context.Context, since time.Time) error {
-	return poll(ctx, 200*time.Millisecond, "node "+c.NodeName+" Ready since "+since.Format(time.RFC3339), func(ctx context.Context) (bool, error) {
+func readyHeartbeat(n *corev1.Node) time.Time {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// WaitForNodeReadyAfter waits until the node reports Ready with a heartbeat
+// strictly after t. Heartbeats have one-second resolution, and the kubelet
+// posts one at start and then on every change or every 10 s.
+func (c *Cluster) WaitForNodeReadyAfter(ctx context.Context, t time.Time) error {
+	return poll(ctx, 100*time.Millisecond, "node "+c.NodeName+" Ready after "+t.Format(time.RFC3339), func(ctx context.Context) (bool, error) {
 		n, err := c.Node(ctx)
 		if err != nil {
 			return false, err
 		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				return cond.Status == corev1.ConditionTrue && !cond.LastHeartbeatTime.Time.Before(since), nil
-			}
-		}
-		return false, nil
+		return NodeReady(n) && readyHeartbeat(n).After(t), nil
 	})
 }

@@ -8,20 +8,42 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
-// hostDirs are fixed host paths that the kubelet, containerd and the CNI
-// library write to whatever their configuration says. The framework snapshots
-// their entries before starting and removes only entries that appeared since.
-var hostDirs = []string{
-	"/var/lib/kubelet",
-	"/var/lib/kubelet/device-plugins",
-	"/var/log/pods",
-	"/var/log/containers",
-	"/var/lib/cni",
-	"/var/lib/cni/results",
-	"/run/containerd",
-	"/run/containerd/s",
+// hostDir is a fixed host path that the kubelet, containerd or the CNI
+// library writes to whatever their configuration says. The framework
+// snapshots its entries before starting; at teardown it removes entries that
+// appeared since and that ours accepts (every new entry if ours is nil), and
+// removes the directory itself if it did not exist before and is now empty.
+type hostDir struct {
+	path string
+	ours func(name string, sandboxIDs []string) bool
+}
+
+// hostDirs are listed parents first; teardown walks them in reverse.
+var hostDirs = []hostDir{
+	{path: "/var/lib/kubelet"},
+	{path: "/var/lib/kubelet/device-plugins"},
+	{path: "/var/log/pods"},
+	{path: "/var/log/containers"},
+	// Shared with other CNI users: never remove entries of /var/lib/cni, and
+	// in results/ only the cache files (<network>-<sandbox ID>-<ifname>) of
+	// our network and of our pods' loopback.
+	{path: "/var/lib/cni", ours: func(string, []string) bool { return false }},
+	{path: "/var/lib/cni/results", ours: func(name string, ids []string) bool {
+		if strings.HasPrefix(name, cniNetworkName+"-") {
+			return true
+		}
+		for _, id := range ids {
+			if strings.Contains(name, "-"+id+"-") {
+				return true
+			}
+		}
+		return false
+	}},
+	{path: "/run/containerd"},
+	{path: "/run/containerd/s"},
 }
 
 // trackedProcess identifies a process the run started: its PID and its exact
@@ -81,7 +103,8 @@ func loadState(runDir string) (*runState, error) {
 func (s *runState) snapshotHostDirs() error {
 	s.Before = map[string][]string{}
 	s.Missing = nil
-	for _, d := range hostDirs {
+	for _, hd := range hostDirs {
+		d := hd.path
 		entries, err := os.ReadDir(d)
 		if os.IsNotExist(err) {
 			s.Missing = append(s.Missing, d)

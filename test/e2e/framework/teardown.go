@@ -349,34 +349,44 @@ func unmountUnder(dir string) error {
 	return fmt.Errorf("unmount under %s: still mounted: %v", dir, mounts)
 }
 
-// cleanHostDirs removes what the run added to hostDirs: whole directories
-// that did not exist before, otherwise only entries that were not there.
+// cleanHostDirs removes what the run added to hostDirs.
 func cleanHostDirs(s *runState) error {
 	var errs []error
+	sandboxes := sandboxIDs(s.RunDir)
 	for i := len(hostDirs) - 1; i >= 0; i-- {
-		d := hostDirs[i]
-		if slices.Contains(s.Missing, d) {
-			if err := os.RemoveAll(d); err != nil {
-				errs = append(errs, fmt.Errorf("clean %s: %w", d, err))
-			}
-			continue
-		}
-		before, ok := s.Before[d]
-		if !ok {
-			continue
-		}
-		entries, err := os.ReadDir(d)
+		hd := hostDirs[i]
+		entries, err := os.ReadDir(hd.path)
 		if err != nil {
 			continue
 		}
+		before := s.Before[hd.path]
 		for _, e := range entries {
-			if slices.Contains(before, e.Name()) {
+			if slices.Contains(before, e.Name()) || (hd.ours != nil && !hd.ours(e.Name(), sandboxes)) {
 				continue
 			}
-			if err := os.RemoveAll(filepath.Join(d, e.Name())); err != nil {
-				errs = append(errs, fmt.Errorf("clean %s: %w", d, err))
+			if err := os.RemoveAll(filepath.Join(hd.path, e.Name())); err != nil {
+				errs = append(errs, fmt.Errorf("clean %s: %w", hd.path, err))
 			}
+		}
+		if slices.Contains(s.Missing, hd.path) {
+			// Only if empty: something else may have started using it.
+			_ = os.Remove(hd.path)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sandboxIDs lists the pod sandboxes the run's containerd ever made (the
+// CRI plugin keeps a directory per sandbox under its root and state dirs).
+func sandboxIDs(runDir string) []string {
+	var ids []string
+	for _, sub := range []string{"root", "state"} {
+		matches, _ := filepath.Glob(filepath.Join(runDir, "containerd", sub, "io.containerd.grpc.v1.cri", "sandboxes", "*"))
+		for _, m := range matches {
+			if id := filepath.Base(m); len(id) >= 12 && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }
