@@ -1,6 +1,7 @@
 package deviceplugin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,10 +84,13 @@ func writeDevInfo(dir, resource string, d Device) error {
 	if err != nil {
 		return err
 	}
+	path := DevInfoPath(dir, resource, d.ID)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil // the same device given again: the file is already right
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("device info directory: %w", err)
 	}
-	path := DevInfoPath(dir, resource, d.ID)
 	tmp, err := os.CreateTemp(dir, ".devinfo-*")
 	if err != nil {
 		return fmt.Errorf("device info file: %w", err)
