@@ -237,3 +237,22 @@ pools:
 		}
 	}
 }
+
+// TestWaitsQuietlyForKubelet starts the agent before kubelet.sock exists:
+// it retries about once a second (no busy loop) and registers as soon as
+// kubelet.sock appears.
+func TestWaitsQuietlyForKubelet(t *testing.T) {
+	e := newEnv(t, "roce-8gpu-4nic", 1)
+	startPodResources(t, e.podSock)
+	r := start(t, e.args(e.writeConfig(t, twoPools(`""`))), nil)
+	time.Sleep(1500 * time.Millisecond)
+	if n := strings.Count(r.log.String(), "device plugin server stopped"); n > 6 {
+		t.Fatalf("%d failed attempts in 1.5s for 2 pools: busy loop\n%s", n, r.log)
+	}
+	began := time.Now()
+	reg := startRegistrar(t, e.pluginDir)
+	reg.waitAll(t, vfRes, pfRes)
+	if d := time.Since(began); d > 900*time.Millisecond {
+		t.Errorf("registered %s after kubelet.sock appeared; want it prompt (fsnotify), not the 1s retry", d)
+	}
+}

@@ -117,8 +117,7 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 				}
 			case sockets[ev.Name] != nil:
 				if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-					a.log.Info("plugin socket removed: serving again", "socket", ev.Name)
-					sockets[ev.Name].Restart()
+					sockets[ev.Name].SocketRemoved()
 				}
 			case filepath.Dir(ev.Name) == a.cfg.PluginDir:
 				// other plugins' sockets

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -94,6 +95,7 @@ type snapshot struct {
 type Plugin struct {
 	cfg     Config
 	restart chan struct{}
+	serving atomic.Bool // registered with kubelet and serving on the socket
 
 	mu   sync.Mutex
 	snap *snapshot

@@ -30,6 +30,7 @@ func (p *Plugin) SocketPath() string {
 // fails, the server stops or Restart is called, it starts over. It returns
 // nil when ctx is done.
 func (p *Plugin) Run(ctx context.Context) error {
+	lastErr := ""
 	for {
 		err := p.serveOnce(ctx)
 		p.cfg.Metrics.SetRegistered(p.cfg.Resource, false)
@@ -37,11 +38,16 @@ func (p *Plugin) Run(ctx context.Context) error {
 			return nil
 		}
 		delay := retryDelay
-		if errors.Is(err, errRestart) {
+		switch {
+		case errors.Is(err, errRestart):
 			delay = 0
+			lastErr = ""
 			p.cfg.Log.Info("restarting device plugin server", "resource", p.cfg.Resource)
-		} else {
-			p.cfg.Log.Warn("device plugin server stopped, retrying", "resource", p.cfg.Resource, "err", err)
+		case err.Error() != lastErr:
+			lastErr = err.Error()
+			p.cfg.Log.Warn("device plugin server stopped; retrying every second", "resource", p.cfg.Resource, "err", err)
+		default:
+			p.cfg.Log.Debug("device plugin server stopped again", "resource", p.cfg.Resource, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -68,6 +74,7 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	defer func() {
+		p.serving.Store(false)
 		srv.Stop()
 		_ = os.Remove(sock)
 	}()
@@ -79,6 +86,7 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 	if err := p.register(ctx); err != nil {
 		return err
 	}
+	p.serving.Store(true)
 	p.cfg.Metrics.SetRegistered(p.cfg.Resource, true)
 	p.cfg.Log.Info("registered with kubelet", "resource", p.cfg.Resource, "socket", sock, "devices", len(p.current().list))
 	select {
@@ -111,4 +119,17 @@ func (p *Plugin) register(ctx context.Context) error {
 		return fmt.Errorf("registering %s with kubelet at %s: %w", p.cfg.Resource, kubelet, err)
 	}
 	return nil
+}
+
+// SocketRemoved tells the plugin that its socket file may have been removed
+// (kubelet wipes the directory when it restarts). If the plugin is serving
+// and the file is really gone, it serves again on a new socket. Removals the
+// plugin makes itself while stopping are ignored.
+func (p *Plugin) SocketRemoved() {
+	if !p.serving.Load() {
+		return
+	}
+	if _, err := os.Stat(p.SocketPath()); errors.Is(err, os.ErrNotExist) {
+		p.Restart()
+	}
 }
