@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestLoadFixtures(t *testing.T) {
@@ -174,4 +176,37 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("Parse accepted a config that does not validate")
 		}
 	})
+}
+
+// TestDeployedConfigMapIsValid parses the config.yaml of the example
+// ConfigMap in deploy/railyard-agent.yaml.
+func TestDeployedConfigMapIsValid(t *testing.T) {
+	data, err := os.ReadFile("../../../deploy/railyard-agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var cm struct {
+			Kind string            `json:"kind"`
+			Data map[string]string `json:"data"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Kind != "ConfigMap" {
+			continue
+		}
+		found = true
+		c, err := Parse([]byte(cm.Data["config.yaml"]))
+		if err != nil {
+			t.Fatalf("deployed config: %v", err)
+		}
+		if len(c.Pools) == 0 || c.MetricsAddr != "0.0.0.0:9410" {
+			t.Errorf("deployed config = %+v", c)
+		}
+	}
+	if !found {
+		t.Fatal("no ConfigMap in deploy/railyard-agent.yaml")
+	}
 }
