@@ -75,10 +75,9 @@ type Config struct {
 }
 
 type entry struct {
-	dev          Device
-	vanishedAt   time.Time // zero while present
-	health       string
-	advertisable bool
+	dev        Device
+	vanishedAt time.Time // zero while present
+	health     string
 }
 
 // snapshot is an immutable view of the pool, replaced on every change.
