@@ -70,3 +70,5 @@ func TestOptionErrors(t *testing.T) {
 		t.Errorf("flag values not validated: %v", err)
 	}
 }
+
+func newFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("t", pflag.ContinueOnError) }

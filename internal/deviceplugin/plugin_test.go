@@ -304,3 +304,43 @@ func TestGetPreferredAllocation(t *testing.T) {
 		t.Error("size larger than available accepted")
 	}
 }
+
+// TestAllocateFailsCleanlyAndRetries injects a failure at each step of
+// Allocate (missing rdma_cm node, device-info directory not writable) and
+// checks the error names the cause and that the same request succeeds once
+// the cause is gone, with no temporary files left behind.
+func TestAllocateFailsCleanlyAndRetries(t *testing.T) {
+	n := newNode(t, "roce-8gpu-4nic", 1)
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlugin(t, n, resource, "spread", nil)
+	p.cfg.DevInfoDir = filepath.Join(blocker, "dp")
+	refresh(t, n, p, vfPool)
+	req := &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"0000:05:00.1"}}}}
+
+	rdmaCM := filepath.Join(n.devRoot, "infiniband", "rdma_cm")
+	if err := os.Rename(rdmaCM, rdmaCM+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.allocate(req); err == nil || !strings.Contains(err.Error(), "rdma_cm is missing") {
+		t.Fatalf("missing rdma_cm: %v", err)
+	}
+	if err := os.Rename(rdmaCM+".away", rdmaCM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.allocate(req); err == nil || !strings.Contains(err.Error(), "device info") {
+		t.Fatalf("unwritable devinfo dir: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "dp")
+	p.cfg.DevInfoDir = dir
+	resp, err := p.allocate(req)
+	if err != nil || len(resp.ContainerResponses[0].Devices) != 2 {
+		t.Fatalf("retry: %v %v", resp, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), "-0000:05:00.1-device.json") {
+		t.Errorf("devinfo dir holds %v", entries)
+	}
+}
