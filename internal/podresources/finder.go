@@ -107,22 +107,33 @@ func (f *Finder) list(ctx context.Context) ([]container, error) {
 }
 
 // Prime records the containers that currently hold GPUs but none of
-// resource, so that a later PodGPUs can tell newly admitted ones from them.
+// resources, so that a later PodGPUs can tell newly admitted ones from
+// them. It replaces what was recorded before, so containers that are gone
+// are forgotten (call it periodically).
 func (f *Finder) Prime(ctx context.Context, resources []string) error {
 	cs, err := f.list(ctx)
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	known := map[string]bool{}
 	for _, c := range cs {
 		for _, r := range resources {
 			if !c.holders[r] {
-				f.known[r+"|"+c.key] = true
+				known[r+"|"+c.key] = true
 			}
 		}
 	}
+	f.mu.Lock()
+	f.known = known
+	f.mu.Unlock()
 	return nil
+}
+
+// Known returns how many container/resource pairs are recorded as seen.
+func (f *Finder) Known() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.known)
 }
 
 // PodGPUs returns the GPUs of the container being admitted for resource.

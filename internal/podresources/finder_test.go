@@ -125,6 +125,14 @@ func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
 	if err != nil || strings.Join(fd.GPUs, ",") != "0000:02:00.0" {
 		t.Fatalf("%+v %v", fd, err)
 	}
+	// Both pods end: the next Prime forgets them.
+	if f.Known() != 2 {
+		t.Fatalf("known = %d, want 2", f.Known())
+	}
+	fk.set()
+	if err := f.Prime(context.Background(), []string{nic}); err != nil || f.Known() != 0 {
+		t.Fatalf("after the pods ended: known = %d, %v", f.Known(), err)
+	}
 }
 
 func TestFinderSocketMissing(t *testing.T) {
