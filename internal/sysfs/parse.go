@@ -53,7 +53,7 @@ func ParseRate(s string) (float64, error) {
 		return 0, fmt.Errorf("rate %q: want \"<N> Gb/sec ...\"", s)
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v < 0 || v > 1e6 {
+	if err != nil || !(v >= 0 && v <= 1e6) { // also rejects NaN
 		return 0, fmt.Errorf("rate %q: bad number", s)
 	}
 	return v, nil
