@@ -178,14 +178,19 @@ func (r *reader) readFunction(addr string) *fn {
 	if err != nil {
 		return &fn{err: err}
 	}
-	// A VF is known by its physfn link; its identity and NUMA node are its
-	// PF's, so only its driver and endpoints are read (a node may have
-	// thousands of VFs, each costing syscalls).
+	// A VF is known by its physfn link; its vendor, class and NUMA node
+	// are its PF's, so only its device ID, driver and endpoints are read (a
+	// node may have thousands of VFs, each costing syscalls).
 	if pf, err := r.fs.LinkBase(filepath.Join(dir, "physfn")); err == nil {
 		f := &fn{dir: dir, physfn: pf}
 		if f.dev, err = r.location(addr, dir); err != nil {
 			return &fn{err: err}
 		}
+		device, err := r.fs.ReadHex(filepath.Join(dir, "device"))
+		if err != nil {
+			return &fn{err: fmt.Errorf("device: %w", err)}
+		}
+		f.dev.Device = uint16(device)
 		if drv, err := r.fs.LinkBase(filepath.Join(dir, "driver")); err == nil {
 			f.dev.Driver = drv
 		}
