@@ -253,8 +253,9 @@ func TestVFsAreDiscoveredWithTheirPF(t *testing.T) {
 			if vf.Index != i || vf.Netdev != fmt.Sprintf("%sv%d", n.Netdev, i) || vf.RDMA == "" || vf.Uverbs == "" {
 				t.Errorf("%s VF %d: %+v", n.PCI, i, vf)
 			}
-			if d, ok := topo.Device(vf.PCI); !ok || d.Device != 0x101e || d.Vendor != 0x15b3 || d.NUMA != n.NUMA {
-				t.Errorf("VF %s identity: %+v, want 15b3:101e (ConnectX-7 VF) on NUMA %d", vf.PCI, d, n.NUMA)
+			wantVF := map[uint16]uint16{0x1021: 0x101e, 0x101b: 0x101c}[n.Device] // ConnectX-7, ConnectX-6
+			if d, ok := topo.Device(vf.PCI); !ok || d.Device != wantVF || d.Vendor != 0x15b3 || d.NUMA != n.NUMA {
+				t.Errorf("VF %s identity: %+v, want 15b3:%04x on NUMA %d", vf.PCI, d, wantVF, n.NUMA)
 			}
 			pf, ok := topo.NIC(vf.PCI)
 			if !ok || pf.PCI != n.PCI {
