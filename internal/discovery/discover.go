@@ -304,7 +304,7 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 			r.warn(addr, fmt.Sprintf("VF %d of %s vanished during discovery", i, n.PCI))
 			continue
 		}
-		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver, RDMA: vfn.rdma, Uverbs: vfn.uverbs, Ports: vfn.ports}
+		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver, RDMA: vfn.rdma, Uverbs: vfn.uverbs, Ports: inheritLink(vfn.ports, n.Ports)}
 		vfn.dev.Vendor, vfn.dev.Class, vfn.dev.NUMA = f.dev.Vendor, f.dev.Class, f.dev.NUMA
 		if len(vfn.netdevs) > 0 {
 			vf.Netdev = vfn.netdevs[0]
@@ -320,6 +320,21 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	return n
 }
 
+// inheritLink fills a VF port's physical-link fields from its PF's port 1
+// when the VF read only its state.
+func inheritLink(vf, pf []topology.Port) []topology.Port {
+	if len(pf) == 0 {
+		return vf
+	}
+	for i := range vf {
+		p := &vf[i]
+		if p.PhysState == "" && p.Rate == "" && p.LinkLayer == "" {
+			p.PhysState, p.Rate, p.RateGbps, p.LinkLayer = pf[0].PhysState, pf[0].Rate, pf[0].RateGbps, pf[0].LinkLayer
+		}
+	}
+	return vf
+}
+
 // readEndpoints reads a function's netdevs, its first RDMA device with its
 // ports, and its verbs device.
 func (r *reader) readEndpoints(f *fn, dir, addr string) (netdevs []string, rdma, uverbs string, ports []topology.Port) {
@@ -330,7 +345,12 @@ func (r *reader) readEndpoints(f *fn, dir, addr string) (netdevs []string, rdma,
 		if len(rdmas) > 1 {
 			f.warn(addr, fmt.Sprintf("several RDMA devices %v; using %s", rdmas, rdma))
 		}
-		ports = r.readPorts(f, filepath.Join(dir, "infiniband", rdma), addr)
+		ibDir := filepath.Join(dir, "infiniband", rdma)
+		if f.physfn != "" {
+			ports = r.readVFPort(f, ibDir, addr)
+		} else {
+			ports = r.readPorts(f, ibDir, addr)
+		}
 	}
 	if rdma == "" {
 		return netdevs, "", "", nil
@@ -341,6 +361,22 @@ func (r *reader) readEndpoints(f *fn, dir, addr string) (netdevs []string, rdma,
 		f.warn(addr, rdma+" has no verbs device (infiniband_verbs)")
 	}
 	return netdevs, rdma, uverbs, ports
+}
+
+// readVFPort reads a VF's single port: only its state, because a VF shares
+// its PF's physical link (phys_state, rate, link layer are copied from the
+// PF in readNIC). Its RoCE GIDs are not read: they change when the VF moves
+// into a pod's namespace. A VF without ports/1 gets the full read.
+func (r *reader) readVFPort(f *fn, ibDir, addr string) []topology.Port {
+	s, err := r.fs.ReadString(filepath.Join(ibDir, "ports/1/state"))
+	if err != nil {
+		return r.readPorts(f, ibDir, addr)
+	}
+	p := topology.Port{Num: 1}
+	if p.State, err = sysfs.ParsePortState(s); err != nil {
+		f.warn(addr, fmt.Sprintf("port 1: %v", err))
+	}
+	return []topology.Port{p}
 }
 
 func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {

@@ -127,19 +127,54 @@ func (f FS) LinkBase(rel string) (string, error) {
 // List returns the sorted names in a directory below the root; a missing
 // directory is an empty list.
 func (f FS) List(rel string) ([]string, error) {
-	entries, err := os.ReadDir(f.Path(rel))
+	names, err := readDirNames(f.Path(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// readDirNames lists a directory with raw getdents64 calls. Like readSmall
+// it exists for speed: discovery lists four directories per VF. A getdents
+// that leaves room for another maximal entry has returned the last ones
+// (kernfs and tmpfs fill the buffer while entries remain), which saves the
+// final empty call.
+func readDirNames(p string) ([]string, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer syscall.Close(fd)
+	const maxEntry = 280 // a dirent64 with a 255-byte name
+	buf := make([]byte, 8192)
+	var names []string
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "getdents", Path: p, Err: err}
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+		if n < len(buf)-maxEntry {
+			return names, nil
+		}
+	}
 }
 
 // PCIDevices lists the PCI addresses in bus/pci/devices.

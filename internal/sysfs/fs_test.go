@@ -1,0 +1,61 @@
+package sysfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// List must return every entry of large directories with long names, on
+// the disk file system and on tmpfs (where fake trees live), although it
+// skips the final empty getdents call.
+func TestListLargeDirectories(t *testing.T) {
+	roots := []string{t.TempDir()}
+	if shm, err := os.MkdirTemp("/dev/shm", "railyard-list-"); err == nil {
+		t.Cleanup(func() { os.RemoveAll(shm) })
+		roots = append(roots, shm)
+	}
+	for _, root := range roots {
+		for _, count := range []int{0, 1, 29, 30, 31, 500, 3000} {
+			dir := filepath.Join(root, fmt.Sprint(count))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < count; i++ {
+				name := fmt.Sprintf("%05d-%s", i, strings.Repeat("x", i%240))
+				if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := New(root).List(fmt.Sprint(count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != count {
+				t.Errorf("%s: List returned %d names, want %d", dir, len(got), count)
+			}
+			for i, name := range got {
+				if !strings.HasPrefix(name, fmt.Sprintf("%05d-", i)) {
+					t.Fatalf("%s: entry %d is %q", dir, i, name)
+				}
+			}
+		}
+	}
+	if got, err := New(roots[0]).List("missing"); err != nil || got != nil {
+		t.Errorf("missing dir: %v, %v; want nil, nil", got, err)
+	}
+}
+
+func TestReadStringLongAttribute(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("a", 10000)
+	if err := os.WriteFile(filepath.Join(dir, "attr"), []byte(long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(dir).ReadString("attr")
+	if err != nil || got != long {
+		t.Fatalf("ReadString: %d bytes, %v; want %d bytes", len(got), err, len(long))
+	}
+}
