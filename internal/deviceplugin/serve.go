@@ -61,6 +61,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 var errRestart = errors.New("restart requested")
 
 func (p *Plugin) serveOnce(ctx context.Context) error {
+	// Drain a restart requested before this attempt: it is served by it. A
+	// restart requested from here on (kubelet.sock appearing while we
+	// register) stays pending, so a failed registration is retried at once
+	// rather than after retryDelay.
+	select {
+	case <-p.restart:
+	default:
+	}
 	sock := p.SocketPath()
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing stale socket: %w", err)
@@ -78,11 +86,6 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 		srv.Stop()
 		_ = os.Remove(sock)
 	}()
-	// Drain a restart requested before this server existed: it is served.
-	select {
-	case <-p.restart:
-	default:
-	}
 	if err := p.register(ctx); err != nil {
 		return err
 	}
