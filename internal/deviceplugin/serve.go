@@ -20,6 +20,9 @@ const KubeletSocket = "kubelet.sock"
 // retryDelay is the pause between failed attempts to serve and register.
 const retryDelay = time.Second
 
+// quickRetryDelay is the pause after a failed attempt that Restart started.
+const quickRetryDelay = 50 * time.Millisecond
+
 // SocketPath is the plugin's socket path.
 func (p *Plugin) SocketPath() string {
 	return filepath.Join(p.cfg.PluginDir, SocketName(p.cfg.Resource))
@@ -31,6 +34,7 @@ func (p *Plugin) SocketPath() string {
 // nil when ctx is done.
 func (p *Plugin) Run(ctx context.Context) error {
 	lastErr := ""
+	woken := false // the last attempt was started by Restart
 	for {
 		err := p.serveOnce(ctx)
 		p.cfg.Metrics.SetRegistered(p.cfg.Resource, false)
@@ -49,10 +53,17 @@ func (p *Plugin) Run(ctx context.Context) error {
 		default:
 			p.cfg.Log.Debug("device plugin server stopped again", "resource", p.cfg.Resource, "err", err)
 		}
+		if woken && delay > quickRetryDelay {
+			// kubelet.sock appeared: kubelet binds it a moment before it
+			// listens, so a refused first attempt is retried quickly.
+			delay = quickRetryDelay
+		}
+		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-p.restart:
+			woken = true
 		case <-time.After(delay):
 		}
 	}
