@@ -4,37 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/machine"
 )
-
-// bigNodeDescription: 8 GPUs, 16 ConnectX PFs (ibp<bus>s0) under 8 PCIe
-// switches on 2 sockets, as in the deviceplugin benchmarks.
-func bigNodeDescription() string {
-	var roots []string
-	for s := 0; s < 2; s++ {
-		var ports []string
-		for sw := 0; sw < 4; sw++ {
-			base := 0x10 + s*0x80 + sw*0x10
-			nic := func(bus, idx int) string {
-				return fmt.Sprintf(`{"kind":"nic","bdf":"0000:%02x:00.0","rdma_dev":"mlx5_%d","netdev":"ibp%ds0","class":"0x020700"}`, bus, idx, bus)
-			}
-			ports = append(ports, fmt.Sprintf(`{"kind":"root_port","bdf":"0000:%02x:%02x.0","children":[
- {"kind":"switch","bdf":"0000:%02x:00.0","children":[
-  {"kind":"switch_port","bdf":"0000:%02x:00.0","children":[{"kind":"gpu","bdf":"0000:%02x:00.0"}]},
-  {"kind":"switch_port","bdf":"0000:%02x:01.0","children":[%s]},
-  {"kind":"switch_port","bdf":"0000:%02x:02.0","children":[%s]}]}]}`,
-				s*0x80, sw+1, base, base+1, base+2, base+1, nic(base+3, s*8+sw*2), base+1, nic(base+6, s*8+sw*2+1)))
-		}
-		roots = append(roots, fmt.Sprintf(`{"kind":"root","domain_bus":"pci0000:%02x","numa":%d,"children":[%s]}`, s*0x80, s, strings.Join(ports, ",")))
-	}
-	return `{"id":"big","tree":[` + strings.Join(roots, ",") + `]}`
-}
 
 // BenchmarkVFAdvertise measures the time from creating one VF in the fake
 // tree (fakesysfs.AddVFs, as writing sriov_numvfs does; its own file writes
@@ -43,7 +18,7 @@ func bigNodeDescription() string {
 // 128 iterations). The periodic resync is 1h: only file watches act.
 // Goal: under 2 s.
 func BenchmarkVFAdvertise(b *testing.B) {
-	d, err := machine.Parse([]byte(bigNodeDescription()))
+	d, err := fakesysfs.DualRailNode()
 	if err != nil {
 		b.Fatal(err)
 	}

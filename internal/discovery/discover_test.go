@@ -32,6 +32,11 @@ func generate(t testing.TB, desc string, vfs int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return generateDesc(t, d, vfs)
+}
+
+func generateDesc(t testing.TB, d *machine.Description, vfs int) string {
+	t.Helper()
 	dir, err := fakesysfs.MkdirTemp()
 	if err != nil {
 		t.Fatal(err)
