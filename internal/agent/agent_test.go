@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -65,14 +67,14 @@ func httpGet(t *testing.T, url string) (int, string) {
 // picked up by the file watches alone.
 func TestAgentOnGeneratedTree(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
-	reg := startRegistrar(t, e.pluginDir)
+	reg := kubelettest.StartRegistrar(t, e.pluginDir)
 	pr := startPodResources(t, e.podSock)
 	gpuMap := filepath.Join(e.dir, "gpus.csv")
 	if err := os.WriteFile(gpuMap, []byte("GPU-1111, 00000000:8A:00.0\nGPU-2222, 00000000:06:00.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := start(t, e.args(e.writeConfig(t, twoPools(gpuMap))), nil)
-	reg.waitAll(t, vfRes, pfRes)
+	reg.WaitAll(t, vfRes, pfRes)
 
 	vf := dial(t, filepath.Join(e.pluginDir, deviceplugin.SocketName(vfRes)))
 	pf := dial(t, filepath.Join(e.pluginDir, deviceplugin.SocketName(pfRes)))
@@ -156,13 +158,13 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 
 	// Kubelet restarts: kubelet.sock and every plugin socket are removed,
 	// a new kubelet.sock appears; both pools register again.
-	reg.srv.Stop()
+	reg.Stop()
 	entries, _ := os.ReadDir(e.pluginDir)
 	for _, en := range entries {
 		os.Remove(filepath.Join(e.pluginDir, en.Name()))
 	}
-	reg2 := startRegistrar(t, e.pluginDir)
-	reg2.waitAll(t, vfRes, pfRes)
+	reg2 := kubelettest.StartRegistrar(t, e.pluginDir)
+	reg2.WaitAll(t, vfRes, pfRes)
 	vf2 := watch(t, dial(t, filepath.Join(e.pluginDir, deviceplugin.SocketName(vfRes))))
 	vf2.next(t, "7 VFs after kubelet restart", 5*time.Second, func(h map[string]string) bool { return len(h) == 7 })
 
@@ -194,11 +196,11 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 // the same tree: the advertised IDs are the same.
 func TestAgentRestartKeepsDeviceIDs(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 3)
-	reg := startRegistrar(t, e.pluginDir)
+	reg := kubelettest.StartRegistrar(t, e.pluginDir)
 	startPodResources(t, e.podSock)
 	cfg := e.writeConfig(t, twoPools(`""`))
 	ids := func() []string {
-		reg.waitAll(t, vfRes, pfRes)
+		reg.WaitAll(t, vfRes, pfRes)
 		h := watch(t, dial(t, filepath.Join(e.pluginDir, deviceplugin.SocketName(vfRes)))).next(t, "VFs", 5*time.Second, func(h map[string]string) bool { return len(h) > 0 })
 		var out []string
 		for id := range h {
@@ -250,8 +252,8 @@ func TestWaitsQuietlyForKubelet(t *testing.T) {
 		t.Fatalf("%d failed attempts in 1.5s for 2 pools: busy loop\n%s", n, r.log)
 	}
 	began := time.Now()
-	reg := startRegistrar(t, e.pluginDir)
-	reg.waitAll(t, vfRes, pfRes)
+	reg := kubelettest.StartRegistrar(t, e.pluginDir)
+	reg.WaitAll(t, vfRes, pfRes)
 	if d := time.Since(began); d > 900*time.Millisecond {
 		t.Errorf("registered %s after kubelet.sock appeared; want it prompt (fsnotify), not the 1s retry", d)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
@@ -30,14 +32,14 @@ func BenchmarkVFAdvertise(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.makeDevNodes(b)
-	reg := startRegistrar(b, e.pluginDir)
+	reg := kubelettest.StartRegistrar(b, e.pluginDir)
 	startPodResources(b, e.podSock)
 	start(b, e.args(e.writeConfig(b, `apiVersion: railyard.io/v1alpha1
 kind: AgentConfig
 resyncInterval: 1h
 pools: [{name: railyard.io/rdma_vf, deviceKind: vf, policy: spread, selectors: {}}]
 `)), nil)
-	reg.waitAll(b, vfRes)
+	reg.WaitAll(b, vfRes)
 	st := watch(b, dial(b, filepath.Join(e.pluginDir, deviceplugin.SocketName(vfRes))))
 	count := 1920
 	st.next(b, "1920 VFs", 30*time.Second, func(h map[string]string) bool { return len(h) == count })

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
@@ -22,7 +24,7 @@ import (
 // returns to 200 once discovery works again.
 func TestDiscoveryFailureKeepsDevicesAndRecovers(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 1)
-	reg := startRegistrar(t, e.pluginDir)
+	reg := kubelettest.StartRegistrar(t, e.pluginDir)
 	startPodResources(t, e.podSock)
 	var broken atomic.Bool
 	discover := func(ctx context.Context, root string) (*topology.Topology, error) {
@@ -46,7 +48,7 @@ func TestDiscoveryFailureKeepsDevicesAndRecovers(t *testing.T) {
 	go func() { done <- a.Serve(ctx, func(_ *Agent, addr net.Addr) { addrc <- addr }) }()
 	defer func() { cancel(); <-done }()
 	base := "http://" + (<-addrc).String()
-	reg.waitAll(t, vfRes, pfRes)
+	reg.WaitAll(t, vfRes, pfRes)
 	st := watch(t, dial(t, filepath.Join(e.pluginDir, deviceplugin.SocketName(vfRes))))
 	st.next(t, "3 VFs", 5*time.Second, func(h map[string]string) bool { return len(h) == 3 })
 

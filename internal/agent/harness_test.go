@@ -16,55 +16,10 @@ import (
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
-	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
 )
-
-// registrar is the only hand-written kubelet stand-in: kubelet's
-// Registration service on <dir>/kubelet.sock, recording requests.
-type registrar struct {
-	pluginapi.UnimplementedRegistrationServer
-	srv  *grpc.Server
-	reqs chan *pluginapi.RegisterRequest
-}
-
-func (r *registrar) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	r.reqs <- req
-	return &pluginapi.Empty{}, nil
-}
-
-func startRegistrar(t testing.TB, dir string) *registrar {
-	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, deviceplugin.KubeletSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &registrar{srv: grpc.NewServer(), reqs: make(chan *pluginapi.RegisterRequest, 16)}
-	pluginapi.RegisterRegistrationServer(r.srv, r)
-	go r.srv.Serve(lis)
-	t.Cleanup(r.srv.Stop)
-	return r
-}
-
-// waitAll waits for one registration of each resource.
-func (r *registrar) waitAll(t testing.TB, resources ...string) {
-	t.Helper()
-	want := map[string]bool{}
-	for _, res := range resources {
-		want[res] = true
-	}
-	deadline := time.After(10 * time.Second)
-	for len(want) > 0 {
-		select {
-		case req := <-r.reqs:
-			delete(want, req.ResourceName)
-		case <-deadline:
-			t.Fatalf("not registered within 10s: %v", want)
-		}
-	}
-}
 
 // podResources is a real gRPC PodResources v1 server with a settable answer.
 type podResources struct {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+
 	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
@@ -70,7 +72,7 @@ func latencies(b *testing.B, prep func(i int), f func(i int) error) {
 func servedBigPool(b *testing.B, policy string, gpus GPUFinder, devInfoDir string) (*Plugin, pluginapi.DevicePluginClient, []string) {
 	n := bigNode(b)
 	n.devInfoDir = devInfoDir
-	startRegistrar(b, n.pluginDir)
+	kubelettest.StartRegistrar(b, n.pluginDir)
 	p := newPlugin(b, n, resource, policy, gpus)
 	p.cfg.Log = slog.New(slog.DiscardHandler) // not the test log: benchmarks stay quiet
 	refresh(b, n, p, v1alpha1.Pool{Name: resource, DeviceKind: "vf"})

@@ -3,7 +3,6 @@ package deviceplugin
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,46 +20,6 @@ import (
 	"github.com/railyard-io/railyard/internal/pool"
 	"github.com/railyard-io/railyard/machines"
 )
-
-// registrar is the last-resort stand-in for kubelet: only its Registration
-// service, on <dir>/kubelet.sock, recording every request. Everything else
-// the plugin serves is exercised through a real gRPC client.
-type registrar struct {
-	pluginapi.UnimplementedRegistrationServer
-	srv  *grpc.Server
-	reqs chan *pluginapi.RegisterRequest
-}
-
-func (r *registrar) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	r.reqs <- req
-	return &pluginapi.Empty{}, nil
-}
-
-func startRegistrar(t testing.TB, dir string) *registrar {
-	t.Helper()
-	sock := filepath.Join(dir, KubeletSocket)
-	_ = os.Remove(sock)
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &registrar{srv: grpc.NewServer(), reqs: make(chan *pluginapi.RegisterRequest, 16)}
-	pluginapi.RegisterRegistrationServer(r.srv, r)
-	go r.srv.Serve(lis)
-	t.Cleanup(r.srv.Stop)
-	return r
-}
-
-func (r *registrar) wait(t testing.TB) *pluginapi.RegisterRequest {
-	t.Helper()
-	select {
-	case req := <-r.reqs:
-		return req
-	case <-time.After(10 * time.Second):
-		t.Fatal("no registration within 10s")
-		return nil
-	}
-}
 
 // node is a generated fake sysfs tree, a device-node root with stand-in
 // files for every uverbs device and rdma_cm, and a plugin directory.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
@@ -28,12 +30,12 @@ var vfPool = v1alpha1.Pool{Name: resource, DeviceKind: "vf", Policy: "spread"}
 // being removed.
 func TestRegisterAndListAndWatchFollowTheTree(t *testing.T) {
 	n := newNode(t, "roce-8gpu-4nic", 2)
-	reg := startRegistrar(t, n.pluginDir)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, resource, "spread", nil)
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
 
-	req := reg.wait(t)
+	req := reg.Wait(t)
 	if req.Version != pluginapi.Version || req.ResourceName != resource || req.Endpoint != SocketName(resource) ||
 		req.Options == nil || !req.Options.GetPreferredAllocationAvailable {
 		t.Fatalf("register request = %+v", req)
@@ -144,18 +146,18 @@ func TestVanishedDevicesAreDroppedAfterGrace(t *testing.T) {
 // Restart registers again on a fresh socket that serves.
 func TestReRegisterAfterKubeletRestart(t *testing.T) {
 	n := newNode(t, "roce-8gpu-4nic", 1)
-	reg := startRegistrar(t, n.pluginDir)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, resource, "spread", nil)
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
-	reg.wait(t)
+	reg.Wait(t)
 
-	reg.srv.Stop()
+	reg.Stop()
 	os.Remove(filepath.Join(n.pluginDir, KubeletSocket))
 	os.Remove(p.SocketPath()) // kubelet wipes the directory when it starts
-	reg2 := startRegistrar(t, n.pluginDir)
+	reg2 := kubelettest.StartRegistrar(t, n.pluginDir)
 	p.Restart()
-	if req := reg2.wait(t); req.ResourceName != resource {
+	if req := reg2.Wait(t); req.ResourceName != resource {
 		t.Fatalf("re-register = %+v", req)
 	}
 	w := watch(t, dial(t, p))
@@ -170,8 +172,8 @@ func TestRegistrationRetriesUntilKubeletAppears(t *testing.T) {
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
 	time.Sleep(300 * time.Millisecond)
-	reg := startRegistrar(t, n.pluginDir)
-	if req := reg.wait(t); req.ResourceName != resource {
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
+	if req := reg.Wait(t); req.ResourceName != resource {
 		t.Fatalf("register = %+v", req)
 	}
 }
@@ -180,12 +182,12 @@ func TestRegistrationRetriesUntilKubeletAppears(t *testing.T) {
 // the device-info file and CDI names.
 func TestAllocateReturnsOnlyTheDevicesOwnNodes(t *testing.T) {
 	n := newNode(t, "roce-8gpu-4nic", 2)
-	reg := startRegistrar(t, n.pluginDir)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, resource, "spread", nil)
 	p.cfg.CDIKind = "railyard.io/rdma"
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
-	reg.wait(t)
+	reg.Wait(t)
 	c := dial(t, p)
 
 	ids := []string{"0000:05:00.1", "0000:84:00.2"}
@@ -265,12 +267,12 @@ func (f fakeGPUs) PodGPUs(context.Context, string) (podresources.Finding, error)
 
 func TestGetPreferredAllocation(t *testing.T) {
 	n := newNode(t, "roce-8gpu-4nic", 2)
-	reg := startRegistrar(t, n.pluginDir)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	gpu := "0000:8a:00.0" // a GPU on NUMA 1
 	p := newPlugin(t, n, resource, "gpu-aware", fakeGPUs{gpu})
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
-	reg.wait(t)
+	reg.Wait(t)
 	c := dial(t, p)
 	snap := p.current()
 	if _, ok := snap.topo.GPU(gpu); !ok {
