@@ -51,6 +51,14 @@ var settings = [...]setting{
 		c.ResyncInterval = &metav1.Duration{Duration: d}
 		return nil
 	}},
+	{"port-poll-interval", "how often RDMA port states are read; real sysfs raises no event when a port goes down (default 2s, 0 disables)", func(c *v1alpha1.AgentConfig, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		c.PortPollInterval = &metav1.Duration{Duration: d}
+		return nil
+	}},
 }
 
 // Options are the parsed command line and environment.

@@ -9,6 +9,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -41,6 +42,40 @@ func watchPaths(root string, t *topology.Topology) []string {
 		}
 	}
 	return paths
+}
+
+// portChanged reads the state file of every RDMA port of the model and
+// reports the first whose state differs from the model's (or vanished). It
+// is cheap (one small read per port) and catches what inotify cannot: real
+// sysfs attributes raise no event when a link goes down.
+func portChanged(fs sysfs.FS, t *topology.Topology) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	check := func(rdma string, ports []topology.Port) (string, bool) {
+		for _, p := range ports {
+			name := rdma + "/" + strconv.Itoa(p.Num)
+			s, err := fs.ReadString(filepath.Join("class/infiniband", rdma, "ports", strconv.Itoa(p.Num), "state"))
+			if err != nil {
+				return name, true
+			}
+			if st, err := sysfs.ParsePortState(s); err != nil || st != p.State {
+				return name, true
+			}
+		}
+		return "", false
+	}
+	for _, n := range t.NICs {
+		if port, ok := check(n.RDMA, n.Ports); ok {
+			return port, true
+		}
+		for _, vf := range n.VFs {
+			if port, ok := check(vf.RDMA, vf.Ports); ok {
+				return port, true
+			}
+		}
+	}
+	return "", false
 }
 
 // watcher keeps fsnotify watches on the sysfs paths of the current model
@@ -89,6 +124,13 @@ func (w *watcher) sync(paths []string) {
 func (a *Agent) loop(ctx context.Context, w *watcher) {
 	resync := time.NewTicker(a.cfg.ResyncInterval.Duration)
 	defer resync.Stop()
+	var poll <-chan time.Time
+	if d := a.cfg.PortPollInterval; d != nil && d.Duration > 0 {
+		t := time.NewTicker(d.Duration)
+		defer t.Stop()
+		poll = t.C
+	}
+	fs := sysfs.New(a.cfg.SysfsRoot)
 	var pending <-chan time.Time
 	kubeletSock := filepath.Join(a.cfg.PluginDir, deviceplugin.KubeletSocket)
 	sockets := map[string]*deviceplugin.Plugin{}
@@ -134,6 +176,10 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 		case <-pending:
 			pending = nil
 			rediscover("sysfs changed")
+		case <-poll:
+			if port, changed := portChanged(fs, a.Topology()); changed {
+				rediscover("port state changed: " + port)
+			}
 		case <-resync.C:
 			rediscover("periodic resync")
 			a.primeFinder(ctx)

@@ -15,6 +15,7 @@ const (
 	DefaultDevInfoDir         = "/var/run/k8s.cni.cncf.io/devinfo/dp"
 	DefaultMetricsAddr        = "127.0.0.1:9410"
 	DefaultResyncInterval     = 10 * time.Second
+	DefaultPortPollInterval   = 2 * time.Second
 	DefaultDeviceKind         = KindVF
 	DefaultPolicy             = PolicyGPUAware
 )
@@ -38,6 +39,9 @@ func Default(c *AgentConfig) {
 	setString(&c.MetricsAddr, DefaultMetricsAddr)
 	if c.ResyncInterval == nil {
 		c.ResyncInterval = &metav1.Duration{Duration: DefaultResyncInterval}
+	}
+	if c.PortPollInterval == nil {
+		c.PortPollInterval = &metav1.Duration{Duration: DefaultPortPollInterval}
 	}
 	if len(c.GPUResourceNames) == 0 {
 		c.GPUResourceNames = DefaultGPUResourceNames()

@@ -53,6 +53,10 @@ type AgentConfig struct {
 	// ResyncInterval is the period of the full rediscovery that backs up
 	// the file watches.
 	ResyncInterval *metav1.Duration `json:"resyncInterval,omitempty"`
+	// PortPollInterval is how often the RDMA ports' state files are read.
+	// Real sysfs raises no file event when a port goes down, so this poll
+	// is what notices it; a change triggers a rediscovery. "0s" disables.
+	PortPollInterval *metav1.Duration `json:"portPollInterval,omitempty"`
 	// GPUMap is a file mapping GPU UUIDs to PCI addresses ("" = none).
 	GPUMap string `json:"gpuMap,omitempty"`
 	// GPUResourceNames are the extended resources naming GPUs, looked up

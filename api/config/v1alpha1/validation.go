@@ -43,6 +43,9 @@ func Validate(c *AgentConfig) field.ErrorList {
 	if c.ResyncInterval != nil && c.ResyncInterval.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("resyncInterval"), c.ResyncInterval.Duration.String(), "must be positive"))
 	}
+	if c.PortPollInterval != nil && c.PortPollInterval.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("portPollInterval"), c.PortPollInterval.Duration.String(), "must not be negative (0 disables the poll)"))
+	}
 	for i, r := range c.GPUResourceNames {
 		errs = append(errs, validateResourceName(field.NewPath("gpuResourceNames").Index(i), r)...)
 	}
