@@ -157,7 +157,6 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			RunDir:     dir,
 			OwnerPID:   os.Getpid(),
 			CgroupName: filepath.Base(dir),
-			Bridge:     cfg.Bridge,
 		},
 	}
 	if c.state.OwnerCmdline, err = procCmdline(os.Getpid()); err != nil {
@@ -200,6 +199,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 	if err := step("network", func() error {
 		if err := bridge.create(); err != nil {
+			// Left alone at teardown: it may not be ours.
+			return err
+		}
+		c.state.Bridge = cfg.Bridge
+		if err := c.state.save(); err != nil {
 			return err
 		}
 		return bridge.writeCNIConfig(c.ctrd.CNIConfDir, filepath.Join(dir, "cni-ipam"))

@@ -15,16 +15,7 @@ import (
 	"time"
 )
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
+// freePorts asks the kernel for n distinct free TCP ports on 127.0.0.1.
 func freePorts(n int) ([]int, error) {
 	// Hold every listener until all are chosen so the ports differ.
 	ls := make([]net.Listener, 0, n)

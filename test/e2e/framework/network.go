@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 )
@@ -57,6 +58,9 @@ func (b *bridgeNetwork) create() error {
 	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: b.Name}}
 	if err := netlink.LinkAdd(br); err != nil {
+		if errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("bridge %s: already exists and no stale run claims it; if an earlier run left it, delete it (ip link del %s): %w", b.Name, b.Name, err)
+		}
 		return fmt.Errorf("bridge %s: add: %w", b.Name, err)
 	}
 	link, err := netlink.LinkByName(b.Name)

@@ -162,7 +162,8 @@ func (c *Cluster) WaitForEvent(ctx context.Context, ns, object, reason string) (
 // Kubectl runs the kubectl built with the cluster against it (admin
 // kubeconfig) and returns its standard output; the error carries stderr.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
-	full := append([]string{"--kubeconfig", c.Kubeconfig}, args...)
+	// --cache-dir: kubectl's discovery cache would go to ~/.kube otherwise.
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(c.dir, "kubectl-cache")}, args...)
 	cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.K8sBinDir, "kubectl"), full...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
