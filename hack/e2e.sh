@@ -33,6 +33,9 @@ step() {
 
 # The e2e files only build with the e2e tag, which `make lint` does not set.
 step "vet (e2e tag)" go vet -tags e2e ./test/e2e/...
+if [ -x _output/tools/staticcheck ]; then # installed by `make tools` (make lint)
+  step "staticcheck (e2e tag)" _output/tools/staticcheck -tags e2e ./test/e2e/...
+fi
 step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build-k8s.sh "$repo/_output/k8s/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
