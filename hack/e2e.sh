@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
 run_tests() {
-  local args=(-tags e2e -v -count=1 -timeout 40m)
+  # -p 1: the packages start clusters, and only one may run at a time.
+  local args=(-tags e2e -v -count=1 -p 1 -timeout 40m)
   if [ -n "${E2E_RUN:-}" ]; then args+=(-run "$E2E_RUN"); fi
   go test "${args[@]}" ./test/e2e/...
 }

@@ -163,6 +163,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("framework: %w", err)
 	}
 	c.ctrd = newContainerdPaths(dir, cfg.CNIBinDir)
+	// sun_path holds 108 bytes; containerd fails obscurely past that.
+	if n := len(c.ctrd.Socket + ".ttrpc"); n > 107 {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("framework: run dir %s is too long for unix sockets (%d bytes); use a shorter BaseDir", dir, n)
+	}
 	c.ContainerdSocket = c.ctrd.Socket
 	c.state.ContainerdSocket = c.ctrd.Socket
 	defer func() {

@@ -13,9 +13,9 @@ import (
 const runDirPrefix = "railyard-e2e-"
 
 // ReapStale tears down runs under baseDir whose test process is gone (killed
-// before its teardown ran), using the state each run saved. It refuses to
-// start next to a run whose owner is still alive, since both would want the
-// same bridge.
+// before its teardown ran), using the state each run saved. It fails if a
+// run's owner (this process included) is still alive: two clusters cannot
+// share the kubelet's fixed device plugin directory.
 func ReapStale(baseDir string, logf func(string, ...any)) error {
 	dirs, err := filepath.Glob(filepath.Join(baseDir, runDirPrefix+"*"))
 	if err != nil {
@@ -35,7 +35,8 @@ func ReapStale(baseDir string, logf func(string, ...any)) error {
 			errs = append(errs, err)
 			continue
 		}
-		if s.OwnerPID != os.Getpid() && processAlive(s.OwnerPID, s.OwnerCmdline) {
+		if processAlive(s.OwnerPID, s.OwnerCmdline) {
+			// Also when the owner is this process: one cluster at a time.
 			errs = append(errs, fmt.Errorf("reap stale runs: run %s of live process %d is still up; stop it first", d, s.OwnerPID))
 			continue
 		}
