@@ -50,6 +50,13 @@ t0=$(date +%s)
 status=0
 run_tests || status=$?
 echo "e2e: tests took $(( $(date +%s) - t0 ))s (component logs: $RAILYARD_E2E_LOGS)"
+if [ $status != 0 ] && [ -d "$RAILYARD_E2E_LOGS" ]; then
+  # CI keeps only the output: show the end of every component's log.
+  for f in "$RAILYARD_E2E_LOGS"/*.log; do
+    echo "----- last 40 lines of $f"
+    tail -n 40 "$f"
+  done
+fi
 # A test binary that died (go test timeout panic, SIGKILL) skipped its
 # teardown: clean up after it now, by the state it saved.
 go run -tags e2e ./test/e2e/reap || status=1
