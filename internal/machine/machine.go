@@ -359,12 +359,6 @@ func (n *Node) defaults() {
 	}
 }
 
-// normalizeRoots gives every host bridge a "pciDDDD:BB" name. A root without
-// one takes the domain and bus of its first real descendant; a root whose
-// children sit behind virtual bridges (NCCL topo-file groupings that sysfs
-// does not have, as on Azure NDv4) is split: each function becomes the only
-// device of its own host bridge, as the VM really presents it.
-// flattenVirtual returns the real functions below virtual bridges.
 // Walk calls fn for every node below the roots, parents before children.
 func (d *Description) Walk(fn func(n, parent *Node)) {
 	var rec func(n, parent *Node)
@@ -378,9 +372,3 @@ func (d *Description) Walk(fn func(n, parent *Node)) {
 		rec(r, nil)
 	}
 }
-
-// nameUnnamedNICs gives RDMA names to NICs a description lists without one
-// (Azure NDv4 does not publish them): mlx5_N in PCI address order, N after
-// the highest published index.
-// defaultRate reads the port speed a description states only in prose
-// (nic_ports.note: "8x HDR 200 Gb/s InfiniBand"), "" when there is none.

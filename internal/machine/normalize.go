@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// normalizeRoots gives every host bridge a "pciDDDD:BB" name. A root without
+// one takes the domain and bus of its first real descendant; a root whose
+// children sit behind virtual bridges (NCCL topo-file groupings that sysfs
+// does not have, as on Azure NDv4) is split: each function becomes the only
+// device of its own host bridge, as the VM really presents it.
 func (d *Description) normalizeRoots() error {
 	var roots []*Node
 	for i, r := range d.Roots {
@@ -72,6 +77,7 @@ func hasVirtual(n *Node) bool {
 	return false
 }
 
+// flattenVirtual returns the real functions below virtual bridges.
 func flattenVirtual(n *Node) []*Node {
 	var out []*Node
 	for _, c := range n.Children {
@@ -96,6 +102,9 @@ func firstAddress(n *Node) string {
 	return ""
 }
 
+// nameUnnamedNICs gives RDMA names to NICs a description lists without one
+// (Azure NDv4 does not publish them): mlx5_N in PCI address order, N after
+// the highest published index.
 func (d *Description) nameUnnamedNICs(rate string) {
 	var unnamed []*Node
 	next := 0
@@ -131,6 +140,8 @@ func (d *Description) nameUnnamedNICs(rate string) {
 
 var gbpsRE = regexp.MustCompile(`(\d+) ?Gb/s`)
 
+// defaultRate reads the port speed a description states only in prose
+// (nic_ports.note: "8x HDR 200 Gb/s InfiniBand"), "" when there is none.
 func defaultRate(raw map[string]any) string {
 	np, _ := raw["nic_ports"].(map[string]any)
 	m := gbpsRE.FindStringSubmatch(str(np["note"]))
