@@ -88,15 +88,8 @@ func newEnv(t testing.TB, machineName string, vfs int) *env {
 // makeDevNodes (re)creates stand-in files for the tree's uverbs devices.
 func (e *env) makeDevNodes(t testing.TB) {
 	t.Helper()
-	ib := filepath.Join(e.devRoot, "infiniband")
-	if err := os.MkdirAll(ib, 0o755); err != nil {
+	if err := fakesysfs.WriteDevNodes(e.sysfs, e.devRoot); err != nil {
 		t.Fatal(err)
-	}
-	names, _ := filepath.Glob(filepath.Join(e.sysfs, "class/infiniband_verbs/uverbs*"))
-	for _, p := range append(names, "rdma_cm") {
-		if err := os.WriteFile(filepath.Join(ib, filepath.Base(p)), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -56,15 +56,8 @@ func shortTempDir(t testing.TB) string {
 // every uverbs device in the tree (there is no RDMA hardware here).
 func (n *node) makeDevNodes(t testing.TB) {
 	t.Helper()
-	ib := filepath.Join(n.devRoot, "infiniband")
-	if err := os.MkdirAll(ib, 0o755); err != nil {
+	if err := fakesysfs.WriteDevNodes(n.sysfs, n.devRoot); err != nil {
 		t.Fatal(err)
-	}
-	names, _ := filepath.Glob(filepath.Join(n.sysfs, "class/infiniband_verbs/uverbs*"))
-	for _, p := range append(names, "rdma_cm") {
-		if err := os.WriteFile(filepath.Join(ib, filepath.Base(p)), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
