@@ -29,8 +29,8 @@ func ParsePortState(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	num, name, ok := strings.Cut(s, ":")
 	if !ok {
-		if s == "" {
-			return "", fmt.Errorf("empty port state")
+		if s == "" || strings.ContainsAny(s, " \t\r\n") {
+			return "", fmt.Errorf("port state %q: want \"<N>: <NAME>\" or a bare name", s)
 		}
 		return s, nil // some drivers print the bare name
 	}
@@ -38,8 +38,8 @@ func ParsePortState(s string) (string, error) {
 		return "", fmt.Errorf("port state %q: bad number: %w", s, err)
 	}
 	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", fmt.Errorf("port state %q has no name", s)
+	if name == "" || strings.ContainsAny(name, " \t\r\n") {
+		return "", fmt.Errorf("port state %q: bad name", s)
 	}
 	return name, nil
 }
