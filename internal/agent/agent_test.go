@@ -173,8 +173,7 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 	if code, body := httpGet(t, base+"/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
-	_, metrics := httpGet(t, base+"/metrics")
-	for _, want := range []string{
+	wants := []string{
 		`railyard_pool_devices{health="Healthy",resource="railyard.io/rdma_vf"} 7`,
 		`railyard_pool_devices{health="Healthy",resource="railyard.io/rdma_pf"} 1`,
 		`railyard_plugin_registered{resource="railyard.io/rdma_vf"} 1`,
@@ -185,10 +184,24 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 		`railyard_rpc_duration_seconds_count{code="OK",method="Allocate",resource="railyard.io/rdma_pf"} 1`,
 		`railyard_rpc_duration_seconds_count{code="OK",method="GetPreferredAllocation",resource="railyard.io/rdma_vf"} 3`,
 		`railyard_kubelet_restarts_total 1`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	// The registered gauge is set just after kubelet has answered Register,
+	// a moment after the registrar saw the request: read until it settles.
+	var missing []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, metrics := httpGet(t, base+"/metrics")
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				missing = append(missing, want)
+			}
 		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range missing {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }
 
