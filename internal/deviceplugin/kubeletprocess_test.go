@@ -62,6 +62,7 @@ func TestKubeletClientProcess(t *testing.T) {
 	}
 	slices.Sort(samples)
 	fmt.Printf("LATENCIES %d %d\n", samples[n/2].Nanoseconds(), samples[min(n-1, n*99/100)].Nanoseconds())
+	fmt.Printf("DIST p90=%v p95=%v p98=%v p99.5=%v max=%v\n", samples[n*90/100], samples[n*95/100], samples[n*98/100], samples[n*995/1000], samples[n-1])
 }
 
 // BenchmarkGetPreferredAllocation2048OtherProcess measures
@@ -94,6 +95,11 @@ func BenchmarkGetPreferredAllocation2048OtherProcess(b *testing.B) {
 			}
 			if p99 == 0 {
 				b.Fatalf("no latencies in the helper's output:\n%s", out)
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "DIST ") {
+					b.Log(line)
+				}
 			}
 			b.ReportMetric(float64(p50)/1e3, "p50-us")
 			b.ReportMetric(float64(p99)/1e3, "p99-us")
