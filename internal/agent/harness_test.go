@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
@@ -168,57 +168,19 @@ func start(t testing.TB, args []string, environ map[string]string) *running {
 
 func dial(t testing.TB, socket string) pluginapi.DevicePluginClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pluginapi.NewDevicePluginClient(conn)
+	return kubelettest.Dial(t, socket)
 }
 
 // stream reads ListAndWatch in the background.
-type stream struct{ lists chan []*pluginapi.Device }
+type stream struct{ *kubelettest.Stream }
 
-func watch(t testing.TB, c pluginapi.DevicePluginClient) *stream {
+func watch(t testing.TB, c pluginapi.DevicePluginClient) stream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s, err := c.ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &stream{lists: make(chan []*pluginapi.Device, 256)}
-	go func() {
-		defer close(st.lists)
-		for {
-			resp, err := s.Recv()
-			if err != nil {
-				return
-			}
-			st.lists <- resp.Devices
-		}
-	}()
-	return st
+	return stream{kubelettest.Watch(t, c)}
 }
 
-func (s *stream) next(t testing.TB, what string, timeout time.Duration, ok func(map[string]string) bool) map[string]string {
+// next waits for a list whose device health map satisfies ok.
+func (s stream) next(t testing.TB, what string, timeout time.Duration, ok func(map[string]string) bool) map[string]string {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case l, open := <-s.lists:
-			if !open {
-				t.Fatalf("stream ended waiting for %s", what)
-			}
-			h := map[string]string{}
-			for _, d := range l {
-				h[d.ID] = d.Health
-			}
-			if ok(h) {
-				return h
-			}
-		case <-deadline:
-			t.Fatalf("no list with %s within %s", what, timeout)
-		}
-	}
+	return kubelettest.Health(s.Next(t, what, timeout, func(l []*pluginapi.Device) bool { return ok(kubelettest.Health(l)) }))
 }

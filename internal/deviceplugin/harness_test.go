@@ -7,14 +7,12 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/pool"
@@ -117,64 +115,8 @@ func runPlugin(t testing.TB, p *Plugin) {
 // kubelet does after registration.
 func dial(t testing.TB, p *Plugin) pluginapi.DevicePluginClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+p.SocketPath(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pluginapi.NewDevicePluginClient(conn)
+	return kubelettest.Dial(t, p.SocketPath())
 }
 
-// watcher reads a ListAndWatch stream in the background.
-type watcher struct {
-	lists chan []*pluginapi.Device
-}
-
-func watch(t testing.TB, c pluginapi.DevicePluginClient) *watcher {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	stream, err := c.ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &watcher{lists: make(chan []*pluginapi.Device, 64)}
-	go func() {
-		for {
-			resp, err := stream.Recv()
-			if err != nil {
-				close(w.lists)
-				return
-			}
-			w.lists <- resp.Devices
-		}
-	}()
-	return w
-}
-
-// next waits for a list satisfying ok.
-func (w *watcher) next(t testing.TB, what string, ok func([]*pluginapi.Device) bool) []*pluginapi.Device {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case l, open := <-w.lists:
-			if !open {
-				t.Fatalf("stream ended waiting for %s", what)
-			}
-			if ok(l) {
-				return l
-			}
-		case <-deadline:
-			t.Fatalf("no list with %s within 10s", what)
-		}
-	}
-}
-
-func health(list []*pluginapi.Device) map[string]string {
-	m := map[string]string{}
-	for _, d := range list {
-		m[d.ID] = d.Health
-	}
-	return m
-}
+// health maps device IDs to their health.
+func health(list []*pluginapi.Device) map[string]string { return kubelettest.Health(list) }

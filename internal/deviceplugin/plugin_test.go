@@ -45,8 +45,8 @@ func TestRegisterAndListAndWatchFollowTheTree(t *testing.T) {
 	if err != nil || !opts.GetPreferredAllocationAvailable {
 		t.Fatalf("options = %+v, %v", opts, err)
 	}
-	w := watch(t, c)
-	first := w.next(t, "8 healthy VFs", func(l []*pluginapi.Device) bool { return len(l) == 8 })
+	w := kubelettest.Watch(t, c)
+	first := w.Next(t, "8 healthy VFs", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 8 })
 	for _, d := range first {
 		if d.Health != pluginapi.Healthy || d.Topology == nil || len(d.Topology.Nodes) != 1 {
 			t.Errorf("device %+v", d)
@@ -67,14 +67,14 @@ func TestRegisterAndListAndWatchFollowTheTree(t *testing.T) {
 	if !refresh(t, n, p, vfPool) {
 		t.Fatal("Update did not report a change after a VF was added")
 	}
-	w.next(t, "the new VF", func(l []*pluginapi.Device) bool { return len(l) == 9 && health(l)["0000:05:00.3"] == pluginapi.Healthy })
+	w.Next(t, "the new VF", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 9 && health(l)["0000:05:00.3"] == pluginapi.Healthy })
 
 	// Port of PF 0000:05:00.0 (mlx5_0) DOWN: its 3 VFs are Unhealthy.
 	if err := fakesysfs.SetPortState(n.sysfs, "mlx5_0", 1, fakesysfs.PortDown); err != nil {
 		t.Fatal(err)
 	}
 	refresh(t, n, p, vfPool)
-	l := w.next(t, "VFs of 05:00.0 unhealthy", func(l []*pluginapi.Device) bool {
+	l := w.Next(t, "VFs of 05:00.0 unhealthy", 10*time.Second, func(l []*pluginapi.Device) bool {
 		return health(l)["0000:05:00.1"] == pluginapi.Unhealthy
 	})
 	for id, h := range health(l) {
@@ -87,7 +87,7 @@ func TestRegisterAndListAndWatchFollowTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	refresh(t, n, p, vfPool)
-	w.next(t, "all healthy again", func(l []*pluginapi.Device) bool {
+	w.Next(t, "all healthy again", 10*time.Second, func(l []*pluginapi.Device) bool {
 		for _, h := range health(l) {
 			if h != pluginapi.Healthy {
 				return false
@@ -105,7 +105,7 @@ func TestRegisterAndListAndWatchFollowTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	refresh(t, n, p, vfPool)
-	l = w.next(t, "removed VFs unhealthy", func(l []*pluginapi.Device) bool {
+	l = w.Next(t, "removed VFs unhealthy", 10*time.Second, func(l []*pluginapi.Device) bool {
 		return health(l)["0000:0c:00.1"] == pluginapi.Unhealthy
 	})
 	if len(l) != 9 || health(l)["0000:0c:00.2"] != pluginapi.Unhealthy || health(l)["0000:05:00.1"] != pluginapi.Healthy {
@@ -160,8 +160,8 @@ func TestReRegisterAfterKubeletRestart(t *testing.T) {
 	if req := reg2.Wait(t); req.ResourceName != resource {
 		t.Fatalf("re-register = %+v", req)
 	}
-	w := watch(t, dial(t, p))
-	w.next(t, "4 devices after re-registration", func(l []*pluginapi.Device) bool { return len(l) == 4 })
+	w := kubelettest.Watch(t, dial(t, p))
+	w.Next(t, "4 devices after re-registration", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 4 })
 }
 
 // TestRegistrationRetriesUntilKubeletAppears starts the plugin before
