@@ -163,37 +163,40 @@ func (s *state) takeUnknown() bool {
 	return true
 }
 
+// pick returns the PF to take the next device from: among PFs with an
+// offered device left, a healthy next device first, then the PF that
+// better prefers over the current best, then the lowest address (PFs are
+// in address order). -1 when nothing is left.
+func (s *state) pick(better func(q, best int) bool) int {
+	best := -1
+	var bestHealthy bool
+	for q := range s.pfList {
+		d := s.next(q)
+		if d < 0 {
+			continue
+		}
+		h := s.ix.devs[d].healthy
+		switch {
+		case best < 0, h != bestHealthy && h:
+			best, bestHealthy = q, h
+		case h == bestHealthy && better(q, best):
+			best = q
+		}
+	}
+	return best
+}
+
 // spreadPick returns the PF spread takes from next: a healthy device first,
 // then the PF with the fewest devices in this answer (one per rail before
 // doubling up), then the one with the most offered devices left (balancing
 // VF use across PFs), then the lowest address. -1 when nothing is left.
 func (s *state) spreadPick() int {
-	best := -1
-	var bestHealthy bool
-	for p := range s.pfList {
-		d := s.next(p)
-		if d < 0 {
-			continue
+	return s.pick(func(q, best int) bool {
+		if s.perPF[q] != s.perPF[best] {
+			return s.perPF[q] < s.perPF[best]
 		}
-		h := s.ix.devs[d].healthy
-		if best < 0 {
-			best, bestHealthy = p, h
-			continue
-		}
-		switch {
-		case h != bestHealthy:
-			if h {
-				best, bestHealthy = p, h
-			}
-		case s.perPF[p] != s.perPF[best]:
-			if s.perPF[p] < s.perPF[best] {
-				best = p
-			}
-		case s.remain[p] > s.remain[best]:
-			best = p
-		}
-	}
-	return best
+		return s.remain[q] > s.remain[best]
+	})
 }
 
 // fillSpread completes the answer the way spread does, then with devices

@@ -57,31 +57,12 @@ func (p *Packed) Allocate(req Request) (Result, error) {
 	}
 	used := map[int]int{}
 	for s.missing() > 0 {
-		best := -1
-		var bestHealthy bool
-		for q := range s.pfList {
-			d := s.next(q)
-			if d < 0 {
-				continue
+		best := s.pick(func(q, best int) bool {
+			if (s.perPF[q] > 0) != (s.perPF[best] > 0) {
+				return s.perPF[q] > 0 // the PF already in use first
 			}
-			h := s.ix.devs[d].healthy
-			if best < 0 {
-				best, bestHealthy = q, h
-				continue
-			}
-			switch {
-			case h != bestHealthy:
-				if h {
-					best, bestHealthy = q, h
-				}
-			case (s.perPF[q] > 0) != (s.perPF[best] > 0):
-				if s.perPF[q] > 0 {
-					best = q
-				}
-			case s.remain[q] < s.remain[best]:
-				best = q
-			}
-		}
+			return s.remain[q] < s.remain[best] // then best fit
+		})
 		if best < 0 {
 			break
 		}
