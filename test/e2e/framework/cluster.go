@@ -343,6 +343,10 @@ func (c *Cluster) ProjectBin(name string) (string, error) {
 // K8sBinDir is where kubectl and the other Kubernetes binaries are.
 func (c *Cluster) K8sBinDir() string { return c.cfg.K8sBinDir }
 
+// CNIBinDir is the directory of the reference CNI plugins (bridge,
+// host-local, loopback) the cluster's containerd uses.
+func (c *Cluster) CNIBinDir() string { return c.cfg.CNIBinDir }
+
 // Stop tears the cluster down: it stops every process the cluster started
 // (helpers first, then kubelet, containerd, scheduler, apiserver, etcd) and
 // removes by path everything the run created. Calling it twice is harmless.

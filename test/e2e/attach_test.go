@@ -1,0 +1,184 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/railyard-io/railyard/internal/netops/netnstest"
+	"github.com/railyard-io/railyard/test/e2e/framework"
+)
+
+// TestAllocatedPFAttachedByRailyardCNI walks the delivery path end to end
+// as Multus drives it: railyard-agent allocates a PF to a pod through the
+// real kubelet, the pod's PCIDEVICE_ variable names it, and railyard-cni,
+// given that address as deviceID, moves the PF's netdev into the pod's
+// network namespace as net1 with an address from the real host-local; DEL
+// brings it back. What is fake: the sysfs tree (the agent's and the
+// plugin's), and the PF's netdev, which is a veth named like the PF
+// (there is no RDMA NIC here); without the RDMA subsystem the plugin runs
+// with "rdma": false. The test plays Multus: it runs the plugin binary with
+// the CNI environment for the pod's namespace.
+func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
+	c := requireCluster(t)
+	netnstest.Require(t)
+	ctx := testContext(t, 5*time.Minute)
+	dir, err := os.MkdirTemp(c.RunDir(), "attach-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newAgentEnv(t, dir)
+	const podName = "attached"
+	t.Cleanup(func() {
+		_ = c.DeletePod(testContext(t, 2*time.Minute), "default", podName)
+		_ = env.stopAgent(c)
+	})
+	env.startAgent(t, c)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.WaitForNodeAllocatable(wctx, resPF, 8); err != nil {
+		t.Fatal(err)
+	}
+
+	pod := framework.WithResourceLimit(framework.BusyboxPod("default", podName, "sleep", "3600"), resPF, 1)
+	created, err := c.CreatePod(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitForPodPhase(ctx, "default", podName, corev1.PodRunning); err != nil {
+		t.Fatal(err)
+	}
+	pfs := podDevices(ctx, t, c, podName, envPF)
+	if len(pfs) != 1 {
+		t.Fatalf("%s = %v, want one PF", envPF, pfs)
+	}
+	pf, netdev := pfs[0], ""
+	for name, addr := range env.PFs {
+		if addr == pf {
+			netdev = name
+		}
+	}
+	if netdev == "" {
+		t.Fatalf("allocated %s is not a PF of the pool %v", pf, env.PFs)
+	}
+	// The PF's netdev on the host: a veth with its name.
+	netnstest.NewVeth(t, netdev, netnstest.NewNetns(t, "attachpeer"))
+	netns := podNetns(t, string(created.UID))
+
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"rdma-e2e","type":"railyard-cni",
+	 "deviceID":%q,"sysfsRoot":%q,"stateDir":%q,"mtu":1400,
+	 "ipam":{"type":"host-local","ranges":[[{"subnet":"10.219.0.0/24"}]],"dataDir":%q}}`,
+		pf, env.SysfsDir, filepath.Join(dir, "cni-state"), filepath.Join(dir, "ipam"))
+	out, err := runCNI(t, c, "ADD", conf, string(created.UID), netns)
+	if err != nil {
+		t.Fatalf("ADD: %v\n%s", err, out)
+	}
+	var result struct {
+		Interfaces []struct {
+			Name    string `json:"name"`
+			Sandbox string `json:"sandbox"`
+			PCIID   string `json:"pciID"`
+		} `json:"interfaces"`
+		IPs []struct {
+			Address string `json:"address"`
+		} `json:"ips"`
+	}
+	if err := json.Unmarshal(out, &result); err != nil {
+		t.Fatalf("ADD result %s: %v", out, err)
+	}
+	if len(result.Interfaces) == 0 || result.Interfaces[0].Name != "net1" || result.Interfaces[0].PCIID != pf || len(result.IPs) != 1 {
+		t.Fatalf("ADD result: %s", out)
+	}
+	addr := strings.Split(result.IPs[0].Address, "/")[0]
+	if !strings.HasPrefix(addr, "10.219.0.") {
+		t.Fatalf("address %s is not from the host-local range", result.IPs[0].Address)
+	}
+
+	// The pod sees net1 with that address and MTU; the host no longer has
+	// the netdev.
+	inPod, err := c.Exec(ctx, "default", podName, "main", "ip", "-o", "addr", "show", "dev", "net1")
+	if err != nil {
+		t.Fatalf("ip addr in the pod: %v", err)
+	}
+	if !strings.Contains(inPod, addr+"/24") {
+		t.Errorf("net1 in the pod: %q, want %s/24", inPod, addr)
+	}
+	if link, _ := c.Exec(ctx, "default", podName, "main", "cat", "/sys/class/net/net1/mtu"); strings.TrimSpace(link) != "1400" {
+		t.Errorf("net1 MTU in the pod = %q, want 1400", link)
+	}
+	if err := exec.Command("ip", "link", "show", netdev).Run(); err == nil {
+		t.Errorf("%s is still in the host namespace after ADD", netdev)
+	}
+	if out, err := runCNI(t, c, "CHECK", conf, string(created.UID), netns); err != nil {
+		t.Errorf("CHECK: %v\n%s", err, out)
+	}
+
+	// DEL returns it under its own name; a second DEL succeeds.
+	for i := 1; i <= 2; i++ {
+		if out, err := runCNI(t, c, "DEL", conf, string(created.UID), netns); err != nil {
+			t.Fatalf("DEL %d: %v\n%s", i, err, out)
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show", netdev).CombinedOutput(); err != nil {
+		t.Errorf("%s is not back on the host after DEL: %v %s", netdev, err, out)
+	}
+	if inPod, _ := c.Exec(ctx, "default", podName, "main", "ip", "-o", "link"); strings.Contains(inPod, "net1") {
+		t.Errorf("net1 still in the pod after DEL: %s", inPod)
+	}
+}
+
+// runCNI executes bin/railyard-cni as a runtime (or Multus) does.
+func runCNI(t *testing.T, c *framework.Cluster, command, conf, containerID, netns string) ([]byte, error) {
+	t.Helper()
+	bin, err := c.ProjectBin("railyard-cni")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+netns,
+		"CNI_IFNAME=net1", "CNI_PATH="+c.CNIBinDir())
+	cmd.Stdin = strings.NewReader(conf)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err != nil {
+		return append(stdout.Bytes(), stderr.Bytes()...), err
+	}
+	return stdout.Bytes(), nil
+}
+
+// podNetns returns /proc/<pid>/ns/net of a process in the pod's cgroup
+// (kubelet's cgroupfs driver puts it under .../pod<uid>/...).
+func podNetns(t *testing.T, uid string) string {
+	t.Helper()
+	want := "pod" + uid
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(b, []byte(want)) {
+				continue
+			}
+			comm, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "comm"))
+			if strings.TrimSpace(string(comm)) == "sleep" {
+				return filepath.Join(filepath.Dir(p), "ns/net")
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process of pod %s found in /proc", uid)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
