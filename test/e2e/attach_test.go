@@ -44,9 +44,16 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 		_ = c.DeletePod(testContext(t, 2*time.Minute), "default", podName)
 		_ = env.stopAgent(c)
 	})
-	env.startAgent(t, c)
+	// A previous test's agent may just have stopped: until the node status
+	// shows its devices gone, allocatable still counts them, and a pod
+	// admitted before the new agent registers fails (UnexpectedAdmissionError,
+	// see docs/agent.md). Start from a node that shows none.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := c.WaitForNodeAllocatable(wctx, resPF, 0); err != nil {
+		t.Fatal(err)
+	}
+	env.startAgent(t, c)
 	if err := c.WaitForNodeAllocatable(wctx, resPF, 8); err != nil {
 		t.Fatal(err)
 	}
