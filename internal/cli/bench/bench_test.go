@@ -2,29 +2,21 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/railyard-io/railyard/internal/cli/clitest"
+
 	"github.com/railyard-io/railyard/internal/bench"
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/machines"
 )
 
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewCommand(iostreams.Streams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SilenceUsage = true
-	cmd.SilenceErrors = true
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return clitest.Run(t, NewCommand, stdin, args...)
 }
 
 // vectorFile copies a saved tool output without its "# SOURCE:" line into

@@ -1,29 +1,20 @@
 package simulate
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/clitest"
+
 	"github.com/railyard-io/railyard/machines"
 )
 
 func execute(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewCommand(iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SilenceUsage = true
-	cmd.SilenceErrors = true
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return clitest.Run(t, NewCommand, "", args...)
 }
 
 // TestJSONContract checks the field names tools rely on and that all six

@@ -1,26 +1,19 @@
 package topo
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/clitest"
+
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
 )
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewCommand(iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return clitest.Run(t, NewCommand, "", args...)
 }
 
 // The --json output keeps the field names tools rely on.
