@@ -211,12 +211,7 @@ func TestAgentWithRealKubelet(t *testing.T) {
 		defer cancel()
 		// The kubelet forgets plugins when it restarts: allocatable is back
 		// only once the agent has registered again.
-		if err := c.WaitForNodeAllocatable(wctx, resPF, 8); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitForNodeAllocatable(wctx, resVF, 4); err != nil {
-			t.Fatal(err)
-		}
+		waitPoolsFull(wctx, t, c, "")
 		t.Logf("kubelet restart to allocatable restored: %v", time.Since(start).Round(time.Millisecond))
 		if after := holderID(t); after != before {
 			t.Errorf("holder container changed from %s to %s", before, after)
@@ -245,12 +240,7 @@ func TestAgentWithRealKubelet(t *testing.T) {
 		env.startAgent(t, c)
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		if err := c.WaitForNodeAllocatable(wctx, resPF, 8); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitForNodeAllocatable(wctx, resVF, 4); err != nil {
-			t.Fatal(err)
-		}
+		waitPoolsFull(wctx, t, c, "")
 		t.Logf("agent restart to allocatable restored: %v", time.Since(start).Round(time.Millisecond))
 		// A pod whose devices the new agent allocates.
 		pod := framework.WithResourceLimit(framework.BusyboxPod("default", "after-agent-restart", "true"), resVF, 1)
@@ -301,12 +291,7 @@ func TestAgentWithRealKubelet(t *testing.T) {
 		}
 		wctx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel2()
-		if err := c.WaitForNodeAllocatable(wctx2, resPF, 8); err != nil {
-			t.Fatalf("%s port 1 ACTIVE again: %v", rdma, err)
-		}
-		if err := c.WaitForNodeAllocatable(wctx2, resVF, 4); err != nil {
-			t.Fatalf("%s port 1 ACTIVE again: %v", rdma, err)
-		}
+		waitPoolsFull(wctx2, t, c, rdma+" port 1 ACTIVE again")
 		t.Logf("port ACTIVE to allocatable restored: %v", time.Since(start).Round(time.Millisecond))
 	})
 }
@@ -351,4 +336,18 @@ func mapValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// waitPoolsFull waits until node allocatable shows every device of both
+// pools (8 PFs, 4 VFs); why, when set, prefixes the failure.
+func waitPoolsFull(ctx context.Context, t *testing.T, c *framework.Cluster, why string) {
+	t.Helper()
+	for res, n := range map[corev1.ResourceName]int64{resPF: 8, resVF: 4} {
+		if err := c.WaitForNodeAllocatable(ctx, res, n); err != nil {
+			if why != "" {
+				t.Fatalf("%s: %v", why, err)
+			}
+			t.Fatal(err)
+		}
+	}
 }
