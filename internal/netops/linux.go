@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Linux performs the operations for real over rtnetlink and the RDMA
@@ -48,10 +49,18 @@ func nsHandle(path string) (netns.NsHandle, error) {
 	return h, nil
 }
 
-// handle returns a netlink handle whose sockets live in namespace path.
+// handle returns a netlink handle whose sockets live in namespace path,
+// for the route family only. Opening every family (netlink's default) makes
+// the kernel load the IPsec and netfilter netlink modules on every call, and
+// fails with "protocol not supported" where they cannot be loaded.
 func handle(path string) (netlinksafe.Handle, func(), error) {
+	return handleFor(path, unix.NETLINK_ROUTE)
+}
+
+// handleFor is handle for the given netlink families.
+func handleFor(path string, families ...int) (netlinksafe.Handle, func(), error) {
 	if path == Host {
-		h, err := netlinksafe.NewHandle()
+		h, err := netlinksafe.NewHandle(families...)
 		if err != nil {
 			return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle: %w", err)
 		}
@@ -61,7 +70,7 @@ func handle(path string) (netlinksafe.Handle, func(), error) {
 	if err != nil {
 		return netlinksafe.Handle{}, nil, err
 	}
-	h, err := netlinksafe.NewHandleAt(nsh)
+	h, err := netlinksafe.NewHandleAt(nsh, families...)
 	if err != nil {
 		nsh.Close()
 		return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle in %s: %w", path, err)

@@ -8,14 +8,22 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/containernetworking/plugins/pkg/netlinksafe"
+	"golang.org/x/sys/unix"
 )
 
 // The RDMA operations use the RDMA netlink family; they need an RDMA device
 // and are covered by the fake in tests on machines without one.
 
+// rdmaHandle is a netlink handle for the RDMA family in namespace path.
+func rdmaHandle(path string) (netlinksafe.Handle, func(), error) {
+	return handleFor(path, unix.NETLINK_RDMA)
+}
+
 // RDMANetnsMode implements Ops.
 func (Linux) RDMANetnsMode(_ context.Context) (string, error) {
-	h, done, err := handle(Host)
+	h, done, err := rdmaHandle(Host)
 	if err != nil {
 		return "", err
 	}
@@ -29,7 +37,7 @@ func (Linux) RDMANetnsMode(_ context.Context) (string, error) {
 
 // RDMADeviceIn implements Ops.
 func (Linux) RDMADeviceIn(_ context.Context, path, dev string) (bool, error) {
-	h, done, err := handle(path)
+	h, done, err := rdmaHandle(path)
 	if err != nil {
 		return false, err
 	}
@@ -60,7 +68,7 @@ func (Linux) MoveRDMA(_ context.Context, from, dev, to string) error {
 		return err
 	}
 	defer target.Close()
-	h, done, err := handle(from)
+	h, done, err := rdmaHandle(from)
 	if err != nil {
 		return err
 	}
