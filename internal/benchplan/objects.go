@@ -135,8 +135,8 @@ func ncclEnv(o Options, v Variant) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}
 	if v == TCP {
 		env = append(env, corev1.EnvVar{Name: "NCCL_IB_DISABLE", Value: "1"})
-		if o.Network != "" {
-			env = append(env, corev1.EnvVar{Name: "NCCL_SOCKET_IFNAME", Value: secondaryInterface})
+		if ifnames := interfaces(o.Rails); len(ifnames) > 0 {
+			env = append(env, corev1.EnvVar{Name: "NCCL_SOCKET_IFNAME", Value: strings.Join(ifnames, ",")})
 		}
 	}
 	return append(env, o.NCCLEnv...)

@@ -36,7 +36,7 @@ const (
 const (
 	DefaultNamespace     = "default"
 	DefaultName          = "railyard-bench"
-	DefaultResource      = "railyard.io/rdma"
+	DefaultResource      = "railyard.io/rdma_vf" // the pool deploy/railyard-agent.yaml ships
 	DefaultGPUResource   = "nvidia.com/gpu"
 	DefaultNetwork       = "railyard-rdma"
 	DefaultPerftest      = "ib_write_bw"
@@ -44,7 +44,7 @@ const (
 	DefaultNCCLTestsDir  = "/opt/nccl-tests/build"
 	DefaultGPUsPerNode   = 8
 	NetworksAnnotation   = "k8s.v1.cni.cncf.io/networks"
-	secondaryInterface   = "net1" // Multus names the first secondary interface net1
+	interfacePrefix      = "net" // Multus names the i-th secondary interface net<i+1>
 	labelApp             = "app.kubernetes.io/name"
 	labelComponent       = "app.kubernetes.io/component"
 	labelVariant         = "railyard.io/bench-variant"
@@ -68,14 +68,10 @@ type Options struct {
 	Nodes []string
 	// Workers is the number of nccl-tests worker pods; 0 means len(Nodes).
 	Workers int
-	// Resource is the extended resource of the RDMA pool and ResourceCount
-	// how many each pod requests (nccl-tests workers usually want one per
-	// GPU rail).
-	Resource      string
-	ResourceCount int
-	// Network is the secondary network (NetworkAttachmentDefinition) put in
-	// the k8s.v1.cni.cncf.io/networks annotation; "" leaves it out.
-	Network string
+	// Rails are the RDMA resources every benchmark pod requests, each with
+	// the secondary network attached for it. Empty means one rail:
+	// DefaultResource with DefaultNetwork.
+	Rails []Rail
 	// Image must contain perftest, iperf3, nccl-tests under NCCLTestsDir,
 	// Open MPI and sshd.
 	Image        string
@@ -112,11 +108,14 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.Tests) == 0 {
 		o.Tests = []Test{Perftest, NCCLTests}
 	}
-	if o.Resource == "" {
-		o.Resource = DefaultResource
+	if len(o.Rails) == 0 {
+		o.Rails = []Rail{{Resource: DefaultResource, Network: DefaultNetwork}}
 	}
-	if o.ResourceCount == 0 {
-		o.ResourceCount = defaultResourceCount
+	o.Rails = append([]Rail(nil), o.Rails...)
+	for i := range o.Rails {
+		if o.Rails[i].Count == 0 {
+			o.Rails[i].Count = defaultResourceCount
+		}
 	}
 	if o.GPUsPerNode == 0 {
 		o.GPUsPerNode = DefaultGPUsPerNode
@@ -177,12 +176,10 @@ func (o Options) withDefaults() (Options, error) {
 	if strings.ContainsAny(o.NCCLTest, "/ ") {
 		errs = append(errs, fmt.Errorf("nccl test %q: want a binary name such as all_reduce_perf", o.NCCLTest))
 	}
-	if o.ResourceCount < 0 || o.GPUsPerNode < 0 || o.Workers < 0 {
+	if o.GPUsPerNode < 0 || o.Workers < 0 {
 		errs = append(errs, errors.New("counts must not be negative"))
 	}
-	for _, msg := range validation.IsQualifiedName(o.Resource) {
-		errs = append(errs, fmt.Errorf("resource %q: %s", o.Resource, msg))
-	}
+	errs = append(errs, validateRails(o.Rails)...)
 	for _, msg := range validation.IsDNS1123Label(o.Name + "-nccl-" + string(TCP) + "-launcher") {
 		errs = append(errs, fmt.Errorf("name %q: %s", o.Name, msg))
 	}
@@ -203,8 +200,8 @@ func labels(o Options, component string, v Variant) map[string]string {
 
 func podMeta(o Options, name, component string, v Variant) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels(o, component, v)}
-	if o.Network != "" {
-		m.Annotations = map[string]string{NetworksAnnotation: o.Network}
+	if nets := networksAnnotation(o.Rails); nets != "" {
+		m.Annotations = map[string]string{NetworksAnnotation: nets}
 	}
 	return m
 }
@@ -221,11 +218,11 @@ func securityContext() *corev1.SecurityContext {
 }
 
 // resources requests (and limits, which extended resources require to be
-// equal) the RDMA resource and optionally GPUs.
+// equal) every rail's RDMA resource and optionally GPUs.
 func resources(o Options, gpus int) corev1.ResourceRequirements {
 	list := corev1.ResourceList{}
-	if o.ResourceCount > 0 {
-		list[corev1.ResourceName(o.Resource)] = *resource.NewQuantity(int64(o.ResourceCount), resource.DecimalSI)
+	for _, r := range o.Rails {
+		list[corev1.ResourceName(r.Resource)] = *resource.NewQuantity(int64(r.Count), resource.DecimalSI)
 	}
 	if gpus > 0 {
 		list[corev1.ResourceName(o.GPUResource)] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)

@@ -14,9 +14,8 @@ import (
 
 func baseOptions() Options {
 	return Options{
-		Image:   "registry.example/bench:1",
-		Nodes:   []string{"node-a", "node-b"},
-		Network: "railyard-rdma",
+		Image: "registry.example/bench:1",
+		Nodes: []string{"node-a", "node-b"},
 	}
 }
 
@@ -221,9 +220,7 @@ func TestPlanOptions(t *testing.T) {
 	o.Nodes = nil
 	o.Workers = 4
 	o.GPUsPerNode = 4
-	o.ResourceCount = 4
-	o.Resource = "example.com/rdma_vf"
-	o.Network = ""
+	o.Rails = []Rail{{Resource: "example.com/rdma_vf", Count: 4}}
 	o.Namespace = "bench"
 	o.NCCLEnv = []corev1.EnvVar{{Name: "NCCL_ALGO", Value: "Ring"}}
 	objs, err := Objects(o)
@@ -281,11 +278,17 @@ func TestPlanInvalidOptions(t *testing.T) {
 		mod  func(*Options)
 		want string
 	}{
-		"no image":          {func(o *Options) { o.Image = "" }, "image: required"},
-		"one node":          {func(o *Options) { o.Nodes = []string{"a"} }, "perftest pair needs two node names"},
-		"bad variant":       {func(o *Options) { o.Variants = []Variant{"udp"} }, `variant "udp"`},
-		"too many workers":  {func(o *Options) { o.Workers = 3 }, "3 workers on 2 nodes"},
-		"bad resource":      {func(o *Options) { o.Resource = "not a name!" }, "resource"},
+		"no image":         {func(o *Options) { o.Image = "" }, "image: required"},
+		"one node":         {func(o *Options) { o.Nodes = []string{"a"} }, "perftest pair needs two node names"},
+		"bad variant":      {func(o *Options) { o.Variants = []Variant{"udp"} }, `variant "udp"`},
+		"too many workers": {func(o *Options) { o.Workers = 3 }, "3 workers on 2 nodes"},
+		"bad resource":     {func(o *Options) { o.Rails = []Rail{{Resource: "not a name!"}} }, `resource "not a name!"`},
+		"resource twice": {func(o *Options) {
+			o.Rails = []Rail{{Resource: "a.io/x", Network: "n1"}, {Resource: "a.io/x", Network: "n2"}}
+		}, `resource "a.io/x": given twice`},
+		"bad network":       {func(o *Options) { o.Rails = []Rail{{Resource: "a.io/x", Network: "a,b"}} }, `network "a,b"`},
+		"bad ifname":        {func(o *Options) { o.Rails = []Rail{{Resource: "a.io/x", Network: "ns/n@"}} }, "interface name"},
+		"negative count":    {func(o *Options) { o.Rails = []Rail{{Resource: "a.io/x", Count: -2}} }, "must not be negative"},
 		"bad name":          {func(o *Options) { o.Name = "Bench_1" }, "name"},
 		"bad perftest":      {func(o *Options) { o.Perftest = "iperf" }, "want an ib_* binary"},
 		"negative gpus":     {func(o *Options) { o.GPUsPerNode = -1 }, "must not be negative"},

@@ -182,7 +182,7 @@ func TestPlanCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kind: MPIJob", "name: NCCL_IB_DISABLE", "name: NCCL_ALGO", "- IPC_LOCK",
-		"railyard.io/rdma: \"1\"", "k8s.v1.cni.cncf.io/networks: railyard-rdma", "iperf3 --client"} {
+		"railyard.io/rdma_vf: \"1\"", "k8s.v1.cni.cncf.io/networks: railyard-rdma", "iperf3 --client"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q", want)
 		}
@@ -201,6 +201,43 @@ func TestPlanCommand(t *testing.T) {
 	} {
 		if _, _, err := run(t, "", args...); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestPlanCommandTwoRails: repeated --resource/--network pairs reach every
+// benchmark pod; unequal counts are refused.
+func TestPlanCommandTwoRails(t *testing.T) {
+	out, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--variant", "rdma",
+		"--resource", "intel.com/sriov_111", "--network", "sriov-111",
+		"--resource", "intel.com/sriov_112=2", "--network", "sriov-112", "--resource-count", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 perftest pods and 1 worker template.
+	for want, n := range map[string]int{
+		"intel.com/sriov_111: \"3\"":                       6, // requests and limits
+		"intel.com/sriov_112: \"2\"":                       6,
+		"k8s.v1.cni.cncf.io/networks: sriov-111,sriov-112": 3,
+	} {
+		if got := strings.Count(out, want); got != n {
+			t.Errorf("%q appears %d times, want %d", want, got, n)
+		}
+	}
+	if strings.Contains(out, "railyard.io/rdma_vf") || strings.Contains(out, "railyard-rdma") {
+		t.Error("the default rail is still planned")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resource", "a.io/x", "--resource", "a.io/y"}, "2 --resource but 1 --network"},
+		{[]string{"--resource", "a.io/x", "--network", "x", "--network", "y"}, "1 --resource but 2 --network"},
+		{[]string{"--resource-count", "0"}, "--resource-count 0"},
+	} {
+		args := append([]string{"plan", "--image", "i", "--nodes", "a,b"}, tc.args...)
+		if _, _, err := run(t, "", args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

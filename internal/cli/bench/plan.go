@@ -15,7 +15,8 @@ import (
 func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var o benchplan.Options
 	var variant, perftestArgs, ncclArgs string
-	var tests, env []string
+	var tests, env, resources, networks []string
+	var resourceCount int
 	cmd := &cobra.Command{
 		Use:   "plan --image IMAGE --nodes A,B [flags]",
 		Short: "Print the Kubernetes manifests that run perftest and nccl-tests on Railyard's resources",
@@ -30,6 +31,16 @@ each in an RDMA variant and a TCP variant over the same secondary network
 (iperf3 for the pair, NCCL_IB_DISABLE=1 for nccl-tests). Every benchmark pod
 requests --resource, carries the --network annotation and adds only the
 IPC_LOCK capability, never privileged mode.
+
+Several rails: repeat --resource and --network; they pair by position, and
+every benchmark pod requests every resource and attaches every network
+(k8s.v1.cni.cncf.io/networks: a,b). --resource NAME=COUNT sets one rail's
+count, --resource-count the others'. Unequal numbers of --resource and
+--network are an error (--network "" is a rail without a network).
+
+  railyard bench plan --image IMAGE --nodes a,b \
+    --resource intel.com/sriov_111 --network sriov-111 \
+    --resource intel.com/sriov_112 --network sriov-112
 
 Collect the outputs with kubectl logs and feed them to bench report.`,
 		Args: cobra.NoArgs,
@@ -51,6 +62,14 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 			if cmd.Flags().Changed("nccl-args") {
 				o.NCCLArgs = strings.Fields(ncclArgs)
 			}
+			if resourceCount < 1 {
+				return fmt.Errorf("--resource-count %d: want at least 1", resourceCount)
+			}
+			rails, err := benchplan.ParseRails(resources, networks, resourceCount)
+			if err != nil {
+				return err
+			}
+			o.Rails = rails
 			var errs []error
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
@@ -79,9 +98,9 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringVar(&o.Image, "image", "", "container image with perftest, iperf3, nccl-tests, Open MPI and sshd (required)")
 	fl.StringSliceVar(&o.Nodes, "nodes", nil, "node names: perftest server on the first, client on the second; nccl-tests workers one per node")
 	fl.IntVar(&o.Workers, "workers", 0, "nccl-tests worker pods (default: one per --nodes entry)")
-	fl.StringVar(&o.Resource, "resource", benchplan.DefaultResource, "extended resource of the RDMA pool")
-	fl.IntVar(&o.ResourceCount, "resource-count", 1, "how many of --resource each benchmark pod requests")
-	fl.StringVar(&o.Network, "network", benchplan.DefaultNetwork, "secondary network for the k8s.v1.cni.cncf.io/networks annotation (\"\" for none)")
+	fl.StringArrayVar(&resources, "resource", nil, "extended resource of an RDMA pool, NAME or NAME=COUNT; repeat for several rails (default "+benchplan.DefaultResource+")")
+	fl.IntVar(&resourceCount, "resource-count", 1, "how many of each --resource without =COUNT each benchmark pod requests")
+	fl.StringArrayVar(&networks, "network", nil, "secondary network of the --resource at the same position, [namespace/]name[@ifname] (\"\" for none; default "+benchplan.DefaultNetwork+")")
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
 	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
 	fl.StringVar(&variant, "variant", "both", "rdma, tcp or both")
