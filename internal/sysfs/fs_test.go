@@ -59,3 +59,25 @@ func TestReadStringLongAttribute(t *testing.T) {
 		t.Fatalf("ReadString: %d bytes, %v; want %d bytes", len(got), err, len(long))
 	}
 }
+
+// Functions in PCI domains wider than four hex digits (Intel VMD) are PCI
+// devices like any other.
+func TestPCIDevicesWideDomains(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "bus/pci/devices")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0000:00:0e.0", "10000:00:02.0", "10000:01:00.0", "not-a-device"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := New(root).PCIDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[0000:00:0e.0 10000:00:02.0 10000:01:00.0]"; fmt.Sprint(got) != want {
+		t.Errorf("PCIDevices = %v, want %s", got, want)
+	}
+}
