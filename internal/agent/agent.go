@@ -28,6 +28,9 @@ type poolPlugin struct {
 	cfg    v1alpha1.Pool
 	sel    pool.Selector
 	plugin *deviceplugin.Plugin
+	// emptyState is what the last discovery found: unknown before the
+	// first, so an empty pool is reported at start-up too.
+	emptyState emptyState
 }
 
 // Agent serves every pool of a configuration. Create it with New.
@@ -129,6 +132,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 		}
 		total := len(pp.plugin.Devices())
 		a.metrics.SetPoolDevices(pp.cfg.Name, healthy, total-healthy)
+		a.noteEmpty(pp, topo, len(devs) == 0)
 		if changed {
 			a.log.Info("pool changed", "resource", pp.cfg.Name, "why", why, "devices", total, "healthy", healthy)
 			for _, d := range devs {
@@ -141,6 +145,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 	if o := strings.Join(overlaps, "; "); o != a.overlap {
 		a.overlap = o
 		if o != "" {
+			a.metrics.Warning(warningPoolsOverlap)
 			a.log.Warn("pools overlap: a device served by two pools can be given to two pods", "devices", o)
 		}
 	}

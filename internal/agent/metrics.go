@@ -18,6 +18,8 @@ import (
 type Metrics struct {
 	reg             *prometheus.Registry
 	devices         *prometheus.GaugeVec
+	empty           *prometheus.GaugeVec
+	warnings        *prometheus.CounterVec
 	registered      *prometheus.GaugeVec
 	preferred       *prometheus.CounterVec
 	preferredByDist *prometheus.CounterVec
@@ -36,6 +38,12 @@ func NewMetrics() *Metrics {
 		devices: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "railyard_pool_devices", Help: "Devices advertised per pool and health.",
 		}, []string{"resource", "health"}),
+		empty: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_pool_empty", Help: "1 when the pool's selectors match no device on this node (the pool advertises nothing).",
+		}, []string{"resource"}),
+		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "railyard_warnings_total", Help: "Warnings the agent logged, by reason (pool_empty, pools_overlap).",
+		}, []string{"reason"}),
 		registered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "railyard_plugin_registered", Help: "1 when the pool's device plugin is registered with kubelet.",
 		}, []string{"resource"}),
@@ -60,8 +68,11 @@ func NewMetrics() *Metrics {
 			Name: "railyard_kubelet_restarts_total", Help: "Times kubelet.sock was recreated.",
 		}),
 	}
-	m.reg.MustRegister(m.devices, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts,
+	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, reason := range []string{warningPoolEmpty, warningPoolsOverlap} {
+		m.warnings.WithLabelValues(reason) // exported as 0 before the first warning
+	}
 	return m
 }
 
@@ -96,6 +107,20 @@ func (m *Metrics) SetRegistered(resource string, ok bool) {
 func (m *Metrics) SetPoolDevices(resource string, healthy, unhealthy int) {
 	m.devices.WithLabelValues(resource, "Healthy").Set(float64(healthy))
 	m.devices.WithLabelValues(resource, "Unhealthy").Set(float64(unhealthy))
+}
+
+// SetPoolEmpty records whether a pool's selectors matched no device.
+func (m *Metrics) SetPoolEmpty(resource string, empty bool) {
+	v := 0.0
+	if empty {
+		v = 1
+	}
+	m.empty.WithLabelValues(resource).Set(v)
+}
+
+// Warning counts one logged warning.
+func (m *Metrics) Warning(reason string) {
+	m.warnings.WithLabelValues(reason).Inc()
 }
 
 // ObserveDiscovery records one discovery.
