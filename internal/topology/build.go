@@ -17,6 +17,18 @@ type Inventory struct {
 	GPUs        []GPU
 	NICs        []NIC
 	Warnings    []Warning
+	// PairClasses are classes of GPU x NIC pairs known from a source that
+	// sees more than the PCI tree (an NCCL topology file on a cloud VM that
+	// hides its PCIe switches); they win over the tree's classes. A pair
+	// not listed gets its class from the tree.
+	PairClasses []PairClass
+}
+
+// PairClass is the class of one GPU x NIC pair and where it comes from.
+type PairClass struct {
+	GPU, NIC string
+	Class    Class
+	Source   string // "nccl-topo"
 }
 
 // Build derives the distance classes and rails from an inventory and returns
@@ -51,9 +63,17 @@ func Build(in Inventory) *Topology {
 			t.vfOwner[vf.PCI] = i
 		}
 	}
+	given := make(map[[2]string]PairClass, len(in.PairClasses))
+	for _, pc := range in.PairClasses {
+		given[[2]string{pc.GPU, pc.NIC}] = pc
+	}
 	t.Links = make([]Link, 0, len(t.GPUs)*len(t.NICs))
 	for _, g := range t.GPUs {
 		for _, n := range t.NICs {
+			if pc, ok := given[[2]string{g.PCI, n.PCI}]; ok && pc.Class != ClassUnknown {
+				t.Links = append(t.Links, Link{GPU: g.PCI, NIC: n.PCI, Class: pc.Class, Source: pc.Source})
+				continue
+			}
 			t.Links = append(t.Links, Link{GPU: g.PCI, NIC: n.PCI, Class: t.distance(g.PCI, n.PCI)})
 		}
 	}
@@ -65,6 +85,10 @@ func Build(in Inventory) *Topology {
 	for _, r := range t.Rails {
 		if r.Class == SYS {
 			t.Warnings = append(t.Warnings, Warning{Path: r.GPU, Message: "GPU has no NIC closer than SYS"})
+		}
+		if n, ok := t.NIC(r.NIC); ok && !n.Healthy() {
+			t.Warnings = append(t.Warnings, Warning{Path: r.GPU, Message: fmt.Sprintf(
+				"GPU railed to %s (%s) whose port is not ACTIVE: no healthy NIC as close (%s) has room", n.RDMA, n.PCI, r.Class)})
 		}
 	}
 	return t
@@ -220,22 +244,42 @@ func (t *Topology) distance(a, b string) Class {
 	return PXB
 }
 
-// rails solves the GPU -> NIC assignment exactly: minimal total rank, each
-// NIC serving at most ceil(GPUs/NICs) GPUs. Ties prefer spreading GPUs over
-// NICs (a NIC's second slot costs more than any NIC's first) and then the
-// lowest PCI addresses, as the solver is deterministic over sorted input.
+// rails solves the GPU -> NIC assignment exactly. Its objective, in order:
+// the minimal total class rank; then the fewest GPUs on an unhealthy NIC
+// (one with a port that is not ACTIVE), so a healthy NIC wins whenever one
+// is as close; then spreading GPUs over NICs (a NIC's second slot costs more
+// than any NIC's first); then the lowest PCI addresses, as the solver is
+// deterministic over sorted input. No NIC serves more than ceil(GPUs/H)
+// GPUs, H being the number of healthy NICs (all NICs when none is), so the
+// share of a NIC that is down goes to the healthy ones.
 func (t *Topology) rails() ([]Link, error) {
 	g, n := len(t.GPUs), len(t.NICs)
 	if g == 0 || n == 0 {
 		return nil, nil
 	}
-	capacity := (g + n - 1) / n
-	const rankWeight = 1 << 20
+	healthy := 0
+	for i := range t.NICs {
+		if t.NICs[i].Healthy() {
+			healthy++
+		}
+	}
+	if healthy == 0 {
+		healthy = n
+	}
+	capacity := (g + healthy - 1) / healthy
+	// Weights that make the three sums lexicographic: the slot sum stays
+	// below g*capacity, the unhealthy count below g+1.
+	slotLimit := int64(g) * int64(capacity)
+	downWeight := slotLimit
+	rankWeight := int64(g+1)*downWeight + slotLimit
 	cost := make([][]int64, g)
 	for i := range cost {
 		cost[i] = make([]int64, n*capacity)
 		for j := 0; j < n; j++ {
 			c := int64(t.Links[i*n+j].Class.Rank()) * rankWeight
+			if !t.NICs[j].Healthy() {
+				c += downWeight
+			}
 			for s := 0; s < capacity; s++ {
 				cost[i][s*n+j] = c + int64(s)
 			}

@@ -15,8 +15,10 @@ type Topology struct {
 	// Links holds the distance class of every GPU x NIC pair, GPU-major in
 	// the order of GPUs and NICs.
 	Links []Link `json:"links"`
-	// Rails assigns one NIC to every GPU: minimal total class rank, with no
-	// NIC serving more than ceil(len(GPUs)/len(NICs)) GPUs. Sorted like GPUs.
+	// Rails assigns one NIC to every GPU: minimal total class rank, then the
+	// fewest GPUs on NICs whose ports are not all ACTIVE, with no NIC
+	// serving more than ceil(len(GPUs)/H) GPUs, H the number of healthy
+	// NICs (len(NICs) when none or all are). Sorted like GPUs.
 	Rails []Link `json:"rails"`
 	// Warnings are problems found during discovery that did not stop it.
 	Warnings []Warning `json:"warnings"`
@@ -65,6 +67,11 @@ type NIC struct {
 	// Netdevs lists all of them.
 	Netdev  string   `json:"netdev"`
 	Netdevs []string `json:"netdevs,omitempty"`
+	// NetdevPCI is the PCI function that owns Netdev when it is not this
+	// function: a VMware PVRDMA function (15ad:0820) has no netdev of its
+	// own and is paired with the vmxnet3 netdev on function 0 of its slot.
+	// "" when the netdev is the function's own.
+	NetdevPCI string `json:"netdev_pci,omitempty"`
 	// RDMA is the RDMA device name ("mlx5_0").
 	RDMA string `json:"rdma"`
 	// Uverbs is the verbs char device name ("uverbs0"), "" when absent.
@@ -92,6 +99,18 @@ type Port struct {
 	RoCEv2GIDs []int `json:"rocev2_gids,omitempty"`
 }
 
+// Healthy reports whether every port of the NIC is ACTIVE (see
+// Port.Active). A NIC whose ports could not be read has no evidence against
+// it and is healthy. Rails prefer healthy NICs.
+func (n NIC) Healthy() bool {
+	for _, p := range n.Ports {
+		if !p.Active() {
+			return false
+		}
+	}
+	return true
+}
+
 // Active reports whether the port is usable: state ACTIVE and physical
 // state LinkUp (or unknown physical state).
 func (p Port) Active() bool {
@@ -114,6 +133,9 @@ type Link struct {
 	GPU   string `json:"gpu"`
 	NIC   string `json:"nic"`
 	Class Class  `json:"class"`
+	// Source says where the class comes from when it is not the PCI tree
+	// in sysfs: "nccl-topo" for an NCCL topology file. "" means sysfs.
+	Source string `json:"source,omitempty"`
 }
 
 // Warning is a problem found during discovery. Path is the sysfs path or

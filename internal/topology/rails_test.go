@@ -1,0 +1,225 @@
+package topology
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+var (
+	activePort = Port{Num: 1, State: "ACTIVE", PhysState: "LinkUp"}
+	downPort   = Port{Num: 1, State: "DOWN", PhysState: "Disabled"}
+)
+
+// setPorts gives the NIC at addr the given ports in an inventory.
+func setPorts(in *Inventory, addr string, ports ...Port) {
+	for i := range in.NICs {
+		if in.NICs[i].PCI == addr {
+			in.NICs[i].Ports = ports
+		}
+	}
+}
+
+// Two NICs under the GPU's switch, the lower-addressed one DOWN: the rail
+// takes the ACTIVE one and nothing is warned about.
+func TestRailPrefersActiveNICAsClose(t *testing.T) {
+	in := inv(t,
+		"00:01 - pciA 0 bridge",
+		"01:00 00:01 pciA 0 bridge", // switch upstream
+		"02:00 01:00 pciA 0 bridge",
+		"02:01 01:00 pciA 0 bridge",
+		"02:02 01:00 pciA 0 bridge",
+		"03:00 02:00 pciA 0 gpu",
+		"04:00 02:01 pciA 0 nic", // PIX, DOWN
+		"05:00 02:02 pciA 0 nic", // PIX, ACTIVE
+	)
+	setPorts(&in, "04:00", downPort)
+	setPorts(&in, "05:00", activePort)
+	topo := Build(in)
+	if r, _ := topo.Rail("03:00"); r.NIC != "05:00" || r.Class != PIX {
+		t.Errorf("rail = %+v, want the ACTIVE PIX NIC 05:00", r)
+	}
+	if len(topo.Warnings) != 0 {
+		t.Errorf("warnings = %v, want none", topo.Warnings)
+	}
+	// Healthy again: the lowest address wins the tie, as before.
+	setPorts(&in, "04:00", activePort)
+	if r, _ := Build(in).Rail("03:00"); r.NIC != "04:00" {
+		t.Errorf("with both ACTIVE, rail = %+v, want 04:00", r)
+	}
+}
+
+// The only NIC under the GPU's switch is DOWN and the healthy one is across
+// the SMP interconnect: the class still decides (the rail stays PIX), and a
+// warning says the rail's port is not ACTIVE.
+func TestRailKeepsCloserDownNICWithWarning(t *testing.T) {
+	in := inv(t,
+		"00:01 - pciA 0 bridge",
+		"01:00 00:01 pciA 0 gpu",
+		"01:00.1 00:01 pciA 0 nic", // PIX, DOWN
+		"80:00 - pciB 1 nic",       // SYS, ACTIVE
+	)
+	setPorts(&in, "01:00.1", downPort)
+	setPorts(&in, "80:00", activePort)
+	topo := Build(in)
+	r, _ := topo.Rail("01:00")
+	if r.NIC != "01:00.1" || r.Class != PIX {
+		t.Fatalf("rail = %+v, want the DOWN PIX NIC", r)
+	}
+	want := "GPU railed to rdma-01:00.1 (01:00.1) whose port is not ACTIVE: no healthy NIC as close (PIX) has room"
+	if len(topo.Warnings) != 1 || topo.Warnings[0].Path != "01:00" || topo.Warnings[0].Message != want {
+		t.Errorf("warnings = %v, want one: %s", topo.Warnings, want)
+	}
+}
+
+// Two GPUs share two equally close NICs, one DOWN: the healthy NIC takes
+// both (the DOWN NIC's share moves to the healthy one) instead of leaving
+// one GPU on a dead port.
+func TestRailShareOfDownNICMovesToHealthy(t *testing.T) {
+	in := inv(t,
+		"00:01 - pciA 0 bridge",
+		"01:00 00:01 pciA 0 bridge",
+		"02:00 01:00 pciA 0 bridge",
+		"02:01 01:00 pciA 0 bridge",
+		"02:02 01:00 pciA 0 bridge",
+		"02:03 01:00 pciA 0 bridge",
+		"03:00 02:00 pciA 0 gpu",
+		"04:00 02:01 pciA 0 gpu",
+		"05:00 02:02 pciA 0 nic",
+		"06:00 02:03 pciA 0 nic",
+	)
+	setPorts(&in, "05:00", downPort)
+	setPorts(&in, "06:00", activePort)
+	topo := Build(in)
+	for _, g := range []string{"03:00", "04:00"} {
+		if r, _ := topo.Rail(g); r.NIC != "06:00" {
+			t.Errorf("rail of %s = %+v, want the healthy 06:00", g, r)
+		}
+	}
+	if len(topo.Warnings) != 0 {
+		t.Errorf("warnings = %v", topo.Warnings)
+	}
+}
+
+// Rails are lexicographically optimal on random class matrices with random
+// port health: minimal total rank, then fewest GPUs on unhealthy NICs, with
+// no NIC over ceil(G/H); checked against brute force.
+func TestRailsAreOptimalWithHealth(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 13))
+	for trial := 0; trial < 300; trial++ {
+		g, n := 1+r.IntN(6), 1+r.IntN(4)
+		topo := &Topology{gpuIdx: map[string]int{}, nicIdx: map[string]int{}}
+		healthy := 0
+		for i := 0; i < g; i++ {
+			topo.GPUs = append(topo.GPUs, GPU{PCI: fmt.Sprintf("g%d", i)})
+		}
+		for j := 0; j < n; j++ {
+			nic := NIC{PCI: fmt.Sprintf("n%d", j), Ports: []Port{activePort}}
+			if r.IntN(3) == 0 {
+				nic.Ports = []Port{downPort}
+			} else {
+				healthy++
+			}
+			topo.NICs = append(topo.NICs, nic)
+			topo.nicIdx[nic.PCI] = j
+		}
+		for i := 0; i < g; i++ {
+			for j := 0; j < n; j++ {
+				topo.Links = append(topo.Links, Link{GPU: topo.GPUs[i].PCI, NIC: topo.NICs[j].PCI, Class: Classes[r.IntN(len(Classes))]})
+			}
+		}
+		if healthy == 0 {
+			healthy = n
+		}
+		limit := (g + healthy - 1) / healthy
+		rails, err := topo.rails()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rank, down, use := 0, 0, map[string]int{}
+		for _, rl := range rails {
+			rank += rl.Class.Rank()
+			nic, _ := topo.NIC(rl.NIC)
+			if !nic.Healthy() {
+				down++
+			}
+			use[rl.NIC]++
+			if use[rl.NIC] > limit {
+				t.Fatalf("trial %d: NIC %s over its limit %d", trial, rl.NIC, limit)
+			}
+		}
+		bestRank, bestDown := bruteRailsHealth(topo, limit)
+		if rank != bestRank || down != bestDown {
+			t.Fatalf("trial %d: rails (rank %d, %d unhealthy), optimum (%d, %d)", trial, rank, down, bestRank, bestDown)
+		}
+	}
+}
+
+func bruteRailsHealth(t *Topology, limit int) (int, int) {
+	g, n := len(t.GPUs), len(t.NICs)
+	use := make([]int, n)
+	bestRank, bestDown := -1, -1
+	var rec func(i, rank, down int)
+	rec = func(i, rank, down int) {
+		if i == g {
+			if bestRank < 0 || rank < bestRank || (rank == bestRank && down < bestDown) {
+				bestRank, bestDown = rank, down
+			}
+			return
+		}
+		for j := 0; j < n; j++ {
+			if use[j] < limit {
+				use[j]++
+				d := 0
+				if !t.NICs[j].Healthy() {
+					d = 1
+				}
+				rec(i+1, rank+t.Links[i*n+j].Class.Rank(), down+d)
+				use[j]--
+			}
+		}
+	}
+	rec(0, 0, 0)
+	return bestRank, bestDown
+}
+
+func TestNICHealthy(t *testing.T) {
+	for _, c := range []struct {
+		ports []Port
+		want  bool
+	}{
+		{nil, true},
+		{[]Port{activePort}, true},
+		{[]Port{{Num: 1, State: "ACTIVE"}}, true},
+		{[]Port{activePort, downPort}, false},
+		{[]Port{{Num: 1, State: "ACTIVE", PhysState: "Polling"}}, false},
+		{[]Port{{Num: 1, State: "INIT", PhysState: "LinkUp"}}, false},
+	} {
+		if got := (NIC{Ports: c.ports}).Healthy(); got != c.want {
+			t.Errorf("Healthy(%+v) = %v, want %v", c.ports, got, c.want)
+		}
+	}
+}
+
+// Classes given by a finer source (an NCCL topology file) win over the
+// tree's, pair by pair; pairs it does not give keep the tree's class.
+func TestPairClassesOverrideTheTree(t *testing.T) {
+	in := inv(t, "g0 - pciA 0 gpu", "n0 - pciB 0 nic", "n1 - pciC 0 nic", "n2 - pciD 1 nic")
+	in.PairClasses = []PairClass{
+		{GPU: "g0", NIC: "n1", Class: PIX, Source: "nccl-topo"},
+		{GPU: "g0", NIC: "nope", Class: PIX, Source: "nccl-topo"},
+		{GPU: "g0", NIC: "n2", Class: ClassUnknown, Source: "nccl-topo"},
+	}
+	topo := Build(in)
+	var got []string
+	for _, l := range topo.Links {
+		got = append(got, l.NIC+"="+l.Class.String()+"/"+l.Source)
+	}
+	if want := "n0=NODE/ n1=PIX/nccl-topo n2=SYS/"; strings.Join(got, " ") != want {
+		t.Errorf("links = %v, want %s", got, want)
+	}
+	if r, _ := topo.Rail("g0"); r.NIC != "n1" || r.Source != "nccl-topo" {
+		t.Errorf("rail = %+v, want n1 from the NCCL topology", r)
+	}
+}
