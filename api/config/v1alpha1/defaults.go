@@ -18,6 +18,16 @@ const (
 	DefaultPortPollInterval   = 2 * time.Second
 	DefaultDeviceKind         = KindVF
 	DefaultPolicy             = PolicyGPUAware
+	DefaultNCCLIBHCA          = NCCLIBHCAEnv
+	DefaultStateDir           = "/var/lib/railyard"
+	// DefaultSharedLimit and MaxSharedLimit bound the shares per NIC of a
+	// shared pool. k8s-rdma-shared-dev-plugin has no default for its
+	// rdmaHcaMax (it is required); its README and shipped ConfigMap use
+	// 1000, which is also far above kubelet's pod limit, so the share
+	// count never is what limits a node. 1000 shares x 16 NICs keep
+	// ListAndWatch well under gRPC's 4 MiB message limit.
+	DefaultSharedLimit = 1000
+	MaxSharedLimit     = 1000
 )
 
 // DefaultGPUResourceNames are the GPU resources looked up in PodResources.
@@ -43,6 +53,8 @@ func Default(c *AgentConfig) {
 	if c.PortPollInterval == nil {
 		c.PortPollInterval = &metav1.Duration{Duration: DefaultPortPollInterval}
 	}
+	setString(&c.NCCLIBHCA, DefaultNCCLIBHCA)
+	setString(&c.StateDir, DefaultStateDir)
 	if len(c.GPUResourceNames) == 0 {
 		c.GPUResourceNames = DefaultGPUResourceNames()
 	}
@@ -50,6 +62,10 @@ func Default(c *AgentConfig) {
 		p := &c.Pools[i]
 		setString(&p.DeviceKind, DefaultDeviceKind)
 		setString(&p.Policy, DefaultPolicy)
+		if p.DeviceKind == KindShared && p.SharedLimit == nil {
+			n := DefaultSharedLimit
+			p.SharedLimit = &n
+		}
 		if p.DeviceNodes.RDMACM == nil {
 			yes := true
 			p.DeviceNodes.RDMACM = &yes

@@ -14,6 +14,23 @@ const (
 	KindVF = "vf"
 	// KindPF hands out whole physical functions.
 	KindPF = "pf"
+	// KindShared hands out shares of a physical function: up to
+	// Pool.SharedLimit pods use one NIC at once, each with its verbs
+	// devices (and a macvlan netdev on it from a CNI).
+	KindShared = "shared"
+)
+
+// Ways to give a container NCCL_IB_HCA (AgentConfig.NCCLIBHCA).
+const (
+	// NCCLIBHCAEnv sets NCCL_IB_HCA in each pool's Allocate response. Right
+	// for a container taking devices of one pool; with several pools
+	// kubelet keeps one pool's value.
+	NCCLIBHCAEnv = "env"
+	// NCCLIBHCAMerged gives every container one NCCL configuration file
+	// naming the RDMA devices of all its pools (NCCL_CONF_FILE), and, with
+	// CDISpecDir, NCCL_IB_HCA through a CDI device, whatever order kubelet
+	// allocated the pools in.
+	NCCLIBHCAMerged = "merged"
 )
 
 // Allocation policy names (see internal/alloc).
@@ -63,6 +80,18 @@ type AgentConfig struct {
 	// in PodResources for the gpu-aware policy.
 	GPUResourceNames []string `json:"gpuResourceNames,omitempty"`
 
+	// NCCLIBHCA is how containers get NCCL_IB_HCA: "env" (default) or
+	// "merged" (see docs/agent.md, "Multi-rail pods").
+	NCCLIBHCA string `json:"ncclIBHCA,omitempty"`
+	// StateDir holds the merged NCCL configuration files that containers
+	// mount ("merged" only). It must survive agent and node restarts:
+	// kubelet mounts the same file again when a container restarts.
+	StateDir string `json:"stateDir,omitempty"`
+	// CDISpecDir, when set ("/var/run/cdi"), makes "merged" also write a
+	// CDI spec per container that sets NCCL_IB_HCA (containerd >= 1.7,
+	// CRI-O).
+	CDISpecDir string `json:"cdiSpecDir,omitempty"`
+
 	// Pools are the resources served to kubelet, one device plugin each.
 	Pools []Pool `json:"pools"`
 }
@@ -72,8 +101,13 @@ type AgentConfig struct {
 type Pool struct {
 	// Name is the resource name, "<domain>/<name>" (railyard.io/rdma_vf_a).
 	Name string `json:"name"`
-	// DeviceKind is "vf" (SR-IOV virtual functions) or "pf" (whole NICs).
+	// DeviceKind is "vf" (SR-IOV virtual functions), "pf" (whole NICs) or
+	// "shared" (shares of whole NICs).
 	DeviceKind string `json:"deviceKind,omitempty"`
+	// SharedLimit is how many pods may share one NIC of a "shared" pool:
+	// the pool advertises this many devices per NIC (default 1000, like
+	// the rdmaHcaMax of k8s-rdma-shared-dev-plugin's examples; 1-1000).
+	SharedLimit *int `json:"sharedLimit,omitempty"`
 	// Policy is the allocation policy: spread, gpu-aware or packed.
 	Policy string `json:"policy,omitempty"`
 	// Selectors choose devices; all given selectors must match (AND), any

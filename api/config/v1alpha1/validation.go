@@ -27,12 +27,13 @@ func Validate(c *AgentConfig) field.ErrorList {
 	}
 	for _, f := range []struct{ name, value string }{
 		{"sysfsRoot", c.SysfsRoot}, {"devRoot", c.DevRoot}, {"pluginDir", c.PluginDir},
-		{"podResourcesSocket", c.PodResourcesSocket}, {"devInfoDir", c.DevInfoDir},
+		{"podResourcesSocket", c.PodResourcesSocket}, {"devInfoDir", c.DevInfoDir}, {"stateDir", c.StateDir},
 	} {
 		if !strings.HasPrefix(f.value, "/") {
 			errs = append(errs, field.Invalid(field.NewPath(f.name), f.value, "must be an absolute path"))
 		}
 	}
+	errs = append(errs, validateNCCL(c)...)
 	if c.MetricsAddr != "0" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("metricsAddr"), c.MetricsAddr, "must be host:port, or \"0\" to disable"))
@@ -65,11 +66,55 @@ func Validate(c *AgentConfig) field.ErrorList {
 	return errs
 }
 
+// validateNCCL checks ncclIBHCA and the directories it uses.
+func validateNCCL(c *AgentConfig) field.ErrorList {
+	var errs field.ErrorList
+	modes := []string{NCCLIBHCAEnv, NCCLIBHCAMerged}
+	if !contains(modes, c.NCCLIBHCA) {
+		errs = append(errs, field.NotSupported(field.NewPath("ncclIBHCA"), c.NCCLIBHCA, modes))
+	}
+	if c.CDISpecDir != "" {
+		if !strings.HasPrefix(c.CDISpecDir, "/") {
+			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "must be an absolute path"))
+		}
+		if c.NCCLIBHCA != NCCLIBHCAMerged {
+			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "is used only with ncclIBHCA: merged"))
+		}
+	}
+	return errs
+}
+
+// validateShared checks what only a shared pool may have, and what it
+// may not: its limit, and selectors that name VFs.
+func validateShared(path *field.Path, p *Pool) field.ErrorList {
+	var errs field.ErrorList
+	if p.DeviceKind != KindShared {
+		if p.SharedLimit != nil {
+			errs = append(errs, field.Invalid(path.Child("sharedLimit"), *p.SharedLimit, "only a pool of deviceKind shared has a sharedLimit"))
+		}
+		return errs
+	}
+	if p.SharedLimit != nil && (*p.SharedLimit < 1 || *p.SharedLimit > MaxSharedLimit) {
+		errs = append(errs, field.Invalid(path.Child("sharedLimit"), *p.SharedLimit, fmt.Sprintf("must be 1-%d (pods per NIC)", MaxSharedLimit)))
+	}
+	for i, v := range p.Selectors.PFNames {
+		if pf, err := ParsePFName(v); err == nil && len(pf.Ranges) > 0 {
+			errs = append(errs, field.Invalid(path.Child("selectors", "pfNames").Index(i), v, "a shared pool hands out whole NICs: give the PF name without a VF index range"))
+		}
+	}
+	if p.Selectors.RDMACapable != nil && !*p.Selectors.RDMACapable {
+		errs = append(errs, field.Invalid(path.Child("selectors", "rdmaCapable"), false, "a shared pool hands out verbs devices: it cannot select NICs without RDMA"))
+	}
+	return errs
+}
+
 func validatePool(path *field.Path, p *Pool) field.ErrorList {
 	errs := validateResourceName(path.Child("name"), p.Name)
-	if p.DeviceKind != KindVF && p.DeviceKind != KindPF {
-		errs = append(errs, field.NotSupported(path.Child("deviceKind"), p.DeviceKind, []string{KindVF, KindPF}))
+	kinds := []string{KindVF, KindPF, KindShared}
+	if !contains(kinds, p.DeviceKind) {
+		errs = append(errs, field.NotSupported(path.Child("deviceKind"), p.DeviceKind, kinds))
 	}
+	errs = append(errs, validateShared(path, p)...)
 	policies := []string{PolicySpread, PolicyGPUAware, PolicyPacked}
 	if !contains(policies, p.Policy) {
 		errs = append(errs, field.NotSupported(path.Child("policy"), p.Policy, policies))
