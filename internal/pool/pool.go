@@ -12,10 +12,16 @@ import (
 
 // Device is one device of a pool, named by its PCI address.
 type Device struct {
-	// ID is the device ID given to kubelet: the PCI address of the VF or PF.
+	// ID is the device ID given to kubelet: the PCI address of the VF or
+	// PF, or for a share of a PF "<PF address>-s<share>" (ShareID).
 	ID string
-	// Kind is v1alpha1.KindVF or v1alpha1.KindPF.
+	// Kind is v1alpha1.KindVF, KindPF or KindShared.
 	Kind string
+	// Share is the share index of a shared device, -1 otherwise.
+	Share int
+	// Rail is the index of the rail the device's PF serves (its first GPU
+	// in the topology's GPU order), -1 when the PF is no GPU's rail.
+	Rail int
 	// PF is the PCI address of the physical function (ID itself for a PF).
 	PF string
 	// PFNetdev is the first netdev of the PF ("" if none).
@@ -49,6 +55,7 @@ func (d Device) RDMACapable() bool { return d.RDMA != "" && d.Uverbs != "" }
 // Selector is a compiled pool selection.
 type Selector struct {
 	kind      string
+	shares    int // shares per NIC of a shared pool
 	vendors   map[uint16]bool
 	devices   map[uint16]bool
 	drivers   map[string]bool
@@ -65,7 +72,17 @@ func Compile(p v1alpha1.Pool) (Selector, error) {
 	if s.kind == "" {
 		s.kind = v1alpha1.KindVF
 	}
-	if s.kind != v1alpha1.KindVF && s.kind != v1alpha1.KindPF {
+	switch s.kind {
+	case v1alpha1.KindVF, v1alpha1.KindPF:
+	case v1alpha1.KindShared:
+		s.shares = v1alpha1.DefaultSharedLimit
+		if p.SharedLimit != nil {
+			s.shares = *p.SharedLimit
+		}
+		if s.shares < 1 || s.shares > v1alpha1.MaxSharedLimit {
+			return Selector{}, fmt.Errorf("pool %s: sharedLimit %d is not 1-%d", p.Name, s.shares, v1alpha1.MaxSharedLimit)
+		}
+	default:
 		return Selector{}, fmt.Errorf("pool %s: unknown device kind %q", p.Name, s.kind)
 	}
 	var err error
@@ -97,22 +114,38 @@ func Compile(p v1alpha1.Pool) (Selector, error) {
 	return s, nil
 }
 
-// Select returns the pool's devices in t, sorted by ID.
+// Select returns the pool's devices in t, sorted by ID. A shared pool
+// returns SharedLimit shares of every matching NIC, each with the NIC's
+// health.
 func (s Selector) Select(t *topology.Topology) []Device {
 	var out []Device
+	rails := railIndex(t)
 	for _, nic := range t.NICs {
 		pfHealthy, pfReason := portsHealthy(nic.Ports)
-		if s.kind == v1alpha1.KindPF {
+		rail, onRail := rails[nic.PCI]
+		if !onRail {
+			rail = -1
+		}
+		switch s.kind {
+		case v1alpha1.KindPF:
 			d := pfDevice(nic, pfHealthy, pfReason)
+			d.Rail = rail
 			if s.matches(d, nic.Netdevs) {
 				out = append(out, d)
 			}
-			continue
-		}
-		for _, vf := range nic.VFs {
-			d := vfDevice(t, nic, vf, pfHealthy, pfReason)
+		case v1alpha1.KindShared:
+			d := pfDevice(nic, pfHealthy, pfReason)
+			d.Rail = rail
 			if s.matches(d, nic.Netdevs) {
-				out = append(out, d)
+				out = append(out, shares(d, s.shares)...)
+			}
+		default:
+			for _, vf := range nic.VFs {
+				d := vfDevice(t, nic, vf, pfHealthy, pfReason)
+				d.Rail = rail
+				if s.matches(d, nic.Netdevs) {
+					out = append(out, d)
+				}
 			}
 		}
 	}
@@ -120,9 +153,21 @@ func (s Selector) Select(t *topology.Topology) []Device {
 	return out
 }
 
+// railIndex maps each NIC that is some GPU's rail to the index of the
+// first GPU (in the topology's PCI order) it serves.
+func railIndex(t *topology.Topology) map[string]int {
+	out := make(map[string]int, len(t.NICs))
+	for i, r := range t.Rails {
+		if _, seen := out[r.NIC]; !seen {
+			out[r.NIC] = i
+		}
+	}
+	return out
+}
+
 func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 	d := Device{
-		ID: nic.PCI, Kind: v1alpha1.KindPF, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: -1,
+		ID: nic.PCI, Kind: v1alpha1.KindPF, Share: -1, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: -1,
 		Vendor: nic.Vendor, Device: nic.Device, PFDevice: nic.Device, Driver: nic.Driver, NUMA: nic.NUMA,
 		RDMA: nic.RDMA, Uverbs: nic.Uverbs, Netdev: nic.Netdev, LinkLayer: nic.LinkLayer,
 		Healthy: healthy, Reason: reason,
@@ -133,7 +178,7 @@ func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 
 func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF, pfHealthy bool, pfReason string) Device {
 	d := Device{
-		ID: vf.PCI, Kind: v1alpha1.KindVF, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: vf.Index,
+		ID: vf.PCI, Kind: v1alpha1.KindVF, Share: -1, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: vf.Index,
 		Vendor: nic.Vendor, PFDevice: nic.Device, Driver: vf.Driver, NUMA: nic.NUMA,
 		RDMA: vf.RDMA, Uverbs: vf.Uverbs, Netdev: vf.Netdev, LinkLayer: nic.LinkLayer,
 	}
