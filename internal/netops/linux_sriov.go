@@ -5,9 +5,11 @@ package netops
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 )
 
 // The VF settings are made with IFLA_VF_* attributes on the PF netdev in the
@@ -23,7 +25,7 @@ func (Linux) VF(_ context.Context, pf string, vf int) (VFSettings, error) {
 				continue
 			}
 			out = VFSettings{
-				VLAN: v.Vlan, QoS: v.Qos, SpoofChk: v.Spoofchk, Trust: v.Trust != 0,
+				VLAN: v.Vlan, QoS: v.Qos, VLANProto: v.VlanProto, SpoofChk: v.Spoofchk, Trust: v.Trust != 0,
 				LinkState: v.LinkState, MinTxRate: int(v.MinTxRate), MaxTxRate: int(v.MaxTxRate),
 			}
 			return nil
@@ -43,9 +45,29 @@ func withPF(pf string, vf int, what string, f func(h netlinksafe.Handle, l netli
 }
 
 // SetVFVLAN implements Ops.
-func (Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos int) error {
+func (Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos, proto int) error {
 	return withPF(pf, vf, "vlan", func(h netlinksafe.Handle, l netlink.Link) error {
-		return h.LinkSetVfVlanQos(l, vf, vlan, qos)
+		if proto == 0 {
+			return h.LinkSetVfVlanQos(l, vf, vlan, qos)
+		}
+		return h.LinkSetVfVlanQosProto(l, vf, vlan, qos, proto)
+	})
+}
+
+// SetVFGUID implements Ops: the node GUID, then the port GUID, as
+// ib-sriov-cni and `ip link set PF vf N node_guid G port_guid G` do.
+func (Linux) SetVFGUID(_ context.Context, pf string, vf int, guid net.HardwareAddr) error {
+	if len(guid) != 8 {
+		return fmt.Errorf("GUID %s of VF %d: want 8 bytes, have %d", guid, vf, len(guid))
+	}
+	return withPF(pf, vf, "GUID", func(h netlinksafe.Handle, l netlink.Link) error {
+		if err := h.LinkSetVfGUID(l, vf, guid, nl.IFLA_VF_IB_NODE_GUID); err != nil {
+			return fmt.Errorf("node GUID: %w", err)
+		}
+		if err := h.LinkSetVfGUID(l, vf, guid, nl.IFLA_VF_IB_PORT_GUID); err != nil {
+			return fmt.Errorf("port GUID: %w", err)
+		}
+		return nil
 	})
 }
 

@@ -52,13 +52,34 @@ const (
 // VFSettings are the settings of one SR-IOV virtual function that are made
 // through its physical function. Rates are in Mbit/s.
 type VFSettings struct {
-	VLAN      int    `json:"vlan"`
-	QoS       int    `json:"qos"`
+	VLAN int `json:"vlan"`
+	QoS  int `json:"qos"`
+	// VLANProto is the VLAN's EtherType: VLANProto8021Q or VLANProto8021AD;
+	// 0 where the kernel does not report it (it then means 802.1Q).
+	VLANProto int    `json:"vlanProto,omitempty"`
 	SpoofChk  bool   `json:"spoofchk"`
 	Trust     bool   `json:"trust"`
 	LinkState uint32 `json:"linkState"`
 	MinTxRate int    `json:"minTxRate"`
 	MaxTxRate int    `json:"maxTxRate"`
+}
+
+// VLAN protocols of a VF VLAN (IFLA_VF_VLAN_INFO vlan_proto).
+const (
+	VLANProto8021Q  = 0x8100
+	VLANProto8021AD = 0x88a8
+)
+
+// SameVLANProto reports whether two VLAN protocols are the same, 0 (not
+// reported) counting as 802.1Q.
+func SameVLANProto(a, b int) bool {
+	norm := func(p int) int {
+		if p == 0 {
+			return VLANProto8021Q
+		}
+		return p
+	}
+	return norm(a) == norm(b)
 }
 
 // Ops is every OS side effect railyard-cni performs. Namespace arguments are
@@ -86,7 +107,11 @@ type Ops interface {
 
 	// VF returns the settings of virtual function vf of the PF netdev pf.
 	VF(ctx context.Context, pf string, vf int) (VFSettings, error)
-	SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos int) error
+	// SetVFVLAN sets the VF's VLAN, QoS and VLAN protocol (0 = 802.1Q
+	// through the older attribute every driver accepts).
+	SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos, proto int) error
+	// SetVFGUID sets an InfiniBand VF's node and port GUID (8 bytes).
+	SetVFGUID(ctx context.Context, pf string, vf int, guid net.HardwareAddr) error
 	SetVFSpoofChk(ctx context.Context, pf string, vf int, on bool) error
 	SetVFTrust(ctx context.Context, pf string, vf int, on bool) error
 	SetVFLinkState(ctx context.Context, pf string, vf int, state uint32) error

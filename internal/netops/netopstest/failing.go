@@ -126,11 +126,19 @@ func (f *Failing) ConfigureIPs(ctx context.Context, ns, name string, res *curren
 }
 
 // SetVFVLAN implements netops.Ops.
-func (f *Failing) SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos int) error {
+func (f *Failing) SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos, proto int) error {
 	if err := f.step("SetVFVLAN(%s, %d)", pf, vf); err != nil {
 		return err
 	}
-	return f.Ops.SetVFVLAN(ctx, pf, vf, vlan, qos)
+	return f.Ops.SetVFVLAN(ctx, pf, vf, vlan, qos, proto)
+}
+
+// SetVFGUID implements netops.Ops.
+func (f *Failing) SetVFGUID(ctx context.Context, pf string, vf int, guid net.HardwareAddr) error {
+	if err := f.step("SetVFGUID(%s, %d)", pf, vf); err != nil {
+		return err
+	}
+	return f.Ops.SetVFGUID(ctx, pf, vf, guid)
 }
 
 // SetVFSpoofChk implements netops.Ops.

@@ -33,6 +33,7 @@ type Fake struct {
 	rdma      map[string]string               // RDMA device -> namespace
 	rdmaMode  string
 	vfs       map[string]map[int]netops.VFSettings
+	guids     map[string]map[int]string // PF -> VF -> GUID set through the PF
 	calls     []string
 	mutations int
 	failAt    int
@@ -50,6 +51,7 @@ func New() *Fake {
 		rdma:      map[string]string{},
 		rdmaMode:  "exclusive",
 		vfs:       map[string]map[int]netops.VFSettings{},
+		guids:     map[string]map[int]string{},
 		nextIndex: 10,
 	}
 }
@@ -102,11 +104,16 @@ func (f *Fake) AddLink(path string, l netops.Link, virtual bool) {
 }
 
 // AddVF registers virtual function vf of PF netdev pf with its settings.
+// A VLANProto of 0 reads back as 802.1Q (0x8100), as from the kernel,
+// which fills in 802.1Q before asking the driver.
 func (f *Fake) AddVF(pf string, vf int, s netops.VFSettings) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.vfs[pf] == nil {
 		f.vfs[pf] = map[int]netops.VFSettings{}
+	}
+	if s.VLANProto == 0 {
+		s.VLANProto = netops.VLANProto8021Q // the kernel reports 802.1Q so
 	}
 	f.vfs[pf][vf] = s
 }
@@ -456,10 +463,48 @@ func (f *Fake) setVF(pf string, vf int, change func(*netops.VFSettings), format 
 	return nil
 }
 
-// SetVFVLAN implements netops.Ops.
-func (f *Fake) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos int) error {
-	return f.setVF(pf, vf, func(s *netops.VFSettings) { s.VLAN, s.QoS = vlan, qos },
-		"SetVFVLAN(%s, %d, %d, %d)", pf, vf, vlan, qos)
+// SetVFVLAN implements netops.Ops. Like the kernel, it reports 802.1Q as
+// 0x8100 once a protocol has been given, and a VLAN of 0 as protocol 0x8100.
+func (f *Fake) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos, proto int) error {
+	if proto != 0 && proto != netops.VLANProto8021Q && proto != netops.VLANProto8021AD {
+		return fmt.Errorf("setting vlan of VF %d through PF %s: invalid argument (protocol %#x)", vf, pf, proto)
+	}
+	if proto == netops.VLANProto8021AD && vlan == 0 {
+		return fmt.Errorf("setting vlan of VF %d through PF %s: invalid argument (802.1ad with vlan 0)", vf, pf)
+	}
+	return f.setVF(pf, vf, func(s *netops.VFSettings) {
+		s.VLAN, s.QoS, s.VLANProto = vlan, qos, proto
+		if proto == 0 {
+			s.VLANProto = netops.VLANProto8021Q
+		}
+	}, "SetVFVLAN(%s, %d, %d, %d, %#x)", pf, vf, vlan, qos, proto)
+}
+
+// SetVFGUID implements netops.Ops.
+func (f *Fake) SetVFGUID(_ context.Context, pf string, vf int, guid net.HardwareAddr) error {
+	if len(guid) != 8 {
+		return fmt.Errorf("GUID %s of VF %d: want 8 bytes", guid, vf)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(true, "SetVFGUID(%s, %d, %s)", pf, vf, guid); err != nil {
+		return err
+	}
+	if _, err := f.vf(pf, vf); err != nil {
+		return err
+	}
+	if f.guids[pf] == nil {
+		f.guids[pf] = map[int]string{}
+	}
+	f.guids[pf][vf] = guid.String()
+	return nil
+}
+
+// VFGUIDOf returns the GUID last set on a VF through its PF ("" if none).
+func (f *Fake) VFGUIDOf(pf string, vf int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.guids[pf][vf]
 }
 
 // SetVFSpoofChk implements netops.Ops.
