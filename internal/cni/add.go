@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -120,7 +121,10 @@ func (p *Plugin) prepare(ctx context.Context, s *session, a Args) (*state.Record
 		}
 	}
 	if cfg.VF.Any() && rec.PF == nil {
-		return nil, invalidf("vlan/vlanQoS/spoofchk/trust/link_state/min_tx_rate/max_tx_rate: device %s is not an SR-IOV VF", s.key)
+		return nil, invalidf("vlan/vlanQoS/vlanProto/spoofchk/trust/link_state/min_tx_rate/max_tx_rate/guid: device %s is not an SR-IOV VF", s.key)
+	}
+	if err := checkIB(cfg, rec); err != nil {
+		return nil, err
 	}
 	if cfg.RDMA {
 		if rec.PCI == "" {
@@ -140,6 +144,27 @@ func (p *Plugin) prepare(ctx context.Context, s *session, a Args) (*state.Record
 		rec.RDMA = dev
 	}
 	return rec, nil
+}
+
+// checkIB applies ib-sriov-cni's rules: with ibKubernetesEnabled, ADD
+// waits for ib-kubernetes to mark the pod configured and a VF needs the
+// GUID it assigned; a GUID is set only on an InfiniBand VF, whose IPoIB
+// netdev address (20 bytes) ends with the GUID to restore on DEL.
+func checkIB(cfg *config.Config, rec *state.Record) error {
+	if cfg.IBKubernetes && cfg.IBKubernetesState != "configured" {
+		return withCode(types.ErrTryAgainLater, fmt.Errorf("ibKubernetesEnabled: ib-kubernetes has not configured this pod yet (args.cni[\"mellanox.infiniband.app\"] = %q, want \"configured\"); is ib-kubernetes running?", cfg.IBKubernetesState))
+	}
+	if cfg.IBKubernetes && rec.PF != nil && cfg.VF.GUID == nil {
+		return invalidf("ibKubernetesEnabled: no GUID for VF %s (ib-kubernetes passes it as runtimeConfig.infinibandGUID or args.cni.guid)", rec.Key)
+	}
+	if cfg.VF.GUID == nil {
+		return nil
+	}
+	if len(rec.Orig.MAC) != 20 {
+		return invalidf("guid: %s is not an InfiniBand VF (its netdev %s has a %d-byte address, not IPoIB's 20)", rec.Key, rec.Orig.Name, len(rec.Orig.MAC))
+	}
+	rec.OrigGUID = net.HardwareAddr(rec.Orig.MAC[12:]).String()
+	return nil
 }
 
 // attach makes every change, in order. It returns at the first failure.
@@ -248,18 +273,26 @@ func (p *Plugin) applyVF(ctx context.Context, want config.VF, rec *state.Record)
 		return nil
 	}
 	pf, vf, o, cur := rec.PF.Netdev, rec.PF.VF, p.Ops, *rec.OrigVF
-	if want.VLAN != nil || want.VLANQoS != nil {
-		vlan, qos := cur.VLAN, cur.QoS
+	if want.VLAN != nil || want.VLANQoS != nil || want.VLANProto != nil {
+		vlan, qos, proto := cur.VLAN, cur.QoS, 0 // 0: 802.1Q, as sriov-cni defaults it
 		if want.VLAN != nil {
 			vlan, qos = *want.VLAN, 0
 		}
 		if want.VLANQoS != nil {
 			qos = *want.VLANQoS
 		}
-		if vlan != cur.VLAN || qos != cur.QoS {
-			if err := o.SetVFVLAN(ctx, pf, vf, vlan, qos); err != nil {
+		if want.VLANProto != nil {
+			proto = *want.VLANProto
+		}
+		if vlan != cur.VLAN || qos != cur.QoS || !netops.SameVLANProto(proto, cur.VLANProto) {
+			if err := o.SetVFVLAN(ctx, pf, vf, vlan, qos, proto); err != nil {
 				return err
 			}
+		}
+	}
+	if want.GUID != nil {
+		if err := o.SetVFGUID(ctx, pf, vf, want.GUID); err != nil {
+			return err
 		}
 	}
 	if want.SpoofChk != config.Unset && (want.SpoofChk == config.On) != cur.SpoofChk {

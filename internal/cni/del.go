@@ -16,44 +16,35 @@ import (
 // when the device now belongs to another attachment (then it leaves the
 // device alone and only releases this attachment's addresses).
 func (p *Plugin) Del(ctx context.Context, a Args) error {
-	s, err := p.open(a)
-	if err != nil {
-		return err
-	}
+	s := p.openDel(a)
 	key := s.key
 	if rec, err := s.store.Find(a.ContainerID, a.IfName); err == nil {
 		key = rec.Key
 	}
-	unlock, err := s.lock(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	rec, err := s.store.Get(key)
-	switch {
-	case errors.Is(err, state.ErrNoRecord):
-		rec = nil
-	case err != nil:
-		return err
-	case rec.ContainerID != a.ContainerID || rec.IfName != a.IfName:
-		rec = nil // the device now serves another attachment
-	}
-	if rec == nil {
-		rec, err = p.recoverRecord(ctx, s, a, key)
+	var rec *state.Record
+	if key != "" {
+		unlock, err := s.lock(ctx, key)
 		if err != nil {
 			return err
 		}
-	}
-	if rec != nil {
-		if err := p.teardown(ctx, s.fs, rec); err != nil {
-			return fmt.Errorf("releasing device %s: %w", key, err)
-		}
-	}
-	if s.cfg.IPAMType != "" {
-		if _, err := p.IPAM.Exec(ctx, "DEL", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
+		defer unlock()
+		if rec, err = p.findAttachment(ctx, s, a, key); err != nil {
 			return err
 		}
+		if rec != nil {
+			if err := p.teardown(ctx, s.fs, rec); err != nil {
+				return fmt.Errorf("releasing device %s: %w", key, err)
+			}
+		}
+	}
+	// IPAM: with the configuration received, or, when that names no IPAM
+	// plugin (a configuration DEL could not read), with ADD's.
+	ipamConf := s.cfg.Raw
+	if s.cfg.IPAMType == "" && rec != nil && len(rec.Config) > 0 {
+		ipamConf = rec.Config
+	}
+	if _, err := p.ipam(ctx, "DEL", ipamConf, a); err != nil {
+		return err
 	}
 	infoFile := s.cfg.DeviceInfoFile
 	if rec != nil && rec.DeviceInfoFile != "" {
@@ -68,6 +59,22 @@ func (p *Plugin) Del(ctx context.Context, a Args) error {
 		}
 	}
 	return nil
+}
+
+// findAttachment returns this attachment's record of device key, rebuilt
+// from the interface's alias marker when the record is gone, or nil when
+// the device is not attached for this container and interface.
+func (p *Plugin) findAttachment(ctx context.Context, s *session, a Args, key string) (*state.Record, error) {
+	rec, err := s.store.Get(key)
+	switch {
+	case errors.Is(err, state.ErrNoRecord):
+	case err != nil:
+		return nil, err
+	case rec.ContainerID == a.ContainerID && rec.IfName == a.IfName:
+		return rec, nil
+	}
+	// No record, or the device now serves another attachment.
+	return p.recoverRecord(ctx, s, a, key)
 }
 
 // recoverRecord rebuilds what can be known of an attachment whose record is

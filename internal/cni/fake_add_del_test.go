@@ -46,7 +46,7 @@ func TestAddCheckDelFakeVFAndFakeRDMA(t *testing.T) {
 	if _, ok := w.ops.LinkIn(netops.Host, origLink.Name); ok {
 		t.Error("device still on the host")
 	}
-	want := netops.VFSettings{VLAN: 100, QoS: 3, SpoofChk: false, Trust: true, LinkState: netops.VFLinkStateEnable, MinTxRate: 100, MaxTxRate: 2000}
+	want := netops.VFSettings{VLAN: 100, QoS: 3, VLANProto: netops.VLANProto8021Q, SpoofChk: false, Trust: true, LinkState: netops.VFLinkStateEnable, MinTxRate: 100, MaxTxRate: 2000}
 	if got := w.ops.VFSettingsOf("ens1f0", 2); got != want {
 		t.Errorf("VF settings %+v, want %+v", got, want)
 	}

@@ -76,7 +76,7 @@ const (
 
 var (
 	origMAC, _ = net.ParseMAC("02:aa:00:00:00:02")
-	origVF     = netops.VFSettings{SpoofChk: true, LinkState: netops.VFLinkStateAuto}
+	origVF     = netops.VFSettings{VLANProto: netops.VLANProto8021Q, SpoofChk: true, LinkState: netops.VFLinkStateAuto}
 	origLink   = netops.Link{Name: "ens1f0v2", Index: 5, MTU: 1500, MAC: origMAC, Up: true,
 		Alias: "uplink vf2", AltNames: []string{"enp3s0f0v2"}}
 )

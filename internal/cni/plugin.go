@@ -69,6 +69,18 @@ func (p *Plugin) open(a Args) (*session, error) {
 	return &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}, key: deviceKey(fs, cfg)}, nil
 }
 
+// openDel reads the configuration of a DEL, which never fails on it (see
+// config.ParseDel). key is "" when nothing in it names a device.
+func (p *Plugin) openDel(a Args) *session {
+	cfg, _ := config.ParseDel(a.Config)
+	fs := sysfs.New(cfg.SysfsRoot)
+	s := &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}}
+	if cfg.DeviceID != "" || cfg.Device != "" {
+		s.key = deviceKey(fs, cfg)
+	}
+	return s
+}
+
 // openNetwork parses the configuration of a STATUS or GC (no device).
 func (p *Plugin) openNetwork(a Args) (*session, error) {
 	cfg, err := config.ParseNetwork(a.Config)
@@ -94,12 +106,10 @@ func (p *Plugin) ipam(ctx context.Context, command string, conf []byte, a Args) 
 	return p.IPAM.Exec(ctx, command, plugin, conf, a)
 }
 
-// ipamType reads ipam.type of a stored or received configuration.
+// ipamType reads ipam.type of a stored or received configuration, leniently:
+// releasing addresses must not fail on a field unrelated to IPAM.
 func ipamType(conf []byte) (string, error) {
-	cfg, err := config.ParseNetwork(conf)
-	if err != nil {
-		return "", err
-	}
+	cfg, _ := config.ParseDel(conf)
 	return cfg.IPAMType, nil
 }
 

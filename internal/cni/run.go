@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -42,30 +43,37 @@ func readBootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// Funcs adapts the plugin to skel's callbacks, mapping errors to CNI codes.
+// Funcs adapts the plugin to skel's callbacks, mapping errors to CNI codes
+// and logging each outcome where the configuration asks for it.
 func (p *Plugin) Funcs(ctx context.Context) skel.CNIFuncs {
 	conv := func(c *skel.CmdArgs) Args {
 		return Args{ContainerID: c.ContainerID, Netns: c.Netns, IfName: c.IfName, PluginArgs: c.Args, Config: c.StdinData}
 	}
+	logged := func(command string, f func(ctx context.Context, a Args) error) func(*skel.CmdArgs) error {
+		return func(c *skel.CmdArgs) error {
+			start := time.Now()
+			err := f(ctx, conv(c))
+			logOutcome(c.StdinData, command, conv(c), time.Since(start), err)
+			return asCNI(err)
+		}
+	}
+	add := func(ctx context.Context, a Args) error {
+		res, err := p.Add(ctx, a)
+		if err != nil {
+			return err
+		}
+		var v struct {
+			CNIVersion string `json:"cniVersion"`
+		}
+		_ = json.Unmarshal(a.Config, &v)
+		return types.PrintResult(res, v.CNIVersion)
+	}
 	return skel.CNIFuncs{
-		Add: func(c *skel.CmdArgs) error {
-			res, err := p.Add(ctx, conv(c))
-			if err != nil {
-				return ToCNIError(err)
-			}
-			var v struct {
-				CNIVersion string `json:"cniVersion"`
-			}
-			_ = json.Unmarshal(c.StdinData, &v)
-			if err := types.PrintResult(res, v.CNIVersion); err != nil {
-				return ToCNIError(err)
-			}
-			return nil
-		},
-		Del:    func(c *skel.CmdArgs) error { return asCNI(p.Del(ctx, conv(c))) },
-		Check:  func(c *skel.CmdArgs) error { return asCNI(p.Check(ctx, conv(c))) },
-		Status: func(c *skel.CmdArgs) error { return asCNI(p.Status(ctx, conv(c))) },
-		GC:     func(c *skel.CmdArgs) error { return asCNI(p.GC(ctx, conv(c))) },
+		Add:    logged("ADD", add),
+		Del:    logged("DEL", p.Del),
+		Check:  logged("CHECK", p.Check),
+		Status: logged("STATUS", p.Status),
+		GC:     logged("GC", p.GC),
 	}
 }
 

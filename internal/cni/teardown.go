@@ -184,8 +184,23 @@ func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
 	if err != nil {
 		return fmt.Errorf("reading VF %d through PF %s: %w", vf, pf, err)
 	}
-	if cur.VLAN != want.VLAN || cur.QoS != want.QoS {
-		if err := o.SetVFVLAN(ctx, pf, vf, want.VLAN, want.QoS); err != nil {
+	if cur.VLAN != want.VLAN || cur.QoS != want.QoS || !netops.SameVLANProto(cur.VLANProto, want.VLANProto) {
+		proto := want.VLANProto
+		if netops.SameVLANProto(proto, 0) {
+			proto = 0 // 802.1Q through the attribute every driver accepts
+		}
+		if err := o.SetVFVLAN(ctx, pf, vf, want.VLAN, want.QoS, proto); err != nil {
+			return err
+		}
+	}
+	if rec.OrigGUID != "" {
+		// The kernel does not report a VF's GUID through the PF: set the
+		// recorded one again (harmless when already there).
+		g, err := net.ParseMAC(rec.OrigGUID)
+		if err != nil {
+			return fmt.Errorf("record of %s: original GUID %q: %w", rec.Key, rec.OrigGUID, err)
+		}
+		if err := o.SetVFGUID(ctx, pf, vf, g); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -34,19 +35,25 @@ const (
 // VF holds the settings applied to a virtual function through its PF. A nil
 // pointer field leaves that setting as it is.
 type VF struct {
-	VLAN      *int
-	VLANQoS   *int
+	VLAN    *int
+	VLANQoS *int
+	// VLANProto is netops.VLANProto8021Q or VLANProto8021AD; nil leaves
+	// the protocol as it is.
+	VLANProto *int
 	SpoofChk  Tri
 	Trust     Tri
 	LinkState *uint32
 	MinTxRate *int
 	MaxTxRate *int
+	// GUID is an InfiniBand VF's node and port GUID (8 bytes); nil leaves
+	// it as it is.
+	GUID net.HardwareAddr
 }
 
 // Any reports whether any VF setting is requested.
 func (v VF) Any() bool {
-	return v.VLAN != nil || v.VLANQoS != nil || v.SpoofChk != Unset || v.Trust != Unset ||
-		v.LinkState != nil || v.MinTxRate != nil || v.MaxTxRate != nil
+	return v.VLAN != nil || v.VLANQoS != nil || v.VLANProto != nil || v.SpoofChk != Unset || v.Trust != Unset ||
+		v.LinkState != nil || v.MinTxRate != nil || v.MaxTxRate != nil || v.GUID != nil
 }
 
 // Config is a parsed, defaulted and validated network configuration.
@@ -66,6 +73,18 @@ type Config struct {
 	VF       VF
 	RDMA     bool
 	DNS      types.DNS
+	// PKey is ib-sriov-cni's "pkey": kept for ib-kubernetes, which reads
+	// it from the network attachment; railyard-cni programs no pkey.
+	PKey string
+	// IBKubernetes is ib-sriov-cni's "ibKubernetesEnabled": ADD then needs
+	// ib-kubernetes' "configured" mark in args.cni and, for a VF, a GUID.
+	IBKubernetes bool
+	// IBKubernetesState is args.cni["mellanox.infiniband.app"].
+	IBKubernetesState string
+	// LogLevel and LogFile are sriov-cni's logging settings: where and how
+	// much railyard-cni logs ("" and "" log nothing).
+	LogLevel string
+	LogFile  string
 	// DeviceInfoFile is where to write the device-info-spec file ("").
 	DeviceInfoFile string
 	StateDir       string
@@ -133,17 +152,26 @@ type raw struct {
 	Args              json.RawMessage      `json:"args"`
 	RuntimeConfig     json.RawMessage      `json:"runtimeConfig"`
 	DeviceID          *string              `json:"deviceID"`
+	PCIBusID          *string              `json:"pciBusID"`
+	Attachments       []types.GCAttachment `json:"cni.dev/attachments"`
 	Device            *string              `json:"device"`
 	MTU               *int                 `json:"mtu"`
 	MAC               *string              `json:"mac"`
 	VLAN              *int                 `json:"vlan"`
 	VLANQoS           *int                 `json:"vlanQoS"`
+	VLANProto         *string              `json:"vlanProto"`
 	SpoofChk          *string              `json:"spoofchk"`
 	Trust             *string              `json:"trust"`
 	LinkState         *string              `json:"link_state"`
 	MinTxRate         *int                 `json:"min_tx_rate"`
 	MaxTxRate         *int                 `json:"max_tx_rate"`
 	RDMA              *bool                `json:"rdma"`
+	RDMAIsolation     *bool                `json:"rdmaIsolation"`
+	PKey              *string              `json:"pkey"`
+	IBKubernetes      *bool                `json:"ibKubernetesEnabled"`
+	VFIOPCIMode       *bool                `json:"vfioPciMode"`
+	LogLevel          *string              `json:"logLevel"`
+	LogFile           *string              `json:"logFile"`
 	CNIDeviceInfoFile *string              `json:"CNIDeviceInfoFile"`
 	StateDir          *string              `json:"stateDir"`
 	SysfsRoot         *string              `json:"sysfsRoot"`
@@ -156,6 +184,7 @@ type runtimeConfig struct {
 	DeviceID          *string `json:"deviceID"`
 	MAC               *string `json:"mac"`
 	CNIDeviceInfoFile *string `json:"CNIDeviceInfoFile"`
+	InfinibandGUID    *string `json:"infinibandGUID"`
 }
 
 // knownFields returns the set of top-level keys railyard-cni accepts.
@@ -167,7 +196,7 @@ func knownFields() map[string]bool {
 	return known
 }
 
-// Parse decodes, defaults and validates the configuration of an ADD, DEL or
+// Parse decodes, defaults and validates the configuration of an ADD or
 // CHECK, which must name a device. Its error is an *Error naming every bad
 // field.
 func Parse(data []byte) (*Config, error) { return parse(data, true) }
@@ -176,17 +205,27 @@ func Parse(data []byte) (*Config, error) { return parse(data, true) }
 // and get no device.
 func ParseNetwork(data []byte) (*Config, error) { return parse(data, false) }
 
+// ParseDel reads what DEL needs and never fails: the CNI spec asks DEL to
+// release whatever it can, so a configuration ADD would reject (an unknown
+// field, a bad value, even a document that is not JSON) still yields a
+// Config. Each field that could not be used keeps its default and is
+// reported in the returned problems.
+func ParseDel(data []byte) (*Config, []FieldError) {
+	top, problems := decodeTop(data)
+	var r raw
+	problems = append(problems, decodeFields(top, &r)...)
+	c := &Config{Raw: bytes.Clone(data)}
+	problems = append(problems, r.apply(c, false)...)
+	return c, problems
+}
+
 func parse(data []byte, needDevice bool) (*Config, error) {
-	var top map[string]json.RawMessage
-	if err := decodeOne(data, &top); err != nil {
-		return nil, &Error{Fields: []FieldError{{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}}}
+	top, errs := decodeTop(data)
+	if len(errs) > 0 {
+		return nil, &Error{Fields: errs}
 	}
-	if top == nil {
-		return nil, &Error{Fields: []FieldError{{Field: "(document)", Msg: "must be a JSON object", Code: CodeDecoding}}}
-	}
-	var errs []FieldError
-	var unknown []string
 	known := knownFields()
+	var unknown []string
 	for k := range top {
 		if !known[k] {
 			unknown = append(unknown, k)
@@ -197,16 +236,44 @@ func parse(data []byte, needDevice bool) (*Config, error) {
 		errs = append(errs, FieldError{Field: k, Msg: fmt.Sprintf("unknown field (value %s)", clip(top[k])), Code: CodeUnsupportedField})
 	}
 	var r raw
-	if err := json.Unmarshal(data, &r); err != nil {
-		errs = append(errs, decodeError(err))
-		return nil, &Error{Fields: errs}
-	}
+	errs = append(errs, decodeFields(top, &r)...)
 	c := &Config{Raw: bytes.Clone(data)}
 	errs = append(errs, r.apply(c, needDevice)...)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
 	}
 	return c, nil
+}
+
+// decodeTop splits the document into its top-level fields.
+func decodeTop(data []byte) (map[string]json.RawMessage, []FieldError) {
+	var top map[string]json.RawMessage
+	if err := decodeOne(data, &top); err != nil {
+		return nil, []FieldError{{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}}
+	}
+	if top == nil {
+		return nil, []FieldError{{Field: "(document)", Msg: "must be a JSON object", Code: CodeDecoding}}
+	}
+	return top, nil
+}
+
+// decodeFields decodes each known field of top into r on its own, so one
+// field of the wrong type is reported by name and does not hide the others.
+func decodeFields(top map[string]json.RawMessage, r *raw) []FieldError {
+	var errs []FieldError
+	v := reflect.ValueOf(r).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name := jsonName(t.Field(i))
+		val, ok := top[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(val, v.Field(i).Addr().Interface()); err != nil {
+			errs = append(errs, fieldDecodeError(name, err))
+		}
+	}
+	return errs
 }
 
 func decodeOne(data []byte, v any) error {
@@ -224,12 +291,15 @@ func decodeOne(data []byte, v any) error {
 	return nil
 }
 
-func decodeError(err error) FieldError {
+func fieldDecodeError(field string, err error) FieldError {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return FieldError{Field: te.Field, Msg: fmt.Sprintf("must be %s, not %s", kindName(te.Type.Kind().String()), te.Value), Code: CodeInvalid}
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			field += "." + te.Field
+		}
+		return FieldError{Field: field, Msg: fmt.Sprintf("must be %s, not %s", kindName(te.Type.Kind().String()), te.Value), Code: CodeInvalid}
 	}
-	return FieldError{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}
+	return FieldError{Field: field, Msg: err.Error(), Code: CodeInvalid}
 }
 
 func kindName(k string) string {

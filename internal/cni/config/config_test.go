@@ -57,6 +57,12 @@ var wantField = map[string]struct {
 	"invalid-device-name.json":       {"device", types.ErrInvalidNetworkConfig},
 	"invalid-not-json.json":          {"(document)", types.ErrDecodingFailure},
 	"invalid-missing-name.json":      {"name", types.ErrInvalidNetworkConfig},
+	"invalid-pcibusid-differs.json":  {"pciBusID", types.ErrInvalidNetworkConfig},
+	"invalid-vlanproto.json":         {"vlanProto", types.ErrInvalidNetworkConfig},
+	"invalid-vfio.json":              {"vfioPciMode", types.ErrInvalidNetworkConfig},
+	"invalid-guid.json":              {"args.cni.guid", types.ErrInvalidNetworkConfig},
+	"invalid-loglevel.json":          {"logLevel", types.ErrInvalidNetworkConfig},
+	"invalid-pkey.json":              {"pkey", types.ErrInvalidNetworkConfig},
 }
 
 func TestInvalidFixtures(t *testing.T) {

@@ -47,3 +47,36 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDel: DEL's lenient reading never fails, never panics, and
+// whatever it keeps is as valid as what Parse accepts; when Parse accepts
+// a document, ParseDel reads the same device, IPAM and state directory.
+func FuzzParseDel(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"deviceID":7,"pciBusID":"3b:00.0","stateDir":"x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, _ := ParseDel(data)
+		if c == nil {
+			t.Fatal("nil Config")
+		}
+		if !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.SysfsRoot) {
+			t.Fatalf("relative dirs kept: %q %q", c.StateDir, c.SysfsRoot)
+		}
+		if c.DeviceID != "" {
+			if _, ok := NormalizePCIAddress(c.DeviceID); !ok {
+				t.Fatalf("bad device %q kept", c.DeviceID)
+			}
+		}
+		if strict, err := Parse(data); err == nil {
+			if strict.DeviceID != c.DeviceID || strict.Device != c.Device || strict.IPAMType != c.IPAMType || strict.StateDir != c.StateDir {
+				t.Fatalf("ParseDel read %q/%q/%q/%q, Parse %q/%q/%q/%q", c.DeviceID, c.Device, c.IPAMType, c.StateDir,
+					strict.DeviceID, strict.Device, strict.IPAMType, strict.StateDir)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -23,6 +24,13 @@ func NormalizePCIAddress(s string) (string, bool) {
 		s = "0000:" + s
 	}
 	return s, sysfs.ValidPCIAddress(s)
+}
+
+// samePCIAddress reports whether a and b name the same PCI function.
+func samePCIAddress(a, b string) bool {
+	na, _ := NormalizePCIAddress(a)
+	nb, _ := NormalizePCIAddress(b)
+	return na == nb
 }
 
 // ValidIfName reports why name cannot be a Linux interface name, or nil.
@@ -59,18 +67,24 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	var rc runtimeConfig
 	if len(r.RuntimeConfig) > 0 && string(r.RuntimeConfig) != "null" {
 		if err := json.Unmarshal(r.RuntimeConfig, &rc); err != nil {
-			bad("runtimeConfig", "must be an object with string deviceID, mac and CNIDeviceInfoFile: %v", err)
+			bad("runtimeConfig", "must be an object with string deviceID, mac, infinibandGUID and CNIDeviceInfoFile: %v", err)
 		}
 	}
-	if len(r.Args) > 0 && string(r.Args) != "null" {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(r.Args, &m); err != nil {
-			bad("args", "must be an object")
-		}
+	cniArgs, argsErr := parseArgs(r.Args)
+	if argsErr != "" {
+		bad("args", "%s", argsErr)
 	}
 
-	// Device.
+	// Device. Multus puts the allocated device's PCI address in both
+	// deviceID and pciBusID (pkg/types/conf.go, delegateAddDeviceID).
 	devID, devIDField := r.DeviceID, "deviceID"
+	if r.PCIBusID != nil && *r.PCIBusID != "" {
+		if devID == nil || *devID == "" {
+			devID, devIDField = r.PCIBusID, "pciBusID"
+		} else if !samePCIAddress(*devID, *r.PCIBusID) {
+			bad("pciBusID", "%q differs from deviceID %q (Multus sets both to the allocated device)", *r.PCIBusID, *devID)
+		}
+	}
 	if rc.DeviceID != nil && *rc.DeviceID != "" {
 		devID, devIDField = rc.DeviceID, "runtimeConfig.deviceID"
 	}
@@ -140,9 +154,16 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 
 	errs = append(errs, r.applyVF(c)...)
 
-	if r.RDMA != nil {
+	switch {
+	case r.RDMA != nil && r.RDMAIsolation != nil && *r.RDMA != *r.RDMAIsolation:
+		bad("rdmaIsolation", "%v contradicts rdma %v (rdmaIsolation is ib-sriov-cni's name for rdma)", *r.RDMAIsolation, *r.RDMA)
+	case r.RDMA != nil:
 		c.RDMA = *r.RDMA
+	case r.RDMAIsolation != nil:
+		c.RDMA = *r.RDMAIsolation
 	}
+	errs = append(errs, r.applyIB(c, rc, cniArgs)...)
+	errs = append(errs, r.applyLog(c)...)
 	info, infoField := r.CNIDeviceInfoFile, "CNIDeviceInfoFile"
 	if rc.CNIDeviceInfoFile != nil && *rc.CNIDeviceInfoFile != "" {
 		info, infoField = rc.CNIDeviceInfoFile, "runtimeConfig.CNIDeviceInfoFile"
@@ -185,12 +206,18 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	if len(r.PrevResult) > 0 && string(r.PrevResult) != "null" {
 		c.RawPrevResult = r.PrevResult
 	}
-	for i, a := range r.ValidAttachments {
+	// libcni sends the GC list under both names (the spec's first text
+	// used the second); either names the attachments to keep.
+	attachments, attField := r.ValidAttachments, "cni.dev/valid-attachments"
+	if attachments == nil && r.Attachments != nil {
+		attachments, attField = r.Attachments, "cni.dev/attachments"
+	}
+	for i, a := range attachments {
 		if a.ContainerID == "" || a.IfName == "" {
-			bad(fmt.Sprintf("cni.dev/valid-attachments[%d]", i), "needs containerID and ifname")
+			bad(fmt.Sprintf("%s[%d]", attField, i), "needs containerID and ifname")
 		}
 	}
-	c.ValidAttachments = r.ValidAttachments
+	c.ValidAttachments = attachments
 	return errs
 }
 
@@ -214,6 +241,19 @@ func (r *raw) applyVF(c *Config) []FieldError {
 			bad("vlanQoS", "needs a non-zero vlan")
 		default:
 			c.VF.VLANQoS = r.VLANQoS
+		}
+	}
+	if r.VLANProto != nil {
+		p, ok := vlanProtos[strings.ToLower(*r.VLANProto)]
+		switch {
+		case !ok:
+			bad("vlanProto", "%q must be \"802.1Q\" or \"802.1ad\"", *r.VLANProto)
+		case r.VLAN == nil:
+			bad("vlanProto", "needs vlan")
+		case p == netops.VLANProto8021AD && *r.VLAN == 0:
+			bad("vlanProto", "802.1ad needs a non-zero vlan")
+		default:
+			c.VF.VLANProto = &p
 		}
 	}
 	onOff := func(field string, v *string) Tri {
@@ -271,10 +311,18 @@ func jsonFields(v any) []string {
 	t := reflect.TypeOf(v)
 	var out []string
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
+		if name := jsonName(t.Field(i)); name != "" {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// jsonName is the JSON key of a struct field ("" for none).
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
 }

@@ -49,7 +49,10 @@ type Record struct {
 	PF      *PF         `json:"pf,omitempty"`
 	// OrigVF is the VF's settings before ADD; nil when not a VF.
 	OrigVF *netops.VFSettings `json:"origVF,omitempty"`
-	RDMA   string             `json:"rdma,omitempty"`
+	// OrigGUID is an InfiniBand VF's GUID before ADD set another one
+	// ("" when ADD set none).
+	OrigGUID string `json:"origGUID,omitempty"`
+	RDMA     string `json:"rdma,omitempty"`
 
 	DeviceInfoFile string          `json:"deviceInfoFile,omitempty"`
 	Config         json.RawMessage `json:"config"`

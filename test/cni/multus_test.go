@@ -1,0 +1,258 @@
+package cni
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/netops/netnstest"
+)
+
+// These tests drive railyard-cni through the real libcni (v1.3.1, the
+// library Multus, containerd and CRI-O call plugins with), sending exactly
+// what Multus sends a delegate of a network with a resourceName. From
+// multus-cni pkg/types/conf.go (read at 95a0932, 2026-08):
+//   - delegateAddDeviceID / addDeviceIDInConfList: the network's config is
+//     decoded into a map, "deviceID" and "pciBusID" are both set to the
+//     allocated device's PCI address, and it is marshalled again;
+//   - createRuntimeConf: CNI_ARGS IgnoreUnknown=true, K8S_POD_NAMESPACE,
+//     K8S_POD_NAME, K8S_POD_INFRA_CONTAINER_ID, K8S_POD_UID;
+//   - newCNIRuntimeConf: capability args deviceID and CNIDeviceInfoFile
+//     (auto-generated as <network>-<containerID>_<ifname>), which libcni
+//     passes in runtimeConfig only for capabilities the config declares.
+
+// multusDelegate is conf with Multus's device injection. A conflist gets
+// it in every plugin.
+func multusDelegate(t *testing.T, conf []byte, pci string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(conf, &m); err != nil {
+		t.Fatal(err)
+	}
+	if plugins, ok := m["plugins"].([]any); ok {
+		for _, p := range plugins {
+			p.(map[string]any)["deviceID"] = pci
+			p.(map[string]any)["pciBusID"] = pci
+		}
+	} else {
+		m["deviceID"], m["pciBusID"] = pci, pci
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod.
+func multusRuntimeConf(network, containerID, netns, pci, devInfoDir string) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{
+		ContainerID: containerID, NetNS: netns, IfName: "net1",
+		Args: [][2]string{
+			{"IgnoreUnknown", "true"},
+			{"K8S_POD_NAMESPACE", "default"},
+			{"K8S_POD_NAME", "trainer-0"},
+			{"K8S_POD_INFRA_CONTAINER_ID", containerID},
+			{"K8S_POD_UID", "5f1c1e0e-7d53-4b8e-9a55-0a1b2c3d4e5f"},
+		},
+		CapabilityArgs: map[string]any{
+			"deviceID":          pci,
+			"CNIDeviceInfoFile": filepath.Join(devInfoDir, fmt.Sprintf("%s-%s_net1-device.json", network, containerID)),
+		},
+	}
+}
+
+// nad is a NetworkAttachmentDefinition's config for railyard-cni on this
+// node, declaring the capabilities Multus fills.
+func (n *node) nad(name, subnet string) map[string]any {
+	return map[string]any{
+		"cniVersion": "1.0.0", "name": name, "type": "railyard-cni",
+		"stateDir": n.stateDir, "sysfsRoot": n.sysfs.Root, "lockTimeout": "3s", "mtu": 9000,
+		"capabilities": map[string]bool{"deviceID": true, "CNIDeviceInfoFile": true},
+		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "ipam"),
+			"ranges": [][]map[string]string{{{"subnet": subnet}}}},
+	}
+}
+
+func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
+	for _, list := range []bool{false, true} {
+		t.Run(fmt.Sprintf("conflist=%v", list), func(t *testing.T) {
+			n := newNode(t)
+			n.addVF(pciA)
+			pod := netnstest.NewNetns(t, "pod")
+			devInfo := filepath.Join(n.dir, "devinfo")
+			raw, err := json.Marshal(n.nad("roce-a", "192.168.210.0/24"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if list {
+				var plugin map[string]any
+				_ = json.Unmarshal(raw, &plugin)
+				raw, _ = json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "roce-a", "plugins": []any{plugin}})
+			}
+			cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
+			rt := multusRuntimeConf("roce-a", "c0ffee", pod, pciA, devInfo)
+			delegate := multusDelegate(t, raw, pciA)
+			var (
+				add        func() (types.Result, error)
+				check, del func() error
+			)
+			if list {
+				cl, err := libcni.NetworkConfFromBytes(delegate)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add = func() (types.Result, error) { return cni.AddNetworkList(ctx, cl, rt) }
+				check = func() error { return cni.CheckNetworkList(ctx, cl, rt) }
+				del = func() error { return cni.DelNetworkList(ctx, cl, rt) }
+			} else {
+				//lint:ignore SA1019 Multus calls plugins through it (pkg/multus/multus.go, confAdd/confDel).
+				c, err := libcni.ConfFromBytes(delegate)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add = func() (types.Result, error) { return cni.AddNetwork(ctx, c, rt) }
+				check = func() error { return cni.CheckNetwork(ctx, c, rt) }
+				del = func() error { return cni.DelNetwork(ctx, c, rt) }
+			}
+			res, err := add()
+			if err != nil {
+				t.Fatalf("ADD as Multus sends it: %v", err)
+			}
+			b, _ := json.Marshal(res)
+			if !strings.Contains(string(b), `"pciID":"`+pciA+`"`) || !strings.Contains(string(b), "192.168.210.") {
+				t.Errorf("result %s", b)
+			}
+			if got := podLinks(t, pod); len(got) != 1 || got[0] != "net1" {
+				t.Errorf("pod links %v, want net1", got)
+			}
+			// Multus reads this file into the pod's network-status.
+			info, err := os.ReadFile(rt.CapabilityArgs["CNIDeviceInfoFile"].(string))
+			if err != nil || !strings.Contains(string(info), pciA) {
+				t.Errorf("device-info file: %s (%v)", info, err)
+			}
+			if err := check(); err != nil {
+				t.Errorf("CHECK: %v", err)
+			}
+			for i := 0; i < 2; i++ {
+				if err := del(); err != nil {
+					t.Fatalf("DEL %d: %v", i+1, err)
+				}
+			}
+			n.assertHome(pciA)
+			if got := n.ipamFiles("roce-a"); got != 0 {
+				t.Errorf("host-local still holds %d addresses", got)
+			}
+		})
+	}
+}
+
+// TestLibcniDelReleasesWhenAddWouldRejectVeth: a pod attached under one
+// configuration is released by a DEL whose configuration ADD would
+// refuse (here a field this version does not know, as pciBusID once was):
+// nothing may keep a pod Terminating for good.
+func TestLibcniDelReleasesWhenAddWouldRejectVeth(t *testing.T) {
+	n := newNode(t)
+	n.addVF(pciA)
+	pod := netnstest.NewNetns(t, "pod")
+	cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
+	rt := multusRuntimeConf("roce-a", "c0ffee", pod, pciA, filepath.Join(n.dir, "devinfo"))
+	conf := n.nad("roce-a", "192.168.211.0/24")
+	raw, _ := json.Marshal(conf)
+	//lint:ignore SA1019 Multus calls plugins through it (pkg/multus/multus.go, confAdd/confDel).
+	c, err := libcni.ConfFromBytes(multusDelegate(t, raw, pciA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cni.AddNetwork(ctx, c, rt); err != nil {
+		t.Fatal(err)
+	}
+	conf["fieldFromANewerMultus"] = map[string]any{"x": 1}
+	raw, _ = json.Marshal(conf)
+	//lint:ignore SA1019 Multus calls plugins through it (pkg/multus/multus.go, confAdd/confDel).
+	changed, err := libcni.ConfFromBytes(multusDelegate(t, raw, pciA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cni.AddNetwork(ctx, changed, multusRuntimeConf("roce-a", "other", pod, pciA, n.dir)); err == nil {
+		t.Fatal("ADD accepted an unknown field")
+	}
+	if err := cni.DelNetwork(ctx, changed, rt); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	n.assertHome(pciA)
+	if got := n.ipamFiles("roce-a"); got != 0 {
+		t.Errorf("host-local still holds %d addresses", got)
+	}
+}
+
+// TestLibcniGCKeepsValidAttachmentsVeth: libcni's GC sends the valid
+// attachments as cni.dev/valid-attachments and cni.dev/attachments; the
+// attachment named there stays, the other is released.
+func TestLibcniGCKeepsValidAttachmentsVeth(t *testing.T) {
+	n := newNode(t)
+	n.addVF(pciA)
+	n.addVF(pciB)
+	podA, podB := netnstest.NewNetns(t, "poda"), netnstest.NewNetns(t, "podb")
+	cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
+	plugin := n.nad("roce-gc", "192.168.212.0/24")
+	plugin["cniVersion"] = "1.1.0"
+	raw, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "roce-gc", "plugins": []any{plugin}})
+	rtA := multusRuntimeConf("roce-gc", "keep", podA, pciA, filepath.Join(n.dir, "devinfo"))
+	rtB := multusRuntimeConf("roce-gc", "stale", podB, pciB, filepath.Join(n.dir, "devinfo"))
+	for _, x := range []struct {
+		rt  *libcni.RuntimeConf
+		pci string
+	}{{rtA, pciA}, {rtB, pciB}} {
+		cl, err := libcni.NetworkConfFromBytes(multusDelegate(t, raw, x.pci))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cni.AddNetworkList(ctx, cl, x.rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := libcni.NetworkConfFromBytes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only GC itself, not libcni's DEL of cached attachments, is under
+	// test: a fresh cache directory holds none.
+	gc := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache-gc"), nil)
+	if err := gc.GCNetworkList(ctx, cl, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: "keep", IfName: "net1"}}}); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	n.assertHome(pciB)
+	if got := podLinks(t, podA); len(got) != 1 || got[0] != "net1" {
+		t.Errorf("GC touched the valid attachment: pod A links %v", got)
+	}
+}
+
+// TestBinaryLogsWhereConfigured: sriov-cni's logFile and logLevel: one line
+// per call in the file, nothing but the result on stdout.
+func TestBinaryLogsWhereConfigured(t *testing.T) {
+	require(t)
+	logFile := filepath.Join(t.TempDir(), "cni.log")
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"n","type":"railyard-cni","deviceID":"0000:01:00.0","logLevel":"info","logFile":%q,"stateDir":%q}`,
+		logFile, t.TempDir())
+	out, err := runBinary(t, "DEL", conf)
+	if err != nil {
+		t.Fatalf("DEL of nothing: %v %s", err, out)
+	}
+	if out != "" {
+		t.Errorf("DEL stdout %q, want nothing", out)
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "command=DEL") || !strings.Contains(s, "device=0000:01:00.0") || !strings.Contains(s, "railyard-cni done") {
+		t.Errorf("log %q", s)
+	}
+}
