@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,29 +21,58 @@ const (
 	vendorAMD    = 0x1002
 )
 
-var hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4}:[0-9a-f]{2}$`)
-
 // Discover reads the sysfs tree at root ("" means /sys) and returns the
 // node's topology. It fails only when the tree has no PCI bus at all or ctx
 // is done; every other problem is a warning in the result.
 func Discover(ctx context.Context, root string) (*topology.Topology, error) {
-	inv, err := ReadInventory(ctx, root)
+	return Options{}.Discover(ctx, root)
+}
+
+// ReadInventory reads the raw inventory without deriving classes or rails.
+func ReadInventory(ctx context.Context, root string) (topology.Inventory, error) {
+	return Options{}.ReadInventory(ctx, root)
+}
+
+// Discover is the package's Discover with these options. Its signature is
+// Discover's, so a caller that takes a discovery function (the agent) can
+// be handed opts.Discover.
+func (o Options) Discover(ctx context.Context, root string) (*topology.Topology, error) {
+	inv, err := o.ReadInventory(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	return topology.Build(inv), nil
 }
 
-// ReadInventory reads the raw inventory without deriving classes or rails.
-func ReadInventory(ctx context.Context, root string) (topology.Inventory, error) {
+// ReadInventory is the package's ReadInventory with these options.
+func (o Options) ReadInventory(ctx context.Context, root string) (topology.Inventory, error) {
+	inv, err := readInventory(ctx, root)
+	if err != nil {
+		return inv, err
+	}
+	if o.NCCLTopology != nil {
+		applyNCCLTopology(&inv, o.NCCLTopology, o.NCCLTopologyName)
+	}
+	return inv, nil
+}
+
+func readInventory(ctx context.Context, root string) (topology.Inventory, error) {
 	fs := sysfs.New(root)
 	r := &reader{fs: fs, inv: topology.Inventory{Root: fs.Root}}
 	if _, err := os.Stat(fs.Path("bus/pci/devices")); err != nil {
 		return topology.Inventory{}, fmt.Errorf("no PCI bus under %s: %w", fs.Root, err)
 	}
-	addrs, err := fs.PCIDevices()
+	names, err := fs.List("bus/pci/devices")
 	if err != nil {
-		return topology.Inventory{}, err
+		return topology.Inventory{}, fmt.Errorf("listing PCI devices: %w", err)
+	}
+	addrs := make([]string, 0, len(names))
+	for _, n := range names {
+		if !sysfs.ValidPCIAddress(n) {
+			r.warn(filepath.Join("bus/pci/devices", n), "skipped: not a PCI address (DDDD:BB:DD.F)")
+			continue
+		}
+		addrs = append(addrs, n)
 	}
 	read, err := r.readAll(ctx, addrs)
 	if err != nil {
@@ -152,12 +180,33 @@ func (r *reader) readAll(ctx context.Context, addrs []string) ([]*fn, error) {
 	return out, nil
 }
 
+// isGPU reports whether a function is a GPU that compute frameworks use,
+// by the rules of the vendors' own stacks (docs/topology.md):
+//
+//   - NVIDIA: any display controller (VGA 0x0300, 3D 0x0302, other 0x0380)
+//     or processing accelerator (0x1200): the nvidia driver binds VGA and 3D
+//     controllers and NVML, nvidia-smi and the device plugin (go-nvlib) count
+//     both; NVIDIA makes no display-only server parts.
+//   - AMD: a 3D controller, other display controller or processing
+//     accelerator (Instinct parts use 0x0380 and 0x1200) always; a VGA
+//     controller (0x0300) only when bound to amdgpu, the driver behind ROCm's
+//     KFD. Server boards carry ATI VGA cores as BMC/onboard video (ES1000,
+//     1002:515e, behind the chipset) that radeon or no driver binds: they
+//     are no GPUs and get no rail.
 func isGPU(d topology.PCIDevice) bool {
-	if d.Vendor != vendorNVIDIA && d.Vendor != vendorAMD {
-		return false
-	}
 	base, sub := d.Class>>16, (d.Class>>8)&0xff
-	return base == 0x03 || (base == 0x12 && sub == 0x00) // display/3D, processing accelerator
+	switch d.Vendor {
+	case vendorNVIDIA:
+		return base == 0x03 || (base == 0x12 && sub == 0x00)
+	case vendorAMD:
+		switch {
+		case base == 0x03 && sub == 0x00:
+			return d.Driver == "amdgpu"
+		case base == 0x03, base == 0x12 && sub == 0x00:
+			return true
+		}
+	}
+	return false
 }
 
 // devDir resolves bus/pci/devices/<addr> with one readlink; falls back to a
@@ -201,8 +250,17 @@ func (r *reader) readFunction(addr string) *fn {
 	if err != nil {
 		return &fn{err: err}
 	}
-	if f.dev.Class>>16 != 0x02 { // only network controllers have netdevs and RDMA devices
+	// A function with an RDMA device is an RDMA NIC whatever its class:
+	// InfiniBand HCAs of class 0x0c06 (ConnectX-2, QLogic TrueScale) and
+	// VMware's PVRDMA (0x0280) have one. Bridges never do, and GPUs are
+	// not read for it; other functions are listed for infiniband/ only.
+	if f.dev.Bridge || isGPU(f.dev) {
 		return f
+	}
+	if f.dev.Class>>16 != 0x02 {
+		if ib, _ := r.fs.List(filepath.Join(f.dir, "infiniband")); len(ib) == 0 {
+			return f
+		}
 	}
 	f.netdevs, f.rdma, f.uverbs, f.ports = r.readEndpoints(f, f.dir, addr)
 	f.hasRDMA = f.rdma != ""
@@ -219,8 +277,8 @@ func (r *reader) location(addr, dir string) (topology.PCIDevice, error) {
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	hb := -1
 	for i, p := range parts {
-		if hostBridgeRE.MatchString(p) {
-			hb = i
+		if sysfs.ValidHostBridge(p) {
+			hb = i // the last one: VMD domains sit below a function of another
 		}
 	}
 	if hb < 0 || hb >= len(parts)-1 || parts[len(parts)-1] != addr {
@@ -268,11 +326,13 @@ func (r *reader) readIdentity(addr, dir string) (*fn, error) {
 func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	n := topology.NIC{PCI: f.dev.Address, Vendor: f.dev.Vendor, Device: f.dev.Device, Driver: f.dev.Driver, NUMA: f.dev.NUMA}
 	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = f.netdevs, f.rdma, f.uverbs, f.ports
-	if len(n.Netdevs) > 0 {
-		n.Netdev = n.Netdevs[0]
-	}
 	if len(n.Ports) > 0 {
 		n.LinkLayer = n.Ports[0].LinkLayer
+	}
+	if len(n.Netdevs) > 0 {
+		n.Netdev = n.Netdevs[0]
+	} else {
+		r.pairedNetdev(f, &n)
 	}
 	for _, p := range n.Ports {
 		if !p.Active() {

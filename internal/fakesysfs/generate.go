@@ -108,6 +108,9 @@ func (g *generator) node(n *machine.Node, parentDir string, numa int) error {
 }
 
 func driverFor(n *machine.Node) string {
+	if n.Driver != "" {
+		return n.Driver
+	}
 	switch {
 	case n.Kind == machine.KindGPU && n.Vendor == 0x10de:
 		return "nvidia"
@@ -121,8 +124,14 @@ func driverFor(n *machine.Node) string {
 			return "nvme"
 		}
 		return ""
+	case n.Vendor == 0x15b3 && (n.Device < 0x1011 || n.Device>>12 == 0x6):
+		return "mlx4_core" // ConnectX-2 (0x67xx) and ConnectX-3 (0x1003, 0x1007)
 	case n.Vendor == 0x15b3:
-		return "mlx5_core"
+		return "mlx5_core" // Connect-IB, ConnectX-4 and later, BlueField
+	case n.Vendor == 0x15ad && n.Device == 0x0820:
+		return "vmw_pvrdma"
+	case n.Vendor == 0x15ad && n.Device == 0x07b0:
+		return "vmxnet3"
 	case n.Vendor == 0x1d0f && n.Device == 0xefa0:
 		return "efa"
 	case n.Vendor == 0x1d0f:
@@ -180,19 +189,22 @@ func (g *generator) nic(n *machine.Node, dir string) error {
 	if n.RDMA == "" {
 		return nil
 	}
-	state := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: n.Rate, linkLayer: n.LinkLayer}
+	state := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: n.Rate, linkLayer: n.LinkLayer, netdev: n.Netdev}
+	if state.netdev == "" {
+		state.netdev = n.RoCENetdev
+	}
 	ports := n.Ports
 	if ports < 1 {
 		ports = 1
 	}
-	if err := writeRDMA(g.root, dir, n.RDMA, ports, state, n.Netdev != ""); err != nil {
+	if err := writeRDMA(g.root, dir, n.RDMA, ports, state); err != nil {
 		return err
 	}
 	if err := writeUverbs(g.root, dir, fmt.Sprintf("uverbs%d", g.uverbs), n.RDMA); err != nil {
 		return err
 	}
 	g.uverbs++
-	if n.Vendor == 0x15b3 {
+	if driverFor(n) == "mlx5_core" {
 		total := g.opt.TotalVFs
 		if total == 0 {
 			total = max(g.opt.VFsPerPF, 16)
@@ -236,9 +248,12 @@ func writeNetdev(root, dir, name string, infiniband bool, mac string) error {
 
 type portState struct {
 	state, phys, rate, linkLayer string
+	// netdev is the netdev the RoCE GIDs belong to ("" for none): the
+	// function's own, or a paired function's (PVRDMA's vmxnet3).
+	netdev string
 }
 
-func writeRDMA(root, dir, name string, ports int, st portState, withIP bool) error {
+func writeRDMA(root, dir, name string, ports int, st portState) error {
 	g := &generator{root: root}
 	ib := filepath.Join(dir, "infiniband", name)
 	if err := g.write(filepath.Join(ib, "node_type"), "1: CA"); err != nil {
@@ -251,12 +266,18 @@ func writeRDMA(root, dir, name string, ports int, st portState, withIP bool) err
 				return err
 			}
 		}
-		for idx, gid := range gidTable(st.linkLayer, withIP) {
+		for idx, gid := range gidTable(st.linkLayer, st.netdev != "") {
 			if err := g.write(filepath.Join(pd, "gids", strconv.Itoa(idx)), gid.gid); err != nil {
 				return err
 			}
 			if gid.typ != "" {
 				if err := g.write(filepath.Join(pd, "gid_attrs/types", strconv.Itoa(idx)), gid.typ); err != nil {
+					return err
+				}
+			}
+			// The kernel ties every RoCE GID to its netdev.
+			if gid.typ != "" && st.netdev != "" {
+				if err := g.write(filepath.Join(pd, "gid_attrs/ndevs", strconv.Itoa(idx)), st.netdev); err != nil {
 					return err
 				}
 			}

@@ -78,6 +78,7 @@ func AddVFs(root, pfAddr string, n int) error {
 	pfNet := firstEntry(filepath.Join(abs, "net"))
 	pfRDMA := firstEntry(filepath.Join(abs, "infiniband"))
 	st := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: "100 Gb/sec (4X EDR)", linkLayer: "Ethernet"}
+	domain, _, _ := strings.Cut(pfAddr, ":")
 	if pfRDMA != "" {
 		pd := filepath.Join(abs, "infiniband", pfRDMA, "ports/1")
 		st.rate = readTrim(filepath.Join(pd, "rate"))
@@ -98,7 +99,7 @@ func AddVFs(root, pfAddr string, n int) error {
 		var vfAddr string
 		for {
 			rid++
-			vfAddr, err = addressOf(pfAddr[:4], rid)
+			vfAddr, err = addressOf(domain, rid)
 			if err != nil {
 				return err
 			}
@@ -124,7 +125,11 @@ func AddVFs(root, pfAddr string, n int) error {
 		if pfRDMA != "" {
 			rdma := fmt.Sprintf("mlx5_%d", nextRDMA)
 			nextRDMA++
-			if err := writeRDMA(root, vfDir, rdma, 1, st, pfNet != ""); err != nil {
+			vst := st
+			if pfNet != "" {
+				vst.netdev = fmt.Sprintf("%sv%d", pfNet, i)
+			}
+			if err := writeRDMA(root, vfDir, rdma, 1, vst); err != nil {
 				return err
 			}
 			if err := writeUverbs(root, vfDir, fmt.Sprintf("uverbs%d", nextUverbs), rdma); err != nil {
@@ -137,8 +142,12 @@ func AddVFs(root, pfAddr string, n int) error {
 }
 
 func routingID(addr string) (int, error) {
-	var dom, bus, dev, fn int
-	if _, err := fmt.Sscanf(addr, "%04x:%02x:%02x.%1d", &dom, &bus, &dev, &fn); err != nil {
+	var bus, dev, fn int
+	_, rest, ok := strings.Cut(addr, ":") // the domain may be wider than four digits
+	if !ok {
+		return 0, fmt.Errorf("fakesysfs: bad PCI address %q", addr)
+	}
+	if _, err := fmt.Sscanf(rest, "%02x:%02x.%1d", &bus, &dev, &fn); err != nil {
 		return 0, fmt.Errorf("fakesysfs: bad PCI address %q: %w", addr, err)
 	}
 	return bus<<8 | dev<<3 | fn, nil

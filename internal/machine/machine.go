@@ -61,13 +61,22 @@ type Node struct {
 	Rate      string // "400 Gb/sec (4X NDR)"
 	LinkLayer string // "InfiniBand" | "Ethernet" | "" (derived)
 	Role      string // "compute", "storage/...", free text
-	Virtual   bool   // a bridge that exists only in an NCCL topo file
-	Children  []*Node
+	// RoCENetdev is the netdev a RoCE port's GIDs belong to when the
+	// function has none of its own (VMware PVRDMA pairs with the vmxnet3
+	// netdev on function 0 of its slot).
+	RoCENetdev string
+	// Driver overrides the driver the generator binds ("mlx4_core",
+	// "radeon", "" for the kind's default).
+	Driver   string
+	Virtual  bool // a bridge that exists only in an NCCL topo file
+	Children []*Node
 }
 
 var (
-	hostBridgeRE = regexp.MustCompile(`^pci([0-9a-f]{4}):([0-9a-f]{2})$`)
-	bdfRE        = regexp.MustCompile(`^([0-9a-f]{4}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$`)
+	// Domains have four hex digits, or up to eight without a leading zero
+	// (Intel VMD domains start at 10000), as sysfs prints them.
+	hostBridgeRE = regexp.MustCompile(`^pci([0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):([0-9a-f]{2})$`)
+	bdfRE        = regexp.MustCompile(`^([0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$`)
 	hexRE        = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+$`)
 )
 
@@ -213,6 +222,7 @@ func parseNode(m map[string]any, path string, nicPorts map[string]portInfo) (*No
 		Ports:    intValue(m["ports"], 1),
 		Rate:     str(m["rate"]),
 		Role:     str(m["role"]),
+		Driver:   str(m["driver"]),
 	}
 	if n.NUMA < 0 {
 		n.NUMA = -1
@@ -249,6 +259,7 @@ func parseNode(m map[string]any, path string, nicPorts map[string]portInfo) (*No
 		if _, given := m["netdev"]; !given {
 			n.Netdev = p.netdev // an explicit null means "no netdev"
 		}
+		n.RoCENetdev = firstToken(m["roce_netdev"])
 		n.LinkLayer = str(m["link_layer"])
 		if n.LinkLayer == "" {
 			n.LinkLayer = p.linkLayer
@@ -344,7 +355,7 @@ func (n *Node) defaults() {
 			switch {
 			case n.Vendor == 0x1d0f:
 				n.LinkLayer = "Unspecified" // EFA (SRD), neither IB nor RoCE
-			case n.Class>>8 == 0x0207:
+			case n.Class>>8 == 0x0207, n.Class>>8 == 0x0c06: // InfiniBand network or serial-bus controller
 				n.LinkLayer = "InfiniBand"
 			default:
 				n.LinkLayer = "Ethernet"
