@@ -77,7 +77,10 @@ type devInfoPCI struct {
 // so Multus never reads half a document.
 func writeDevInfo(dir, resource string, d Device) error {
 	doc := devInfo{Type: "pci", Version: "1.1.0", PCI: devInfoPCI{PCIAddress: d.ID, RDMADevice: d.RDMA}}
-	if d.PF != d.ID {
+	switch {
+	case d.Share >= 0:
+		doc.PCI.PCIAddress = d.PF // a share is its NIC, named by the file's share ID
+	case d.PF != d.ID:
 		doc.PCI.PFPCIAddress = d.PF
 	}
 	b, err := json.Marshal(doc)

@@ -13,6 +13,14 @@ func EnvName(resource string) string {
 	return "PCIDEVICE_" + strings.ToUpper(r)
 }
 
+// RDMAEnvName returns the per-pool variable listing the RDMA devices a
+// container got from a resource, in rail order:
+// "railyard.io/rdma_vf-a" -> "RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF_A".
+// Unlike NCCL_IB_HCA it never conflicts with another pool's variable.
+func RDMAEnvName(resource string) string {
+	return "RAILYARD_RDMA_DEVICES_" + strings.TrimPrefix(EnvName(resource), "PCIDEVICE_")
+}
+
 // SocketName is the plugin's socket file name in the device plugin
 // directory: "railyard-railyard_io_rdma_vf_a.sock".
 func SocketName(resource string) string {

@@ -60,6 +60,13 @@ type Config struct {
 	RDMACM, UMAD, ISSM bool
 	// CDIKind, when set, adds CDI device names "<CDIKind>=<id>".
 	CDIKind string
+	// Shared says the pool's devices are shares of NICs (IDs
+	// "<pci>-s<k>"): GetPreferredAllocation spreads them over NICs.
+	Shared bool
+	// Groups, when set ("merged" mode), gives each container one NCCL
+	// configuration for all its pools instead of NCCL_IB_HCA in Allocate's
+	// environment. The agent's pools share one.
+	Groups *RailGroups
 	// Policy chooses preferred allocations.
 	Policy alloc.Policy
 	// GPUs finds the pod's GPUs for gpu-aware (nil: never known).

@@ -326,18 +326,18 @@ func TestAllocateFailsCleanlyAndRetries(t *testing.T) {
 	if err := os.Rename(rdmaCM, rdmaCM+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.allocate(req); err == nil || !strings.Contains(err.Error(), "rdma_cm is missing") {
+	if _, err := p.allocate(context.Background(), req); err == nil || !strings.Contains(err.Error(), "rdma_cm is missing") {
 		t.Fatalf("missing rdma_cm: %v", err)
 	}
 	if err := os.Rename(rdmaCM+".away", rdmaCM); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.allocate(req); err == nil || !strings.Contains(err.Error(), "device info") {
+	if _, err := p.allocate(context.Background(), req); err == nil || !strings.Contains(err.Error(), "device info") {
 		t.Fatalf("unwritable devinfo dir: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "dp")
 	p.cfg.DevInfoDir = dir
-	resp, err := p.allocate(req)
+	resp, err := p.allocate(context.Background(), req)
 	if err != nil || len(resp.ContainerResponses[0].Devices) != 2 {
 		t.Fatalf("retry: %v %v", resp, err)
 	}

@@ -52,9 +52,9 @@ func (s *rpcServer) GetPreferredAllocation(ctx context.Context, req *pluginapi.P
 	return resp, err
 }
 
-func (s *rpcServer) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+func (s *rpcServer) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	start := time.Now()
-	resp, err := s.p.allocate(req)
+	resp, err := s.p.allocate(ctx, req)
 	s.p.cfg.Metrics.ObserveRPC(s.p.cfg.Resource, "Allocate", time.Since(start), err)
 	return resp, err
 }
@@ -90,7 +90,12 @@ func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocati
 			}
 		}
 		var chosen []string
-		if snap.topo == nil {
+		classOf := chosen // the devices whose class to the GPUs is measured
+		if p.cfg.Shared {
+			chosen, classOf = preferShares(shareRequest{policy: policy, topo: snap.topo, gpus: areq.GPUs,
+				available: areq.Available, mustInclude: areq.MustInclude, size: size})
+			p.cfg.Log.Debug("preferred shares", "resource", p.cfg.Resource, "policy", policyName, "devices", chosen)
+		} else if snap.topo == nil {
 			p.cfg.Log.Warn("no topology yet: choosing in kubelet's order", "resource", p.cfg.Resource)
 			chosen = firstN(areq)
 		} else if res, err := policy.Allocate(areq); err != nil {
@@ -100,7 +105,10 @@ func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocati
 			chosen = res.Devices
 			p.cfg.Log.Debug("preferred allocation", "resource", p.cfg.Resource, "policy", policyName, "devices", chosen, "reasons", res.Reasons)
 		}
-		p.cfg.Metrics.ObservePreferred(p.cfg.Resource, policyName, classes(snap.topo, areq.GPUs, chosen))
+		if !p.cfg.Shared {
+			classOf = chosen
+		}
+		p.cfg.Metrics.ObservePreferred(p.cfg.Resource, policyName, classes(snap.topo, areq.GPUs, classOf))
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: chosen})
 	}
 	return resp, nil
@@ -162,7 +170,7 @@ func classes(t *topology.Topology, gpus, devices []string) []topology.Class {
 }
 
 // allocate builds the container responses: device nodes, env, devinfo, CDI.
-func (p *Plugin) allocate(req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+func (p *Plugin) allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	snap := p.current()
 	resp := &pluginapi.AllocateResponse{}
 	for _, cr := range req.GetContainerRequests() {
@@ -181,7 +189,7 @@ func (p *Plugin) allocate(req *pluginapi.AllocateRequest) (*pluginapi.AllocateRe
 			}
 			devs = append(devs, e.dev)
 		}
-		car, err := p.containerResponse(devs)
+		car, err := p.containerResponse(ctx, devs)
 		if err != nil {
 			return nil, err
 		}
@@ -192,13 +200,11 @@ func (p *Plugin) allocate(req *pluginapi.AllocateRequest) (*pluginapi.AllocateRe
 	return resp, nil
 }
 
-func (p *Plugin) containerResponse(devs []Device) (*pluginapi.ContainerAllocateResponse, error) {
+func (p *Plugin) containerResponse(ctx context.Context, devs []Device) (*pluginapi.ContainerAllocateResponse, error) {
 	car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
-	ids := make([]string, len(devs))
-	var hcas []string
+	var pcis []string
 	info := map[string]deviceInfoEnv{}
-	for i, d := range devs {
-		ids[i] = d.ID
+	for _, d := range devs {
 		specs, rdmaInfo, err := p.deviceSpecs(d)
 		if err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "device %s: %v", d.ID, err)
@@ -208,10 +214,15 @@ func (p *Plugin) containerResponse(devs []Device) (*pluginapi.ContainerAllocateR
 				car.Devices = append(car.Devices, sp)
 			}
 		}
-		if d.RDMA != "" {
-			hcas = append(hcas, d.RDMA)
+		// A share names its NIC: PCIDEVICE_* and _INFO list the NIC once.
+		pci := d.ID
+		if d.Share >= 0 {
+			pci = d.PF
 		}
-		info[d.ID] = deviceInfoEnv{Generic: map[string]string{"deviceID": d.ID}, RDMA: rdmaInfo}
+		if !slices.Contains(pcis, pci) {
+			pcis = append(pcis, pci)
+		}
+		info[pci] = deviceInfoEnv{Generic: map[string]string{"deviceID": pci}, RDMA: rdmaInfo}
 		if p.cfg.CDIKind != "" {
 			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + d.ID})
 		}
@@ -222,15 +233,41 @@ func (p *Plugin) containerResponse(devs []Device) (*pluginapi.ContainerAllocateR
 		}
 	}
 	env := EnvName(p.cfg.Resource)
-	car.Envs[env] = strings.Join(ids, ",")
+	car.Envs[env] = strings.Join(pcis, ",")
 	infoJSON, err := marshalInfo(info)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encoding %s_INFO: %v", env, err)
 	}
 	car.Envs[env+"_INFO"] = infoJSON
+	hcas := railHCAs(member(p.cfg.Resource, devs).Devices)
 	if len(hcas) > 0 {
-		// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
-		car.Envs["NCCL_IB_HCA"] = "=" + strings.Join(hcas, ",")
+		// Never conflicts with another pool's: the name is the pool's.
+		car.Envs[RDMAEnvName(p.cfg.Resource)] = strings.Join(hcas, ",")
+	}
+	if p.cfg.Groups == nil {
+		if len(hcas) > 0 {
+			// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
+			car.Envs["NCCL_IB_HCA"] = "=" + strings.Join(hcas, ",")
+		}
+		return car, nil
+	}
+	j, err := p.cfg.Groups.Join(ctx, p.cfg.Resource, devs)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "NCCL configuration: %v", err)
+	}
+	switch {
+	case j.Note != "":
+		p.cfg.Log.Warn("allocation starts its own NCCL group; a container taking several pools may see only this pool's devices in NCCL_IB_HCA",
+			"resource", p.cfg.Resource, "group", j.Group, "why", j.Note)
+	case len(j.With) > 0:
+		p.cfg.Log.Info("allocation joins the NCCL group of the same container", "resource", p.cfg.Resource, "group", j.Group, "with", j.With, "NCCL_IB_HCA", j.HCAs)
+	default:
+		p.cfg.Log.Debug("allocation starts an NCCL group", "resource", p.cfg.Resource, "group", j.Group, "NCCL_IB_HCA", j.HCAs)
+	}
+	car.Envs["NCCL_CONF_FILE"] = NCCLConfPath
+	car.Mounts = append(car.Mounts, &pluginapi.Mount{ContainerPath: NCCLConfPath, HostPath: j.ConfHostPath, ReadOnly: true})
+	if j.CDIName != "" {
+		car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: j.CDIName})
 	}
 	return car, nil
 }
