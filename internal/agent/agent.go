@@ -70,6 +70,10 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 		return nil, err
 	}
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
+	groups, err := railGroups(cfg, lister)
+	if err != nil {
+		return nil, err
+	}
 	for _, pc := range cfg.Pools {
 		sel, err := pool.Compile(pc)
 		if err != nil {
@@ -84,6 +88,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir,
 			RDMACM: rdmaCM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM, CDIKind: pc.CDIKind,
 			Policy: pol, GPUs: a.finder, Log: log, Metrics: a.metrics,
+			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups,
 		})
 		a.pools = append(a.pools, &poolPlugin{cfg: pc, sel: sel, plugin: p})
 	}
@@ -157,11 +162,11 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 func (a *Agent) devices(pp *poolPlugin, topo *topology.Topology) []deviceplugin.Device {
 	sel := pp.sel.Select(topo)
 	out := make([]deviceplugin.Device, len(sel))
-	fs := sysfs.New(a.cfg.SysfsRoot)
+	mad := madLookup(sysfs.New(a.cfg.SysfsRoot))
 	for i, d := range sel {
 		out[i] = deviceplugin.Device{Device: d}
 		if pp.cfg.DeviceNodes.UMAD || pp.cfg.DeviceNodes.ISSM {
-			out[i].UMAD, out[i].ISSM = madNodes(fs, d.ID)
+			out[i].UMAD, out[i].ISSM = mad(d)
 		}
 	}
 	return out

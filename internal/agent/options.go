@@ -43,6 +43,9 @@ var settings = [...]setting{
 	{"metrics-addr", "listen address of /healthz and /metrics, \"0\" disables (default 127.0.0.1:9410)", str(func(c *v1alpha1.AgentConfig) *string { return &c.MetricsAddr })},
 	{"gpu-map", "file mapping GPU UUIDs to PCI addresses (JSON object or nvidia-smi csv)", str(func(c *v1alpha1.AgentConfig) *string { return &c.GPUMap })},
 	{"node-name", "this node's name, for logs", str(func(c *v1alpha1.AgentConfig) *string { return &c.NodeName })},
+	{"nccl-ib-hca", "how containers get NCCL_IB_HCA: env (each pool's Allocate) or merged (one NCCL config per container for all its pools) (default env)", str(func(c *v1alpha1.AgentConfig) *string { return &c.NCCLIBHCA })},
+	{"state-dir", "directory of the merged NCCL config files containers mount (default /var/lib/railyard)", str(func(c *v1alpha1.AgentConfig) *string { return &c.StateDir })},
+	{"cdi-spec-dir", "with --nccl-ib-hca merged, also write a CDI spec per container here (e.g. /var/run/cdi) that sets NCCL_IB_HCA", str(func(c *v1alpha1.AgentConfig) *string { return &c.CDISpecDir })},
 	{"resync-interval", "period of the full rediscovery (default 10s)", func(c *v1alpha1.AgentConfig, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
