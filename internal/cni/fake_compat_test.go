@@ -7,18 +7,13 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
-// multusDelegate is conf as Multus hands it to a delegate of a network
-// with a resourceName: deviceID and pciBusID both set to the allocated
-// device (multus-cni pkg/types/conf.go, delegateAddDeviceID).
 func multusDelegate(t *testing.T, conf []byte, device string) []byte {
 	t.Helper()
-	var m map[string]any
-	must(t, json.Unmarshal(conf, &m))
-	m["deviceID"], m["pciBusID"] = device, device
-	b, err := json.Marshal(m)
+	b, err := multustest.Delegate(conf, device)
 	must(t, err)
 	return b
 }

@@ -11,39 +11,19 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 )
 
 // These tests drive railyard-cni through the real libcni (v1.3.1, the
 // library Multus, containerd and CRI-O call plugins with), sending exactly
-// what Multus sends a delegate of a network with a resourceName. From
-// multus-cni pkg/types/conf.go (read at 95a0932, 2026-08):
-//   - delegateAddDeviceID / addDeviceIDInConfList: the network's config is
-//     decoded into a map, "deviceID" and "pciBusID" are both set to the
-//     allocated device's PCI address, and it is marshalled again;
-//   - createRuntimeConf: CNI_ARGS IgnoreUnknown=true, K8S_POD_NAMESPACE,
-//     K8S_POD_NAME, K8S_POD_INFRA_CONTAINER_ID, K8S_POD_UID;
-//   - newCNIRuntimeConf: capability args deviceID and CNIDeviceInfoFile
-//     (auto-generated as <network>-<containerID>_<ifname>), which libcni
-//     passes in runtimeConfig only for capabilities the config declares.
+// what Multus sends a delegate of a network with a resourceName (see
+// internal/cni/multustest for what that is and where it comes from).
 
-// multusDelegate is conf with Multus's device injection. A conflist gets
-// it in every plugin.
+// multusDelegate is conf with Multus's device injection.
 func multusDelegate(t *testing.T, conf []byte, pci string) []byte {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(conf, &m); err != nil {
-		t.Fatal(err)
-	}
-	if plugins, ok := m["plugins"].([]any); ok {
-		for _, p := range plugins {
-			p.(map[string]any)["deviceID"] = pci
-			p.(map[string]any)["pciBusID"] = pci
-		}
-	} else {
-		m["deviceID"], m["pciBusID"] = pci, pci
-	}
-	b, err := json.Marshal(m)
+	b, err := multustest.Delegate(conf, pci)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,20 +32,8 @@ func multusDelegate(t *testing.T, conf []byte, pci string) []byte {
 
 // multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod.
 func multusRuntimeConf(network, containerID, netns, pci, devInfoDir string) *libcni.RuntimeConf {
-	return &libcni.RuntimeConf{
-		ContainerID: containerID, NetNS: netns, IfName: "net1",
-		Args: [][2]string{
-			{"IgnoreUnknown", "true"},
-			{"K8S_POD_NAMESPACE", "default"},
-			{"K8S_POD_NAME", "trainer-0"},
-			{"K8S_POD_INFRA_CONTAINER_ID", containerID},
-			{"K8S_POD_UID", "5f1c1e0e-7d53-4b8e-9a55-0a1b2c3d4e5f"},
-		},
-		CapabilityArgs: map[string]any{
-			"deviceID":          pci,
-			"CNIDeviceInfoFile": filepath.Join(devInfoDir, fmt.Sprintf("%s-%s_net1-device.json", network, containerID)),
-		},
-	}
+	pod := multustest.Pod{Namespace: "default", Name: "trainer-0", UID: "5f1c1e0e-7d53-4b8e-9a55-0a1b2c3d4e5f", SandboxID: containerID, Netns: netns}
+	return multustest.RuntimeConf(network, "net1", pod, pci, devInfoDir)
 }
 
 // nad is a NetworkAttachmentDefinition's config for railyard-cni on this

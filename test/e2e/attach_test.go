@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
@@ -28,8 +31,10 @@ import (
 // brings it back. What is fake: the sysfs tree (the agent's and the
 // plugin's), and the PF's netdev, which is a veth named like the PF
 // (there is no RDMA NIC here); without the RDMA subsystem the plugin runs
-// with "rdma": false. The test plays Multus: it runs the plugin binary with
-// the CNI environment for the pod's namespace.
+// with "rdma": false. The test plays Multus (which is not on the module
+// proxy): it calls the plugin through the real libcni with exactly the
+// configuration and arguments Multus sends a delegate of a network with a
+// resourceName, deviceID and pciBusID included (internal/cni/multustest).
 func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	c := requireCluster(t)
 	netnstest.Require(t)
@@ -83,13 +88,21 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	netnstest.NewVeth(t, netdev, netnstest.NewNetns(t, "attachpeer"))
 	netns := podNetns(t, string(created.UID))
 
-	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"rdma-e2e","type":"railyard-cni",
-	 "deviceID":%q,"sysfsRoot":%q,"stateDir":%q,"mtu":1400,
+	nad := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"rdma-e2e","type":"railyard-cni",
+	 "sysfsRoot":%q,"stateDir":%q,"mtu":1400,
+	 "capabilities":{"deviceID":true,"CNIDeviceInfoFile":true},
 	 "ipam":{"type":"host-local","ranges":[[{"subnet":"10.219.0.0/24"}]],"dataDir":%q}}`,
-		pf, env.SysfsDir, filepath.Join(dir, "cni-state"), filepath.Join(dir, "ipam"))
-	out, err := runCNI(t, c, "ADD", conf, string(created.UID), netns)
+		env.SysfsDir, filepath.Join(dir, "cni-state"), filepath.Join(dir, "ipam"))
+	multus := newMultus(t, c, dir, []byte(nad), pf, multustest.Pod{
+		Namespace: "default", Name: podName, UID: string(created.UID), SandboxID: "e2e-" + string(created.UID), Netns: netns,
+	})
+	res, err := multus.add(ctx)
 	if err != nil {
-		t.Fatalf("ADD: %v\n%s", err, out)
+		t.Fatalf("ADD as Multus sends it: %v", err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var result struct {
 		Interfaces []struct {
@@ -127,14 +140,18 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	if err := exec.Command("ip", "link", "show", netdev).Run(); err == nil {
 		t.Errorf("%s is still in the host namespace after ADD", netdev)
 	}
-	if out, err := runCNI(t, c, "CHECK", conf, string(created.UID), netns); err != nil {
-		t.Errorf("CHECK: %v\n%s", err, out)
+	// Multus reads the device-info file into the pod's network-status.
+	if info, err := os.ReadFile(multus.rt.CapabilityArgs["CNIDeviceInfoFile"].(string)); err != nil || !strings.Contains(string(info), pf) {
+		t.Errorf("device-info file for Multus: %s (%v)", info, err)
+	}
+	if err := multus.check(ctx); err != nil {
+		t.Errorf("CHECK: %v", err)
 	}
 
 	// DEL returns it under its own name; a second DEL succeeds.
 	for i := 1; i <= 2; i++ {
-		if out, err := runCNI(t, c, "DEL", conf, string(created.UID), netns); err != nil {
-			t.Fatalf("DEL %d: %v\n%s", i, err, out)
+		if err := multus.del(ctx); err != nil {
+			t.Fatalf("DEL %d: %v", i, err)
 		}
 	}
 	if out, err := exec.Command("ip", "-o", "link", "show", netdev).CombinedOutput(); err != nil {
@@ -145,25 +162,41 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	}
 }
 
-// runCNI executes bin/railyard-cni as a runtime (or Multus) does.
-func runCNI(t *testing.T, c *framework.Cluster, command, conf, containerID, netns string) ([]byte, error) {
+// multusCall is one delegate network of one pod, called as Multus calls
+// it: the real libcni with Multus's injected config and runtime arguments.
+type multusCall struct {
+	cni  *libcni.CNIConfig
+	conf *libcni.NetworkConfig
+	rt   *libcni.RuntimeConf
+}
+
+func newMultus(t *testing.T, c *framework.Cluster, dir string, nad []byte, pci string, pod multustest.Pod) *multusCall {
 	t.Helper()
 	bin, err := c.ProjectBin("railyard-cni")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+netns,
-		"CNI_IFNAME=net1", "CNI_PATH="+c.CNIBinDir())
-	cmd.Stdin = strings.NewReader(conf)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	delegate, err := multustest.Delegate(nad, pci)
 	if err != nil {
-		return append(stdout.Bytes(), stderr.Bytes()...), err
+		t.Fatal(err)
 	}
-	return stdout.Bytes(), nil
+	//lint:ignore SA1019 Multus calls plugins through it (pkg/multus/multus.go, confAdd/confDel).
+	conf, err := libcni.ConfFromBytes(delegate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &multusCall{
+		cni:  libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), c.CNIBinDir()}, filepath.Join(dir, "cni-cache"), nil),
+		conf: conf,
+		rt:   multustest.RuntimeConf(conf.Network.Name, "net1", pod, pci, filepath.Join(dir, "devinfo")),
+	}
 }
+
+func (m *multusCall) add(ctx context.Context) (types.Result, error) {
+	return m.cni.AddNetwork(ctx, m.conf, m.rt)
+}
+func (m *multusCall) check(ctx context.Context) error { return m.cni.CheckNetwork(ctx, m.conf, m.rt) }
+func (m *multusCall) del(ctx context.Context) error   { return m.cni.DelNetwork(ctx, m.conf, m.rt) }
 
 // podNetns returns /proc/<pid>/ns/net of a process in the pod's cgroup
 // (kubelet's cgroupfs driver puts it under .../pod<uid>/...).
