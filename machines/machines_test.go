@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/machine"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -30,6 +29,8 @@ type expectation struct {
 	overrides map[string]string
 	// bestFrom names another description whose gpu_nic_best applies.
 	bestFrom string
+	// gpus is the machine's GPU count when it is not 8.
+	gpus int
 }
 
 // numaRule is the expected class for machines whose description has no
@@ -69,6 +70,23 @@ var expectations = map[string]expectation{
 	// NCCL_TOPO_FILE, which regroups them under virtual bridges. The tree
 	// in the description is that topo file, so sysfs reality wins here.
 	"azure-ndv4": {classOf: sameNUMA("NODE", "SYS")},
+	// Azure NDv5 with its NCCL topology file (ndv5-topo.xml): each GPU and
+	// its HCA under one virtual bridge -> PIX; other pairs of the same
+	// <cpu> meet at the CPU -> PHB (NCCL's class; it has no NODE); across
+	// the two <cpu> elements -> SYS. TestNCCLTopologyChangesTheCloudVMView
+	// checks what sysfs alone says.
+	"azure-ndv5": {classOf: func(d *machine.Description, g, n *machine.Node) string {
+		switch {
+		case slices.ContainsFunc(d.BestNIC[g.Label], func(b string) bool { return strings.HasPrefix(n.Address, b+":") }):
+			return "PIX"
+		case g.NUMA == n.NUMA:
+			return "PHB"
+		}
+		return "SYS"
+	}},
+	// vSphere VM: the vGPU and the PVRDMA function sit on different root
+	// ports of the one host bridge -> PHB.
+	"vsphere-pvrdma": {classOf: func(*machine.Description, *machine.Node, *machine.Node) string { return "PHB" }, gpus: 1},
 }
 
 // dgx1Matrix returns the published DGX-1 matrix entry (dgx1_v100.json).
@@ -104,7 +122,11 @@ func discover(t *testing.T, name string, vfs int) (*machine.Description, *topolo
 	if err := WriteSysfs(name, dir, vfs); err != nil {
 		t.Fatal(err)
 	}
-	topo, err := discovery.Discover(context.Background(), dir)
+	opts, err := DiscoveryOptions(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := opts.Discover(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +176,12 @@ func TestBuiltinMachinesFromGeneratedSysfs(t *testing.T) {
 			if !slices.Equal(gotNICs, wantNICs) {
 				t.Errorf("NICs = %v, want %v", gotNICs, wantNICs)
 			}
-			if len(gotGPUs) != 8 {
-				t.Errorf("%d GPUs, every built-in machine has 8", len(gotGPUs))
+			wantCount := 8
+			if exp.gpus != 0 {
+				wantCount = exp.gpus
+			}
+			if len(gotGPUs) != wantCount {
+				t.Errorf("%d GPUs, want %d", len(gotGPUs), wantCount)
 			}
 
 			// Every pair's class: from the published matrix when the
@@ -289,15 +315,27 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// The embedded descriptions are copies of the project's shared machine
-// descriptions; when those sit beside the repository, they must match.
+// The embedded descriptions that the project's shared machine descriptions
+// also have are copies of them; when those sit beside the repository, they
+// must match. The others (the models added here, their NCCL topology files)
+// must be listed in machines/README.md.
 func TestEmbeddedCopiesMatchShared(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	shared := filepath.Join("..", "..", "shared", "machines")
 	if _, err := os.Stat(shared); err != nil {
 		t.Skipf("no shared machine descriptions at %s", shared)
 	}
 	for _, f := range Files() {
 		want, err := os.ReadFile(filepath.Join(shared, f))
+		if errors.Is(err, os.ErrNotExist) {
+			if !bytes.Contains(readme, []byte("| "+f+" |")) {
+				t.Errorf("%s is in neither %s nor machines/README.md", f, shared)
+			}
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

@@ -240,10 +240,22 @@ func writeNetdev(root, dir, name string, infiniband bool, mac string) error {
 			return err
 		}
 	}
-	if err := g.symlink(dir, filepath.Join(nd, "device")); err != nil {
+	if err := deviceLink(root, dir, nd); err != nil {
 		return err
 	}
 	return g.symlink(nd, filepath.Join("class/net", name))
+}
+
+// deviceLink writes <child>/device -> the function directory dir (child is
+// <dir>/<class>/<name>), spelled as the kernel spells it,
+// "../../../<address>", so its last element is the PCI address.
+func deviceLink(root, dir, child string) error {
+	p := filepath.Join(root, child, "device")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(p)
+	return os.Symlink(filepath.Join("../../..", filepath.Base(dir)), p)
 }
 
 type portState struct {
@@ -283,7 +295,7 @@ func writeRDMA(root, dir, name string, ports int, st portState) error {
 			}
 		}
 	}
-	if err := g.symlink(dir, filepath.Join(ib, "device")); err != nil {
+	if err := deviceLink(root, dir, ib); err != nil {
 		return err
 	}
 	return g.symlink(ib, filepath.Join("class/infiniband", name))

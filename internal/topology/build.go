@@ -88,7 +88,7 @@ func Build(in Inventory) *Topology {
 		}
 		if n, ok := t.NIC(r.NIC); ok && !n.Healthy() {
 			t.Warnings = append(t.Warnings, Warning{Path: r.GPU, Message: fmt.Sprintf(
-				"GPU railed to %s (%s) whose port is not ACTIVE: no healthy NIC as close (%s) has room", n.RDMA, n.PCI, r.Class)})
+				"GPU railed to %s (%s) whose port is not ACTIVE: no healthy NIC is as close (%s)", n.RDMA, n.PCI, r.Class)})
 		}
 	}
 	return t
@@ -244,44 +244,61 @@ func (t *Topology) distance(a, b string) Class {
 	return PXB
 }
 
-// rails solves the GPU -> NIC assignment exactly. Its objective, in order:
-// the minimal total class rank; then the fewest GPUs on an unhealthy NIC
-// (one with a port that is not ACTIVE), so a healthy NIC wins whenever one
-// is as close; then spreading GPUs over NICs (a NIC's second slot costs more
-// than any NIC's first); then the lowest PCI addresses, as the solver is
-// deterministic over sorted input. No NIC serves more than ceil(GPUs/H)
-// GPUs, H being the number of healthy NICs (all NICs when none is), so the
-// share of a NIC that is down goes to the healthy ones.
+// rails solves the GPU -> NIC assignment exactly. Every NIC has
+// ceil(GPUs/NICs) slots. A slot of a healthy NIC seats a GPU on that NIC; a
+// slot of an unhealthy NIC (a port not ACTIVE) seats it either on that NIC
+// or, as a stand-in, on the GPU's best healthy NIC: the share of a NIC that
+// is down goes to healthy ones. The objective, in order: the minimal total
+// class rank; then the fewest GPUs on unhealthy NICs (so a GPU stays on a
+// NIC that is down only when no healthy NIC is as close); then the fewest
+// GPUs seated as stand-ins; then spreading GPUs over NICs (a NIC's second
+// slot costs more than any NIC's first); then the lowest PCI addresses, as
+// the solver is deterministic over sorted input.
 func (t *Topology) rails() ([]Link, error) {
 	g, n := len(t.GPUs), len(t.NICs)
 	if g == 0 || n == 0 {
 		return nil, nil
 	}
-	healthy := 0
-	for i := range t.NICs {
-		if t.NICs[i].Healthy() {
-			healthy++
+	capacity := (g + n - 1) / n
+	// Weights that make the sums lexicographic: the slot sum stays below
+	// g*capacity, the stand-in and unhealthy counts below g+1.
+	slotLimit := int64(g) * int64(capacity)
+	standInWeight := slotLimit
+	downWeight := int64(g+1)*standInWeight + slotLimit
+	rankWeight := int64(g+1)*downWeight + downWeight
+	healthy := make([]bool, n)
+	for j := range t.NICs {
+		healthy[j] = t.NICs[j].Healthy()
+	}
+	// bestHealthy[i] is GPU i's closest healthy NIC (lowest address on
+	// ties), -1 when there is none.
+	bestHealthy := make([]int, g)
+	for i := range bestHealthy {
+		bestHealthy[i] = -1
+		for j := 0; j < n; j++ {
+			if healthy[j] && (bestHealthy[i] < 0 || t.Links[i*n+j].Class.Rank() < t.Links[i*n+bestHealthy[i]].Class.Rank()) {
+				bestHealthy[i] = j
+			}
 		}
 	}
-	if healthy == 0 {
-		healthy = n
-	}
-	capacity := (g + healthy - 1) / healthy
-	// Weights that make the three sums lexicographic: the slot sum stays
-	// below g*capacity, the unhealthy count below g+1.
-	slotLimit := int64(g) * int64(capacity)
-	downWeight := slotLimit
-	rankWeight := int64(g+1)*downWeight + slotLimit
 	cost := make([][]int64, g)
+	seat := make([][]int, g) // the NIC a GPU sits on in each column
 	for i := range cost {
 		cost[i] = make([]int64, n*capacity)
+		seat[i] = make([]int, n*capacity)
 		for j := 0; j < n; j++ {
-			c := int64(t.Links[i*n+j].Class.Rank()) * rankWeight
-			if !t.NICs[j].Healthy() {
+			c, at := int64(t.Links[i*n+j].Class.Rank())*rankWeight, j
+			if !healthy[j] {
 				c += downWeight
+				if b := bestHealthy[i]; b >= 0 {
+					if alt := int64(t.Links[i*n+b].Class.Rank())*rankWeight + standInWeight; alt < c {
+						c, at = alt, b
+					}
+				}
 			}
 			for s := 0; s < capacity; s++ {
 				cost[i][s*n+j] = c + int64(s)
+				seat[i][s*n+j] = at
 			}
 		}
 	}
@@ -291,8 +308,7 @@ func (t *Topology) rails() ([]Link, error) {
 	}
 	rails := make([]Link, g)
 	for i, col := range cols {
-		j := col % n
-		rails[i] = t.Links[i*n+j]
+		rails[i] = t.Links[i*n+seat[i][col]]
 	}
 	return rails, nil
 }

@@ -16,9 +16,9 @@ type Topology struct {
 	// the order of GPUs and NICs.
 	Links []Link `json:"links"`
 	// Rails assigns one NIC to every GPU: minimal total class rank, then the
-	// fewest GPUs on NICs whose ports are not all ACTIVE, with no NIC
-	// serving more than ceil(len(GPUs)/H) GPUs, H the number of healthy
-	// NICs (len(NICs) when none or all are). Sorted like GPUs.
+	// fewest GPUs on NICs whose ports are not all ACTIVE. Every NIC has a
+	// share of ceil(len(GPUs)/len(NICs)) GPUs; the share of a NIC that is
+	// down may go to healthy NICs. Sorted like GPUs.
 	Rails []Link `json:"rails"`
 	// Warnings are problems found during discovery that did not stop it.
 	Warnings []Warning `json:"warnings"`
