@@ -38,6 +38,15 @@ func render(w io.Writer, t *topology.Topology, from string) {
 		fmt.Fprintln(w, "\nLegend: PIX = at most one PCIe switch, PXB = several bridges (no host bridge),")
 		fmt.Fprintln(w, "PHB = through a host bridge, NODE = between host bridges of a NUMA node,")
 		fmt.Fprintln(w, "SYS = across NUMA nodes. NCCL uses GPUDirect RDMA by default up to PXB.")
+		fromFile := 0
+		for _, l := range t.Links {
+			if l.Source == "nccl-topo" {
+				fromFile++
+			}
+		}
+		if fromFile > 0 {
+			fmt.Fprintf(w, "Classes of %d of %d pairs come from the NCCL topology file (PHB there means\nthrough the CPU, as NCCL says; it has no NODE); the others from sysfs.\n", fromFile, len(t.Links))
+		}
 	}
 	if len(t.NICs) > 0 {
 		fmt.Fprintln(w, "\nRDMA NICs:")
@@ -55,6 +64,9 @@ func render(w io.Writer, t *topology.Topology, from string) {
 			netdev := n.Netdev
 			if netdev == "" {
 				netdev = "-"
+			}
+			if n.NetdevPCI != "" {
+				netdev += " (on " + n.NetdevPCI + ")"
 			}
 			vfs := "-"
 			if n.TotalVFs > 0 {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/nccltopo"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
@@ -21,13 +23,33 @@ type Source struct {
 	Sysfs   string
 	Machine string
 	VFs     int
+	// NCCLTopo is an NCCL topology file (NCCL_TOPO_FILE format) whose PCI
+	// nesting gives the GPU x NIC classes; it replaces a model's own file.
+	NCCLTopo string
 }
 
-// AddFlags registers --sysfs, --machine and --vfs on a command.
+// AddFlags registers --sysfs, --machine, --vfs and --nccl-topo on a command.
 func (s *Source) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.Sysfs, "sysfs", "", "read the topology from this sysfs root instead of /sys")
 	cmd.Flags().StringVar(&s.Machine, "machine", "", "use a built-in machine model (list them with: railyard machines)")
 	cmd.Flags().IntVar(&s.VFs, "vfs", 0, "with --machine: SR-IOV VFs to create on every ConnectX PF")
+	cmd.Flags().StringVar(&s.NCCLTopo, "nccl-topo", "", "classify GPU x NIC pairs from this NCCL topology file (NCCL_TOPO_FILE), as on cloud VMs that hide their PCIe switches")
+}
+
+// options returns the discovery options: the --nccl-topo file, else the
+// model's own file, else none.
+func (s *Source) options() (discovery.Options, error) {
+	if s.NCCLTopo != "" {
+		sys, err := nccltopo.ParseFile(s.NCCLTopo)
+		if err != nil {
+			return discovery.Options{}, fmt.Errorf("--nccl-topo: %w", err)
+		}
+		return discovery.Options{NCCLTopology: sys, NCCLTopologyName: filepath.Base(s.NCCLTopo)}, nil
+	}
+	if s.Machine != "" {
+		return machines.DiscoveryOptions(s.Machine)
+	}
+	return discovery.Options{}, nil
 }
 
 // Load discovers the topology the flags name; the live /sys without flags.
@@ -43,11 +65,15 @@ func (s *Source) Load(ctx context.Context) (*topology.Topology, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		t, err := machines.Topology(ctx, m.Name, s.VFs)
+		opts, err := s.options()
 		if err != nil {
 			return nil, "", err
 		}
-		return t, fmt.Sprintf("machine model %s (%s)", m.Name, m.Summary), nil
+		t, err := machines.TopologyWith(ctx, m.Name, s.VFs, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return t, fmt.Sprintf("machine model %s (%s)", m.Name, m.Summary) + withFile(opts), nil
 	}
 	if s.VFs != 0 {
 		return nil, "", errors.New("--vfs only applies to --machine models")
@@ -56,11 +82,22 @@ func (s *Source) Load(ctx context.Context) (*topology.Topology, string, error) {
 	if root == "" {
 		root = "/sys"
 	}
-	t, err := discovery.Discover(ctx, root)
+	opts, err := s.options()
 	if err != nil {
 		return nil, "", err
 	}
-	return t, "sysfs " + root, nil
+	t, err := opts.Discover(ctx, root)
+	if err != nil {
+		return nil, "", err
+	}
+	return t, "sysfs " + root + withFile(opts), nil
+}
+
+func withFile(o discovery.Options) string {
+	if o.NCCLTopology == nil {
+		return ""
+	}
+	return " with NCCL topology file " + o.NCCLTopologyName
 }
 
 // NewCommand returns the `railyard topo` command.
@@ -83,10 +120,17 @@ NCCL uses GPUDirect RDMA by default only up to PXB. topo also prints each
 NIC's ports and VFs, the rails (the best NIC for every GPU, no NIC serving
 more than its share) and warnings such as ports that are down.
 
-Without flags it reads the live /sys. Use --machine to try a built-in model.`,
+Without flags it reads the live /sys. Use --machine to try a built-in model.
+
+On cloud VMs that hide the PCIe tree (Azure ND-series: every GPU and NIC on
+its own PCI domain, so sysfs says NODE for every pair of a NUMA node), give the
+NCCL topology file the cloud ships for the VM size with --nccl-topo: its PCI
+nesting gives PIX/PXB/PHB and its <cpu numaid> NODE or SYS, as NCCL reads it.
+Models that have such a file (azure-ndv5) use theirs.`,
 		Example: `  railyard topo --machine dgx-h100
   railyard topo --machine dgx-a100 --vfs 8 --json
-  railyard topo --sysfs /tmp/fake-sys`,
+  railyard topo --sysfs /tmp/fake-sys
+  railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, from, err := src.Load(cmd.Context())
@@ -117,6 +161,11 @@ type jsonView struct {
 	Warnings []string   `json:"warnings"`
 }
 
+// Fields added after the first release are all omitempty, so older
+// consumers see the same document: links[].source ("nccl-topo" when the
+// class comes from an NCCL topology file), nics[].netdev_pci (the function
+// owning a paired netdev, PVRDMA) and nics[].healthy.
+
 type jsonGPU struct {
 	PCI    string `json:"pci"`
 	NUMA   int    `json:"numa"`
@@ -137,12 +186,16 @@ type jsonNIC struct {
 	Uverbs    string          `json:"uverbs"`
 	Ports     []topology.Port `json:"ports"`
 	VFList    []topology.VF   `json:"vf_list,omitempty"`
+	NetdevPCI string          `json:"netdev_pci,omitempty"`
+	// Healthy is false when a port is not ACTIVE; omitted when true.
+	Healthy *bool `json:"healthy,omitempty"`
 }
 
 type jsonLink struct {
-	GPU   string `json:"gpu"`
-	NIC   string `json:"nic"`
-	Class string `json:"class"`
+	GPU    string `json:"gpu"`
+	NIC    string `json:"nic"`
+	Class  string `json:"class"`
+	Source string `json:"source,omitempty"`
 }
 
 func writeJSON(w io.Writer, t *topology.Topology) error {
@@ -151,15 +204,19 @@ func writeJSON(w io.Writer, t *topology.Topology) error {
 		v.GPUs = append(v.GPUs, jsonGPU{PCI: g.PCI, NUMA: g.NUMA, Vendor: fmt.Sprintf("0x%04x", g.Vendor), Device: fmt.Sprintf("0x%04x", g.Device)})
 	}
 	for _, n := range t.NICs {
-		v.NICs = append(v.NICs, jsonNIC{PCI: n.PCI, Netdev: n.Netdev, RDMA: n.RDMA, LinkLayer: n.LinkLayer, NUMA: n.NUMA,
+		jn := jsonNIC{PCI: n.PCI, Netdev: n.Netdev, RDMA: n.RDMA, LinkLayer: n.LinkLayer, NUMA: n.NUMA,
 			VFs: len(n.VFs), TotalVFs: n.TotalVFs, Vendor: fmt.Sprintf("0x%04x", n.Vendor), Device: fmt.Sprintf("0x%04x", n.Device),
-			Uverbs: n.Uverbs, Ports: n.Ports, VFList: n.VFs})
+			Uverbs: n.Uverbs, Ports: n.Ports, VFList: n.VFs, NetdevPCI: n.NetdevPCI}
+		if !n.Healthy() {
+			jn.Healthy = new(bool)
+		}
+		v.NICs = append(v.NICs, jn)
 	}
 	for _, l := range t.Links {
-		v.Links = append(v.Links, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String()})
+		v.Links = append(v.Links, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String(), Source: l.Source})
 	}
 	for _, l := range t.Rails {
-		v.Rails = append(v.Rails, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String()})
+		v.Rails = append(v.Rails, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String(), Source: l.Source})
 	}
 	for _, w := range t.Warnings {
 		v.Warnings = append(v.Warnings, w.String())
