@@ -3,10 +3,14 @@
 // device plugin directory, registration with kubelet.sock (again whenever
 // kubelet restarts), ListAndWatch with each device's NUMA node and health,
 // GetPreferredAllocation through an allocation policy (for gpu-aware, with
-// the pod's GPUs found through PodResources), and Allocate returning only
-// the device's own verbs node, rdma_cm (umad/issm optional), SR-IOV device
-// plugin compatible environment variables, NCCL_IB_HCA, the Multus
+// the pod's GPUs found through PodResources; for shared pools, shares
+// spread over NICs), and Allocate returning only the device's own verbs
+// node, rdma_cm (umad/issm optional), SR-IOV device plugin compatible
+// environment variables, the per-pool RAILYARD_RDMA_DEVICES_<pool>,
+// NCCL_IB_HCA (or, with RailGroups, one merged NCCL configuration per
+// container across pools: a mounted file and a CDI spec), the Multus
 // device-info file and optional CDI device names.
 //
-// Device IDs are PCI addresses, so they survive agent restarts.
+// Device IDs are PCI addresses (or "<PCI address>-s<k>" for shares), so
+// they survive agent restarts.
 package deviceplugin
