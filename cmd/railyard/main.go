@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +19,10 @@ func main() {
 	defer stop()
 	if err := cli.Run(ctx, os.Args[1:], iostreams.Std()); err != nil {
 		fmt.Fprintln(os.Stderr, "railyard:", err)
+		var coded interface{ ExitCode() int } // e.g. migrate: 1 lossy, 2 invalid input
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }

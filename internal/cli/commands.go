@@ -6,6 +6,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
+	"github.com/railyard-io/railyard/internal/cli/migrate"
 	"github.com/railyard-io/railyard/internal/cli/simulate"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 )
@@ -18,5 +19,6 @@ func commands(s iostreams.Streams) []*cobra.Command {
 		machinescmd.NewCommand(s),
 		simulate.NewCommand(s),
 		bench.NewCommand(s),
+		migrate.NewCommand(s),
 	}
 }

@@ -1,0 +1,209 @@
+package migrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ErrInvalid is wrapped by every error about input the SR-IOV network
+// device plugin would refuse too.
+var ErrInvalid = errors.New("invalid SR-IOV device plugin configuration")
+
+// Device types of the SR-IOV network device plugin.
+const (
+	dpNetDevice    = "netDevice"
+	dpAccelerator  = "accelerator"
+	dpAuxNetDevice = "auxNetDevice"
+)
+
+// DefaultResourcePrefix is the SR-IOV network device plugin's default
+// resource prefix (its --resource-prefix flag).
+const DefaultResourcePrefix = "intel.com"
+
+// dpResourceName is the plugin's own check of resourceName
+// (utils.ValidResourceName).
+var dpResourceName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// dpConfig is config.json as the plugin decodes it (types.ResourceConfList):
+// encoding/json, so keys match case-insensitively and unknown keys are
+// ignored.
+type dpConfig struct {
+	ResourceList []dpResource `json:"resourceList"`
+	// unknown are, per resource, the keys the plugin ignores.
+	unknown [][]string
+}
+
+// dpResource is one entry of resourceList (types.ResourceConfig).
+type dpResource struct {
+	ResourcePrefix  string                       `json:"resourcePrefix"`
+	ResourceName    string                       `json:"resourceName"`
+	DeviceType      string                       `json:"deviceType"`
+	ExcludeTopology bool                         `json:"excludeTopology"`
+	Selectors       *json.RawMessage             `json:"selectors"`
+	AdditionalInfo  map[string]map[string]string `json:"additionalInfo"`
+}
+
+// dpSelector is the union of the plugin's selector objects
+// (NetDeviceSelectors, AccelDeviceSelectors, AuxNetDeviceSelectors). The
+// plugin's IsRdma field has no tag; encoding/json matches "isRdma" to it
+// case-insensitively, as it does here.
+type dpSelector struct {
+	Vendors      []string `json:"vendors"`
+	Devices      []string `json:"devices"`
+	Drivers      []string `json:"drivers"`
+	PCIAddresses []string `json:"pciAddresses"`
+	ACPIIndexes  []string `json:"acpiIndexes"`
+	PFNames      []string `json:"pfNames"`
+	RootDevices  []string `json:"rootDevices"`
+	LinkTypes    []string `json:"linkTypes"`
+	IsRdma       bool     `json:"isRdma"`
+	NeedVhostNet bool     `json:"needVhostNet"`
+	DDPProfiles  []string `json:"ddpProfiles"`
+	VdpaType     string   `json:"vdpaType"`
+	PKeys        []string `json:"pKeys"`
+	AuxTypes     []string `json:"auxTypes"`
+}
+
+// Keys each object knows, per device type, for the "ignored key" notes.
+var (
+	resourceKeys = []string{"resourcePrefix", "resourceName", "deviceType", "excludeTopology", "selectors", "additionalInfo"}
+	commonKeys   = []string{"vendors", "devices", "drivers"}
+	selectorKeys = map[string][]string{
+		dpNetDevice: append(append([]string{}, commonKeys...), "pciAddresses", "acpiIndexes", "pfNames", "rootDevices",
+			"linkTypes", "isRdma", "needVhostNet", "ddpProfiles", "vdpaType", "pKeys"),
+		dpAccelerator:  append(append([]string{}, commonKeys...), "pciAddresses", "acpiIndexes"),
+		dpAuxNetDevice: append(append([]string{}, commonKeys...), "pfNames", "rootDevices", "linkTypes", "isRdma", "acpiIndexes", "needVhostNet", "auxTypes"),
+	}
+)
+
+// configMapJSON returns data itself when it is JSON, or the "config.json"
+// of a ConfigMap given as YAML or JSON (operators keep the plugin's
+// configuration in one).
+func configMapJSON(data []byte) []byte {
+	var cm struct {
+		Kind string            `json:"kind"`
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(data, &cm); err != nil || cm.Kind != "ConfigMap" {
+		return data
+	}
+	if c, ok := cm.Data["config.json"]; ok {
+		return []byte(c)
+	}
+	return data
+}
+
+// decode reads config.json as the plugin does, and the keys it ignores.
+func decode(data []byte) (*dpConfig, []string, error) {
+	data = configMapJSON(data)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty document", ErrInvalid)
+	}
+	var c dpConfig
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, nil, fmt.Errorf("%w: not the plugin's JSON (it would refuse to start)%s: %w", ErrInvalid, position(data, err), err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, nil, fmt.Errorf("%w: the document is not a JSON object: %w", ErrInvalid, err)
+	}
+	if c.ResourceList == nil {
+		return nil, nil, fmt.Errorf("%w: no \"resourceList\": nothing to convert", ErrInvalid)
+	}
+	for k, v := range top {
+		if !strings.EqualFold(k, "resourceList") {
+			continue
+		}
+		var list []map[string]json.RawMessage
+		if err := json.Unmarshal(v, &list); err == nil && len(list) == len(c.ResourceList) {
+			c.unknown = make([][]string, len(list))
+			for i, obj := range list {
+				c.unknown[i] = unknownKeys(obj, resourceKeys)
+			}
+		}
+	}
+	return &c, unknownKeys(top, []string{"resourceList"}), nil
+}
+
+// selectorObjects parses selectors as the plugin's parseObjectOrSlice does:
+// first as one object, then as a list of at least one object. It returns
+// each object's decoded value and raw keys.
+func selectorObjects(raw *json.RawMessage) ([]dpSelector, []map[string]json.RawMessage, error) {
+	if raw == nil || bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
+		return nil, nil, errors.New("selectors: required (the plugin dereferences it)")
+	}
+	var one *dpSelector
+	if err := json.Unmarshal(*raw, &one); err == nil {
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(*raw, &keys); err != nil {
+			return nil, nil, fmt.Errorf("selectors: %w", err)
+		}
+		return []dpSelector{*one}, []map[string]json.RawMessage{keys}, nil
+	}
+	var list []*dpSelector
+	if err := json.Unmarshal(*raw, &list); err != nil {
+		return nil, nil, fmt.Errorf("selectors: neither a selector object nor a list of them: %w", err)
+	}
+	if len(list) == 0 {
+		return nil, nil, errors.New("selectors: an empty list (the plugin needs at least one selector)")
+	}
+	var keys []map[string]json.RawMessage
+	if err := json.Unmarshal(*raw, &keys); err != nil {
+		return nil, nil, fmt.Errorf("selectors: %w", err)
+	}
+	out := make([]dpSelector, len(list))
+	for i, s := range list {
+		if s == nil {
+			return nil, nil, fmt.Errorf("selectors[%d]: null", i)
+		}
+		out[i] = *s
+	}
+	return out, keys, nil
+}
+
+// unknownKeys lists, sorted, the keys of obj that match none of known
+// case-insensitively (as encoding/json matches them).
+func unknownKeys(obj map[string]json.RawMessage, known []string) []string {
+	var out []string
+	for k := range obj {
+		found := false
+		for _, kn := range known {
+			if strings.EqualFold(k, kn) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// position is " at line L, column C" for a JSON syntax or type error.
+func position(data []byte, err error) string {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return ""
+	}
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf(" at line %d, column %d", line, col)
+}
