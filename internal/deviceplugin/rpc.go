@@ -90,7 +90,7 @@ func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocati
 			}
 		}
 		var chosen []string
-		classOf := chosen // the devices whose class to the GPUs is measured
+		var classOf []string // the devices (NICs for shares) whose class to the GPUs is measured
 		if p.cfg.Shared {
 			chosen, classOf = preferShares(shareRequest{policy: policy, topo: snap.topo, gpus: areq.GPUs,
 				available: areq.Available, mustInclude: areq.MustInclude, size: size})

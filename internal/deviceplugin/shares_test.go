@@ -52,11 +52,12 @@ func distinct(list []string) int {
 // port makes all three shares of its NIC unhealthy.
 func TestSharedPoolOverGRPC(t *testing.T) {
 	n := newNode(t, "roce-8gpu-4nic", 0)
-	kubelettest.StartRegistrar(t, n.pluginDir)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, sharedRes, "spread", nil)
 	p.cfg.Shared = true
 	refresh(t, n, p, sharedPool(3))
 	runPlugin(t, p)
+	reg.Wait(t)
 	c := dial(t, p)
 	w := kubelettest.Watch(t, c)
 	list := w.Next(t, "12 shares", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 12 })
