@@ -130,7 +130,7 @@ func check(c *dpConfig, prefix string) ([]resource, error) {
 			continue
 		}
 		seen[res.name] = i
-		sels, keys, err := selectorObjects(dr.Selectors)
+		sels, keys, err := selectorObjects(dr.Selectors, dr.DeviceType)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): %w", at, res.name, err))
 			continue

@@ -56,7 +56,7 @@ func convertResource(r *Report, res resource, opts Options) (v1alpha1.Pool, bool
 		return v1alpha1.Pool{}, false
 	}
 	if res.ExcludeTopology {
-		r.add(n, "excludeTopology", Dropped, "Railyard always tells kubelet each device's NUMA node")
+		r.add(n, "excludeTopology", Dropped, "Railyard tells kubelet each device's NUMA node (when sysfs knows it) and has no switch to stop")
 	}
 	if len(res.AdditionalInfo) > 0 {
 		r.add(n, "additionalInfo", Dropped, "Railyard puts no extra information in the device-info file or environment")

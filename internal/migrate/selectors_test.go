@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -136,6 +137,27 @@ func TestPluginDecoding(t *testing.T) {
 	entry(t, r, "intel.com/a", "selectors.vendor", Note)
 	entry(t, r, "intel.com/a", "selectors.auxTypes", Note) // not a netDevice selector
 	entry(t, r, "intel.com/a", "excludeTopology", Dropped)
+}
+
+// TestSelectorObjectPerDeviceType: selectors decode into the device
+// type's own object, so a key of another type is ignored whatever its
+// value, as in the plugin.
+func TestSelectorObjectPerDeviceType(t *testing.T) {
+	cfg, r, err := ConvertSRIOVDP([]byte(`{"resourceList": [
+		{"resourceName": "fpga", "deviceType": "accelerator", "selectors": {"vendors": ["8086"], "pfNames": 5}},
+		{"resourceName": "net", "selectors": [{"vendors": ["15b3"], "auxTypes": {"not": "a list"}}]}]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := poolNames(cfg); !slices.Equal(got, []string{"intel.com/net"}) {
+		t.Errorf("pools %v", got)
+	}
+	entry(t, r, "intel.com/net", "selectors[0].auxTypes", Note)
+	entry(t, r, "intel.com/fpga", "deviceType", Skipped)
+	// The same wrong value in a key of the type is refused.
+	if _, _, err := ConvertSRIOVDP([]byte(`{"resourceList": [{"resourceName": "a", "selectors": {"pfNames": 5}}]}`), Options{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("netDevice pfNames: 5 accepted: %v", err)
+	}
 }
 
 func TestReportWrite(t *testing.T) {

@@ -50,25 +50,70 @@ type dpResource struct {
 	AdditionalInfo  map[string]map[string]string `json:"additionalInfo"`
 }
 
-// dpSelector is the union of the plugin's selector objects
-// (NetDeviceSelectors, AccelDeviceSelectors, AuxNetDeviceSelectors). The
-// plugin's IsRdma field has no tag; encoding/json matches "isRdma" to it
-// case-insensitively, as it does here.
+// dpSelector is the union of the plugin's selector objects, which
+// selectorObjects fills from the object of the resource's device type.
 type dpSelector struct {
-	Vendors      []string `json:"vendors"`
-	Devices      []string `json:"devices"`
-	Drivers      []string `json:"drivers"`
-	PCIAddresses []string `json:"pciAddresses"`
-	ACPIIndexes  []string `json:"acpiIndexes"`
-	PFNames      []string `json:"pfNames"`
-	RootDevices  []string `json:"rootDevices"`
-	LinkTypes    []string `json:"linkTypes"`
-	IsRdma       bool     `json:"isRdma"`
-	NeedVhostNet bool     `json:"needVhostNet"`
-	DDPProfiles  []string `json:"ddpProfiles"`
-	VdpaType     string   `json:"vdpaType"`
-	PKeys        []string `json:"pKeys"`
-	AuxTypes     []string `json:"auxTypes"`
+	Vendors, Devices, Drivers       []string
+	PCIAddresses, ACPIIndexes       []string
+	PFNames, RootDevices, LinkTypes []string
+	IsRdma, NeedVhostNet            bool
+	DDPProfiles, PKeys, AuxTypes    []string
+	VdpaType                        string
+}
+
+// The plugin's selector objects, per device type, with its JSON names
+// (its IsRdma field has no tag: encoding/json matches "isRdma" to it
+// case-insensitively, as it does to the tag here). Decoding into the
+// device type's own object keeps the plugin's behaviour exactly: a key of
+// another type is ignored, whatever its value.
+type (
+	dpCommon struct {
+		Vendors []string `json:"vendors"`
+		Devices []string `json:"devices"`
+		Drivers []string `json:"drivers"`
+	}
+	dpGenericNet struct {
+		PFNames      []string `json:"pfNames"`
+		RootDevices  []string `json:"rootDevices"`
+		LinkTypes    []string `json:"linkTypes"`
+		IsRdma       bool     `json:"isRdma"`
+		ACPIIndexes  []string `json:"acpiIndexes"`
+		NeedVhostNet bool     `json:"needVhostNet"`
+	}
+	dpNetSelector struct {
+		dpCommon
+		PCIAddresses []string `json:"pciAddresses"`
+		dpGenericNet
+		DDPProfiles []string `json:"ddpProfiles"`
+		VdpaType    string   `json:"vdpaType"`
+		PKeys       []string `json:"pKeys"`
+	}
+	dpAccelSelector struct {
+		dpCommon
+		PCIAddresses []string `json:"pciAddresses"`
+		ACPIIndexes  []string `json:"acpiIndexes"`
+	}
+	dpAuxSelector struct {
+		dpCommon
+		dpGenericNet
+		AuxTypes []string `json:"auxTypes"`
+	}
+)
+
+func (s dpNetSelector) selector() dpSelector {
+	return dpSelector{Vendors: s.Vendors, Devices: s.Devices, Drivers: s.Drivers, PCIAddresses: s.PCIAddresses,
+		ACPIIndexes: s.ACPIIndexes, PFNames: s.PFNames, RootDevices: s.RootDevices, LinkTypes: s.LinkTypes,
+		IsRdma: s.IsRdma, NeedVhostNet: s.NeedVhostNet, DDPProfiles: s.DDPProfiles, PKeys: s.PKeys, VdpaType: s.VdpaType}
+}
+
+func (s dpAccelSelector) selector() dpSelector {
+	return dpSelector{Vendors: s.Vendors, Devices: s.Devices, Drivers: s.Drivers, PCIAddresses: s.PCIAddresses, ACPIIndexes: s.ACPIIndexes}
+}
+
+func (s dpAuxSelector) selector() dpSelector {
+	return dpSelector{Vendors: s.Vendors, Devices: s.Devices, Drivers: s.Drivers, ACPIIndexes: s.ACPIIndexes,
+		PFNames: s.PFNames, RootDevices: s.RootDevices, LinkTypes: s.LinkTypes, IsRdma: s.IsRdma,
+		NeedVhostNet: s.NeedVhostNet, AuxTypes: s.AuxTypes}
 }
 
 // Keys each object knows, per device type, for the "ignored key" notes.
@@ -132,40 +177,64 @@ func decode(data []byte) (*dpConfig, []string, error) {
 	return &c, unknownKeys(top, []string{"resourceList"}), nil
 }
 
-// selectorObjects parses selectors as the plugin's parseObjectOrSlice does:
-// first as one object, then as a list of at least one object. It returns
-// each object's decoded value and raw keys.
-func selectorObjects(raw *json.RawMessage) ([]dpSelector, []map[string]json.RawMessage, error) {
+// selectorObjects parses selectors as the plugin's parseObjectOrSlice does
+// for the device type: first as one object, then as a list of at least one
+// object. It returns each object's value and raw keys.
+func selectorObjects(raw *json.RawMessage, deviceType string) ([]dpSelector, []map[string]json.RawMessage, error) {
 	if raw == nil || bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
 		return nil, nil, errors.New("selectors: required (the plugin dereferences it)")
 	}
-	var one *dpSelector
-	if err := json.Unmarshal(*raw, &one); err == nil {
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(*raw, &keys); err != nil {
-			return nil, nil, fmt.Errorf("selectors: %w", err)
-		}
-		return []dpSelector{*one}, []map[string]json.RawMessage{keys}, nil
+	var sels []dpSelector
+	var err error
+	switch deviceType {
+	case dpAccelerator:
+		sels, err = objectOrSlice[dpAccelSelector](*raw)
+	case dpAuxNetDevice:
+		sels, err = objectOrSlice[dpAuxSelector](*raw)
+	default:
+		sels, err = objectOrSlice[dpNetSelector](*raw)
 	}
-	var list []*dpSelector
-	if err := json.Unmarshal(*raw, &list); err != nil {
-		return nil, nil, fmt.Errorf("selectors: neither a selector object nor a list of them: %w", err)
-	}
-	if len(list) == 0 {
-		return nil, nil, errors.New("selectors: an empty list (the plugin needs at least one selector)")
+	if err != nil {
+		return nil, nil, err
 	}
 	var keys []map[string]json.RawMessage
-	if err := json.Unmarshal(*raw, &keys); err != nil {
+	if len(bytes.TrimSpace(*raw)) > 0 && bytes.TrimSpace(*raw)[0] == '{' {
+		var one map[string]json.RawMessage
+		err = json.Unmarshal(*raw, &one)
+		keys = append(keys, one)
+	} else {
+		err = json.Unmarshal(*raw, &keys)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("selectors: %w", err)
+	}
+	return sels, keys, nil
+}
+
+// objectOrSlice decodes one selector object or a non-empty list of them.
+func objectOrSlice[T interface{ selector() dpSelector }](raw []byte) ([]dpSelector, error) {
+	var one *T
+	if err := json.Unmarshal(raw, &one); err == nil {
+		if one == nil {
+			return nil, errors.New("selectors: null")
+		}
+		return []dpSelector{(*one).selector()}, nil
+	}
+	var list []*T
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("selectors: neither a selector object nor a list of them: %w", err)
+	}
+	if len(list) == 0 {
+		return nil, errors.New("selectors: an empty list (the plugin needs at least one selector)")
 	}
 	out := make([]dpSelector, len(list))
 	for i, s := range list {
 		if s == nil {
-			return nil, nil, fmt.Errorf("selectors[%d]: null", i)
+			return nil, fmt.Errorf("selectors[%d]: null", i)
 		}
-		out[i] = *s
+		out[i] = (*s).selector()
 	}
-	return out, keys, nil
+	return out, nil
 }
 
 // unknownKeys lists, sorted, the keys of obj that match none of known
