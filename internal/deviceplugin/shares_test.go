@@ -219,3 +219,27 @@ func TestPreferSharesFollowsPolicy(t *testing.T) {
 		t.Errorf("spread: %v took the NIC with one free share while three NICs have four", pfs)
 	}
 }
+
+// BenchmarkPreferShares8x1000 chooses 8 shares among the default 1000
+// shares of each of the 8 compute NICs of the generated dgx-h100 tree (the
+// policy part of GetPreferredAllocation, without gRPC).
+func BenchmarkPreferShares8x1000(b *testing.B) {
+	n := newNode(b, "dgx-h100", 0)
+	topo, err := discovery.Discover(context.Background(), n.sysfs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var all []string
+	for _, nic := range topo.NICs[:8] {
+		for k := range v1alpha1.DefaultSharedLimit {
+			all = append(all, pool.ShareID(nic.PCI, k))
+		}
+	}
+	spread, _ := alloc.ByName("spread")
+	b.ResetTimer()
+	for b.Loop() {
+		if got, _ := preferShares(shareRequest{policy: spread, topo: topo, available: all, size: 8}); len(got) != 8 {
+			b.Fatalf("%d shares", len(got))
+		}
+	}
+}
