@@ -37,14 +37,18 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if err := p.claim(ctx, s, a); err != nil {
 		return nil, err
 	}
-	rec, err := p.prepare(ctx, s, a)
+	prepare, attach := p.prepare, p.attach
+	if s.cfg.Share != "" {
+		prepare, attach = p.prepareShare, p.attachShare
+	}
+	rec, err := prepare(ctx, s, a)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.store.Put(rec); err != nil {
 		return nil, err
 	}
-	res, err := p.attach(ctx, s, a, rec)
+	res, err := attach(ctx, s, a, rec)
 	if err != nil {
 		if rerr := p.rollback(ctx, s, a, rec); rerr != nil {
 			return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %v", err, rerr)
@@ -203,14 +207,21 @@ func (p *Plugin) attach(ctx context.Context, s *session, a Args, rec *state.Reco
 	if err := o.RenameLink(ctx, pod, rec.TempName, a.IfName); err != nil {
 		return nil, err
 	}
-	mtu, mac := rec.Orig.MTU, rec.Orig.MAC
+	return p.finish(ctx, s, a, rec, rec.Orig.MTU, rec.Orig.MAC)
+}
+
+// finish sets the pod interface's MTU and MAC (mtu and mac are what it has
+// now), brings it up, runs IPAM, writes the device-info file and marks the
+// record attached.
+func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Record, mtu int, mac net.HardwareAddr) (*current.Result, error) {
+	cfg, o, pod := s.cfg, p.Ops, a.Netns
 	if cfg.MTU != 0 && cfg.MTU != mtu {
 		if err := o.SetMTU(ctx, pod, a.IfName, cfg.MTU); err != nil {
 			return nil, err
 		}
 		mtu = cfg.MTU
 	}
-	if cfg.MAC != nil && cfg.MAC.String() != rec.OrigMAC {
+	if cfg.MAC != nil && cfg.MAC.String() != mac.String() {
 		if err := o.SetMAC(ctx, pod, a.IfName, cfg.MAC); err != nil {
 			return nil, err
 		}

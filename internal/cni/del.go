@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
@@ -106,6 +107,10 @@ func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key stri
 		Key: key, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns,
 		TempName: tempName(key, a.ContainerID, a.IfName), Marker: l.Alias,
 		Orig: netops.Link{Name: orig, Index: -1},
+	}
+	if pci, _, err := deviceid.ParseShare(key); err == nil {
+		rec.PCI, rec.Kind, rec.Parent = pci, state.KindMacvlan, orig
+		return rec, nil
 	}
 	if !strings.HasPrefix(key, "netdev-") {
 		rec.PCI = key

@@ -12,8 +12,12 @@ import (
 )
 
 // deviceKey names the device a configuration points at, for the lock and
-// the record: its PCI address when it has one, else "netdev-<name>".
+// the record: the share's device ID for a share of a shared NIC, its PCI
+// address when it has one, else "netdev-<name>".
 func deviceKey(fs sysfs.FS, c *config.Config) string {
+	if c.Share != "" {
+		return c.Share
+	}
 	if c.DeviceID != "" {
 		return c.DeviceID
 	}

@@ -19,6 +19,9 @@ import (
 // any partial ADD or DEL and is safe to repeat. A device that no longer
 // exists (a virtual one destroyed with its namespace) is not an error.
 func (p *Plugin) teardown(ctx context.Context, fs sysfs.FS, rec *state.Record) error {
+	if rec.Kind == state.KindMacvlan {
+		return p.teardownMacvlan(ctx, rec)
+	}
 	o := p.Ops
 	podOK := false
 	if rec.Netns != "" && rec.Netns != netops.Host {

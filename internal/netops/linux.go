@@ -242,6 +242,35 @@ func (Linux) MoveLink(_ context.Context, from, name, to string) error {
 	})
 }
 
+// AddMacvlan implements Ops.
+func (Linux) AddMacvlan(_ context.Context, parent, name, mode string) error {
+	modes := map[string]netlink.MacvlanMode{
+		"bridge": netlink.MACVLAN_MODE_BRIDGE, "private": netlink.MACVLAN_MODE_PRIVATE,
+		"vepa": netlink.MACVLAN_MODE_VEPA, "passthru": netlink.MACVLAN_MODE_PASSTHRU,
+	}
+	m, ok := modes[mode]
+	if !ok {
+		return fmt.Errorf("macvlan mode %q is not one of %v", mode, MacvlanModes)
+	}
+	return withLink(Host, parent, func(h netlinksafe.Handle, l netlink.Link) error {
+		mv := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: l.Attrs().Index}, Mode: m}
+		if err := h.LinkAdd(mv); err != nil {
+			return fmt.Errorf("creating macvlan %s on %s: %w", name, parent, err)
+		}
+		return nil
+	})
+}
+
+// DeleteLink implements Ops.
+func (Linux) DeleteLink(_ context.Context, path, name string) error {
+	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+		if err := h.LinkDel(l); err != nil {
+			return fmt.Errorf("deleting %s in %s: %w", name, nsLabel(path), err)
+		}
+		return nil
+	})
+}
+
 // inNS runs f with the calling goroutine's thread in namespace path.
 func inNS(path string, f func() error) error {
 	if path == Host {

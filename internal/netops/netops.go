@@ -82,6 +82,9 @@ func SameVLANProto(a, b int) bool {
 	return norm(a) == norm(b)
 }
 
+// MacvlanModes are the macvlan modes AddMacvlan accepts.
+var MacvlanModes = []string{"bridge", "private", "vepa", "passthru"}
+
 // Ops is every OS side effect railyard-cni performs. Namespace arguments are
 // paths; Host ("") is the caller's own namespace.
 type Ops interface {
@@ -98,6 +101,11 @@ type Ops interface {
 	SetAlias(ctx context.Context, netns, name, alias string) error
 	AddAltName(ctx context.Context, netns, name, altName string) error
 	DelAltName(ctx context.Context, netns, name, altName string) error
+	// AddMacvlan creates a macvlan link name on the host netdev parent, in
+	// the host namespace, in mode ("bridge", "private", "vepa", "passthru").
+	AddMacvlan(ctx context.Context, parent, name, mode string) error
+	// DeleteLink deletes link name in netns (only virtual links should be).
+	DeleteLink(ctx context.Context, netns, name string) error
 	// MoveLink moves link name from namespace from to namespace to.
 	MoveLink(ctx context.Context, from, name, to string) error
 	// ConfigureIPs applies a result's addresses and routes to link name.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -139,6 +140,27 @@ func (r *raw) applyLog(c *Config) []FieldError {
 		} else {
 			errs = append(errs, FieldError{Field: "logFile", Msg: fmt.Sprintf("%q must be an absolute path", *r.LogFile), Code: CodeInvalid})
 		}
+	}
+	return errs
+}
+
+// applyShare reads the settings of a share of a shared NIC (what
+// k8s-rdma-shared-dev-plugin users pair with the macvlan plugin).
+func (r *raw) applyShare(c *Config) []FieldError {
+	var errs []FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
+	}
+	c.MacvlanMode = "bridge"
+	if r.MacvlanMode != nil {
+		if slices.Contains(netops.MacvlanModes, *r.MacvlanMode) {
+			c.MacvlanMode = *r.MacvlanMode
+		} else {
+			bad("macvlanMode", "%q must be one of %s", *r.MacvlanMode, strings.Join(netops.MacvlanModes, ", "))
+		}
+	}
+	if c.Share != "" && c.RDMA {
+		bad("rdma", "%s is a share of a shared NIC: its RDMA device stays in the host namespace for every pod sharing it (the RDMA subsystem in shared netns mode); remove rdma/rdmaIsolation", c.Share)
 	}
 	return errs
 }

@@ -64,6 +64,12 @@ type Config struct {
 	// DeviceID is the PCI address of the device ("0000:03:00.2"), from
 	// runtimeConfig.deviceID or deviceID; empty when Device is set.
 	DeviceID string
+	// Share is the device ID of a share of a shared NIC ("0000:3b:00.0-s2",
+	// from a shared pool); DeviceID is then the NIC's PCI address, and ADD
+	// gives the pod a macvlan on the NIC's netdev instead of the netdev.
+	Share string
+	// MacvlanMode is the macvlan mode for a share (default "bridge").
+	MacvlanMode string
 	// Device is the host netdev name; empty when DeviceID is set.
 	Device string
 	// IPAMType is the IPAM plugin to delegate to ("" for none).
@@ -167,6 +173,7 @@ type raw struct {
 	MaxTxRate         *int                 `json:"max_tx_rate"`
 	RDMA              *bool                `json:"rdma"`
 	RDMAIsolation     *bool                `json:"rdmaIsolation"`
+	MacvlanMode       *string              `json:"macvlanMode"`
 	PKey              *string              `json:"pkey"`
 	IBKubernetes      *bool                `json:"ibKubernetesEnabled"`
 	VFIOPCIMode       *bool                `json:"vfioPciMode"`

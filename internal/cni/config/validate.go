@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
@@ -26,11 +27,14 @@ func NormalizePCIAddress(s string) (string, bool) {
 	return s, sysfs.ValidPCIAddress(s)
 }
 
-// samePCIAddress reports whether a and b name the same PCI function.
+// samePCIAddress reports whether device IDs a and b name the same device.
 func samePCIAddress(a, b string) bool {
-	na, _ := NormalizePCIAddress(a)
-	nb, _ := NormalizePCIAddress(b)
-	return na == nb
+	na, okA := NormalizePCIAddress(a)
+	nb, okB := NormalizePCIAddress(b)
+	if okA && okB {
+		return na == nb
+	}
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
 // ValidIfName reports why name cannot be a Linux interface name, or nil.
@@ -94,8 +98,14 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	case devID != nil && *devID != "":
 		if a, ok := NormalizePCIAddress(*devID); ok {
 			c.DeviceID = a
+		} else if pci, k, err := deviceid.ParseShare(strings.TrimSpace(*devID)); err == nil {
+			if a, ok := NormalizePCIAddress(pci); ok {
+				c.DeviceID, c.Share = a, deviceid.Share(a, k)
+			} else {
+				bad(devIDField, "%q is not a share of a PCI address", *devID)
+			}
 		} else {
-			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F)", *devID)
+			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F, or DDDD:BB:DD.F-sN for a share of a shared NIC)", *devID)
 		}
 	case r.Device != nil:
 		if err := ValidIfName(*r.Device); err != nil {
@@ -163,6 +173,7 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 		c.RDMA = *r.RDMAIsolation
 	}
 	errs = append(errs, r.applyIB(c, rc, cniArgs)...)
+	errs = append(errs, r.applyShare(c)...)
 	errs = append(errs, r.applyLog(c)...)
 	info, infoField := r.CNIDeviceInfoFile, "CNIDeviceInfoFile"
 	if rc.CNIDeviceInfoFile != nil && *rc.CNIDeviceInfoFile != "" {

@@ -29,6 +29,10 @@ type PF struct {
 	VF     int    `json:"vf"`
 }
 
+// KindMacvlan marks a record whose pod interface is a macvlan railyard-cni
+// created on a shared NIC's netdev (Parent), which itself never moves.
+const KindMacvlan = "macvlan"
+
 // Record describes one device attachment and everything needed to undo it.
 type Record struct {
 	Key         string `json:"key"`
@@ -39,7 +43,12 @@ type Record struct {
 	BootID      string `json:"bootID"`
 	Phase       string `json:"phase"`
 
-	PCI      string `json:"pci,omitempty"`
+	PCI string `json:"pci,omitempty"`
+	// Kind is "" when the device's own netdev moves into the pod, or
+	// KindMacvlan.
+	Kind string `json:"kind,omitempty"`
+	// Parent is the shared NIC's netdev a macvlan is created on.
+	Parent   string `json:"parent,omitempty"`
 	TempName string `json:"tempName"`
 	// Marker is the alias set on the netdev while it is attached.
 	Marker string `json:"marker"`

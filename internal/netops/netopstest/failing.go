@@ -133,6 +133,22 @@ func (f *Failing) SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos, proto
 	return f.Ops.SetVFVLAN(ctx, pf, vf, vlan, qos, proto)
 }
 
+// AddMacvlan implements netops.Ops.
+func (f *Failing) AddMacvlan(ctx context.Context, parent, name, mode string) error {
+	if err := f.step("AddMacvlan(%s, %s)", parent, name); err != nil {
+		return err
+	}
+	return f.Ops.AddMacvlan(ctx, parent, name, mode)
+}
+
+// DeleteLink implements netops.Ops.
+func (f *Failing) DeleteLink(ctx context.Context, netns, name string) error {
+	if err := f.step("DeleteLink(%s, %s)", netns, name); err != nil {
+		return err
+	}
+	return f.Ops.DeleteLink(ctx, netns, name)
+}
+
 // SetVFGUID implements netops.Ops.
 func (f *Failing) SetVFGUID(ctx context.Context, pf string, vf int, guid net.HardwareAddr) error {
 	if err := f.step("SetVFGUID(%s, %d)", pf, vf); err != nil {

@@ -23,6 +23,7 @@ var ErrInjected = errors.New("injected failure")
 type fakeLink struct {
 	netops.Link
 	virtual bool // destroyed with its namespace (veth); else refunded to host
+	maxMTU  int  // a macvlan's MTU cannot exceed its parent's (0: no limit)
 	addrs   []string
 }
 
@@ -341,7 +342,7 @@ func (f *Fake) RenameLink(_ context.Context, path, name, newName string) error {
 // SetMTU implements netops.Ops.
 func (f *Fake) SetMTU(_ context.Context, path, name string, mtu int) error {
 	return f.mutate(path, name, func(l *fakeLink) error {
-		if mtu < 68 || mtu > 65535 {
+		if mtu < 68 || mtu > 65535 || (l.maxMTU > 0 && mtu > l.maxMTU) {
 			return fmt.Errorf("MTU %d: %w", mtu, syscall.EINVAL)
 		}
 		l.MTU = mtu
@@ -403,6 +404,39 @@ func (f *Fake) MoveLink(_ context.Context, from, name, to string) error {
 		target[l.Name] = l
 		return nil
 	}, "MoveLink(%q, %s, %q)", from, name, to)
+}
+
+// AddMacvlan implements netops.Ops: a virtual link on the host, with a
+// new index and a MAC derived from it.
+func (f *Fake) AddMacvlan(_ context.Context, parent, name, mode string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(true, "AddMacvlan(%s, %s, %s)", parent, name, mode); err != nil {
+		return err
+	}
+	if !slices.Contains(netops.MacvlanModes, mode) {
+		return fmt.Errorf("macvlan mode %q: %w", mode, syscall.EINVAL)
+	}
+	p, err := f.link(netops.Host, parent)
+	if err != nil {
+		return err
+	}
+	if f.lookup(netops.Host, name) != nil {
+		return fmt.Errorf("creating macvlan %s: %w", name, syscall.EEXIST)
+	}
+	idx := f.nextIndex
+	f.nextIndex++
+	f.ns[netops.Host][name] = &fakeLink{Link: netops.Link{Name: name, Index: idx, MTU: p.MTU,
+		MAC: net.HardwareAddr{0x02, 0x4d, 0x56, 0, byte(idx >> 8), byte(idx)}}, virtual: true, maxMTU: p.MTU}
+	return nil
+}
+
+// DeleteLink implements netops.Ops.
+func (f *Fake) DeleteLink(_ context.Context, path, name string) error {
+	return f.mutate(path, name, func(l *fakeLink) error {
+		delete(f.ns[path], l.Name)
+		return nil
+	}, "DeleteLink(%q, %s)", path, name)
 }
 
 // ConfigureIPs implements netops.Ops.
