@@ -51,13 +51,14 @@ func (a *Agent) noteEmpty(pp *poolPlugin, topo *topology.Topology, empty bool) {
 }
 
 // otherKindHint says whether the same selectors would match devices of
-// the other kind: the usual mistake after migrating from the SR-IOV
-// network device plugin, which hands out a PF's VFs when it has VFs and
-// the PF itself otherwise, where Railyard serves one kind per pool.
+// another kind: the usual mistake after migrating from the SR-IOV network
+// device plugin, which hands out a PF's VFs when it has VFs and the PF
+// itself otherwise, where Railyard serves one kind per pool. A vf pool is
+// tried as pf; a pf or shared pool (both hand out whole PFs) as vf.
 func otherKindHint(p v1alpha1.Pool, topo *topology.Topology) string {
-	other := v1alpha1.KindPF
-	if p.DeviceKind == v1alpha1.KindPF {
-		other = v1alpha1.KindVF
+	other := v1alpha1.KindVF
+	if p.DeviceKind == v1alpha1.KindVF {
+		other = v1alpha1.KindPF
 	}
 	p.DeviceKind = other
 	sel, err := pool.Compile(p)
@@ -69,7 +70,7 @@ func otherKindHint(p v1alpha1.Pool, topo *topology.Topology) string {
 	case n == 0:
 		return ""
 	case other == v1alpha1.KindPF:
-		return fmt.Sprintf("the selectors match %d PF(s) that have no matching VFs: create VFs, or set deviceKind: pf to hand out the PFs whole", n)
+		return fmt.Sprintf("the selectors match %d PF(s) that have no matching VFs: create VFs, or set deviceKind: pf (or shared) to hand out the PFs whole", n)
 	default:
 		return fmt.Sprintf("the selectors match %d VF(s): set deviceKind: vf to hand out VFs", n)
 	}

@@ -88,7 +88,7 @@ func TestEmptyPoolWarnsAndShowsInMetrics(t *testing.T) {
 	)
 	vfWarn := warnLines(r.log.String(), vfRes)
 	if len(vfWarn) != 1 || !strings.Contains(vfWarn[0], "deviceKind=vf") || !strings.Contains(vfWarn[0], `selectors="pfNames=[enp5s0f0np0]" nics=4`) ||
-		!strings.Contains(vfWarn[0], `hint="the selectors match 1 PF(s) that have no matching VFs: create VFs, or set deviceKind: pf`) {
+		!strings.Contains(vfWarn[0], `hint="the selectors match 1 PF(s) that have no matching VFs: create VFs, or set deviceKind: pf (or shared)`) {
 		t.Errorf("VF pool warning lines: %q", vfWarn)
 	}
 	noneWarn := warnLines(r.log.String(), noneRes)
