@@ -55,6 +55,10 @@ func convertResource(r *Report, res resource, opts Options) (v1alpha1.Pool, bool
 		r.add(n, "resourceName", Skipped, "Railyard does not accept the name: %s", msg)
 		return v1alpha1.Pool{}, false
 	}
+	if dp, ry := pluginEnvName(res), railyardEnvName(n); dp != ry {
+		r.add(n, "resourceName", Note, "the plugin named the containers' variable %s, Railyard names it %s "+
+			"('-' becomes '_'): change programs that read it by name", dp, ry)
+	}
 	if res.ExcludeTopology {
 		r.add(n, "excludeTopology", Dropped, "Railyard tells kubelet each device's NUMA node (when sysfs knows it) and has no switch to stop")
 	}
@@ -107,6 +111,20 @@ func allEmpty(objs []mapped) bool {
 		}
 	}
 	return true
+}
+
+// pluginEnvName is the plugin's PCIDEVICE variable (pool_stub.go GetEnvs):
+// only dots become '_'.
+func pluginEnvName(res resource) string {
+	prefix, _, _ := strings.Cut(res.name, "/")
+	key := "PCIDEVICE_" + prefix + "_" + res.ResourceName
+	return strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// railyardEnvName is deviceplugin.EnvName (a test keeps them equal; the
+// device plugin package is not imported for one string rule).
+func railyardEnvName(resource string) string {
+	return "PCIDEVICE_" + strings.ToUpper(strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(resource))
 }
 
 // kindNotes are the differences in matching that depend on the kind.

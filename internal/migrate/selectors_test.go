@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/deviceplugin"
 )
 
 func one(t *testing.T, resources string, opts Options) (v1alpha1.Pool, *Report) {
@@ -157,6 +158,25 @@ func TestSelectorObjectPerDeviceType(t *testing.T) {
 	// The same wrong value in a key of the type is refused.
 	if _, _, err := ConvertSRIOVDP([]byte(`{"resourceList": [{"resourceName": "a", "selectors": {"pfNames": 5}}]}`), Options{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("netDevice pfNames: 5 accepted: %v", err)
+	}
+}
+
+// TestEnvNameDifference: the plugin keeps '-' in PCIDEVICE_* names,
+// Railyard does not; the report says so, with Railyard's real rule.
+func TestEnvNameDifference(t *testing.T) {
+	p, r := one(t, `{"resourceName": "sriov-a", "resourcePrefix": "example.com", "selectors": {"pfNames": ["ens1f0"]}}`, Options{})
+	m := entry(t, r, "example.com/sriov-a", "resourceName", Note)
+	if want := "PCIDEVICE_EXAMPLE_COM_SRIOV-A, Railyard names it " + deviceplugin.EnvName(p.Name); !strings.Contains(m, want) {
+		t.Errorf("%q lacks %q", m, want)
+	}
+	_, r = one(t, `{"resourceName": "sriov_a", "selectors": {"pfNames": ["ens1f0"]}}`, Options{})
+	for _, e := range r.Entries {
+		if e.Field == "resourceName" && e.Action == Note {
+			t.Errorf("same variable name noted: %q", e.Message)
+		}
+	}
+	if got := railyardEnvName("my-co.io/rdma_vf-a"); got != deviceplugin.EnvName("my-co.io/rdma_vf-a") {
+		t.Errorf("railyardEnvName %q drifted from deviceplugin.EnvName", got)
 	}
 }
 
