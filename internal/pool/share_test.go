@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
@@ -132,10 +133,31 @@ func FuzzParseShareID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		pci, k, err := ParseShareID(id)
 		if err != nil {
+			if _, _, derr := deviceid.ParseShare(id); derr == nil {
+				t.Fatalf("deviceid accepts %q, pool refuses it: %v", id, err)
+			}
 			return
 		}
 		if k < 0 || ShareID(pci, k) != id {
 			t.Fatalf("ParseShareID(%q) = %q, %d: does not round-trip", id, pci, k)
 		}
+		if dpci, dk, derr := deviceid.ParseShare(id); derr != nil || dpci != pci || dk != k {
+			t.Fatalf("deviceid.ParseShare(%q) = %q, %d, %v; pool says %q, %d", id, dpci, dk, derr, pci, k)
+		}
 	})
+}
+
+// TestShareIDMatchesDeviceID: railyard-cni reads share IDs with
+// internal/deviceid; both must agree on every ID.
+func TestShareIDMatchesDeviceID(t *testing.T) {
+	for _, id := range []string{"0000:18:00.0-s0", "0000:18:00.0-s999", "10000:e1:00.1-s12", "0000:18:00.0-s01", "0000:18:00.0-s", "x-s1-s2", "-s1", ""} {
+		pci, k, err := ParseShareID(id)
+		dpci, dk, derr := deviceid.ParseShare(id)
+		if (err == nil) != (derr == nil) || pci != dpci || k != dk {
+			t.Errorf("%q: pool %q %d %v, deviceid %q %d %v", id, pci, k, err, dpci, dk, derr)
+		}
+		if err == nil && deviceid.Share(pci, k) != ShareID(pci, k) {
+			t.Errorf("%q: formats differ: %q vs %q", id, deviceid.Share(pci, k), ShareID(pci, k))
+		}
+	}
 }
