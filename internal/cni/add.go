@@ -28,6 +28,14 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if ok, err := p.Ops.NetnsExists(ctx, a.Netns); err != nil || !ok || a.Netns == netops.Host {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is not a network namespace (%v)", a.Netns, err))
 	}
+	// By identity: /proc/self/ns/net or a bind mount of the host's own
+	// namespace would rename the host's netdev in the host.
+	if same, err := p.Ops.SameNetns(ctx, a.Netns, netops.Host); err != nil || same {
+		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is the host's own network namespace, not a pod's (%v)", a.Netns, err))
+	}
+	if err := p.deviceExists(ctx, s); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx, s.key)
 	if err != nil {
 		return nil, err
@@ -50,12 +58,38 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	}
 	res, err := attach(ctx, s, a, rec)
 	if err != nil {
-		if rerr := p.rollback(ctx, s, a, rec); rerr != nil {
-			return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %v", err, rerr)
+		if kept, rerr := p.rollback(ctx, s, a, rec); rerr != nil {
+			if kept {
+				return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %v", err, rerr)
+			}
+			return nil, fmt.Errorf("%w; device restored, but: %v", err, rerr)
 		}
 		return nil, err
 	}
 	return res, nil
+}
+
+// deviceExists fails before any lock file is created when the configured
+// device does not exist: a PCI function must be in sysfs (whatever
+// namespace its netdev is in), a netdev named by device must be on the host
+// or held by a record.
+func (p *Plugin) deviceExists(ctx context.Context, s *session) error {
+	if s.cfg.DeviceID != "" {
+		if _, err := s.fs.PCIDeviceDir(s.cfg.DeviceID); err != nil {
+			return invalidf("deviceID: %w", err)
+		}
+		return nil
+	}
+	if _, err := s.store.Get(s.key); err == nil {
+		return nil
+	}
+	if _, err := p.Ops.Link(ctx, netops.Host, s.cfg.Device); err != nil {
+		if errors.Is(err, netops.ErrLinkNotFound) {
+			return invalidf("device: %s is not in the host namespace: %w", s.cfg.Device, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // claim fails when the device is attached to someone; a record from a
@@ -339,22 +373,24 @@ func (p *Plugin) applyVF(ctx context.Context, want config.VF, rec *state.Record)
 }
 
 // rollback undoes a failed ADD: teardown, IPAM release, device-info file,
-// then the record (kept when the teardown did not finish).
-func (p *Plugin) rollback(ctx context.Context, s *session, a Args, rec *state.Record) error {
+// then the record. kept reports whether the record is still there (the
+// teardown did not finish, or the record could not be removed), for DEL or
+// GC to finish.
+func (p *Plugin) rollback(ctx context.Context, s *session, a Args, rec *state.Record) (kept bool, err error) {
 	if err := p.teardown(ctx, s.fs, rec); err != nil {
-		return err
+		return true, err
 	}
 	var errs []error
 	if s.cfg.IPAMType != "" {
 		if _, err := p.IPAM.Exec(ctx, "DEL", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("releasing addresses: %w", err))
 		}
 	}
 	if err := removeFile(rec.DeviceInfoFile); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.store.Delete(rec.Key); err != nil {
-		errs = append(errs, err)
+		return true, errors.Join(append(errs, err)...)
 	}
-	return errors.Join(errs...)
+	return false, errors.Join(errs...)
 }

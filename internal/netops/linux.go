@@ -143,6 +143,30 @@ func (Linux) NetnsExists(_ context.Context, path string) (bool, error) {
 	return false, fmt.Errorf("checking network namespace %s: %w", path, err)
 }
 
+// SameNetns implements Ops: two namespace files are the same namespace when
+// they have the same device and inode. Host is the calling thread's own.
+func (Linux) SameNetns(_ context.Context, a, b string) (bool, error) {
+	id := func(path string) (uint64, uint64, error) {
+		if path == Host {
+			path = "/proc/thread-self/ns/net"
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			return 0, 0, fmt.Errorf("network namespace %s: %w", path, err)
+		}
+		return st.Dev, st.Ino, nil
+	}
+	da, ia, err := id(a)
+	if err != nil {
+		return false, err
+	}
+	db, ib, err := id(b)
+	if err != nil {
+		return false, err
+	}
+	return da == db && ia == ib, nil
+}
+
 // Link implements Ops.
 func (Linux) Link(_ context.Context, path, name string) (Link, error) {
 	var out Link

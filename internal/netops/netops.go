@@ -90,6 +90,9 @@ var MacvlanModes = []string{"bridge", "private", "vepa", "passthru"}
 type Ops interface {
 	// NetnsExists reports whether path is an existing network namespace.
 	NetnsExists(ctx context.Context, netns string) (bool, error)
+	// SameNetns reports whether a and b are the same network namespace,
+	// by identity, not by path (/proc/self/ns/net is the host's own).
+	SameNetns(ctx context.Context, a, b string) (bool, error)
 	// Link returns the link called name (or with altname name) in netns.
 	Link(ctx context.Context, netns, name string) (Link, error)
 	// LinkByAlias returns the first link in netns whose alias is alias.

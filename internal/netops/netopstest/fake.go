@@ -35,6 +35,7 @@ type Fake struct {
 	rdmaMode  string
 	vfs       map[string]map[int]netops.VFSettings
 	guids     map[string]map[int]string // PF -> VF -> GUID set through the PF
+	aliases   map[string]string         // namespace path -> the path it names
 	calls     []string
 	mutations int
 	failAt    int
@@ -55,6 +56,31 @@ func New() *Fake {
 		guids:     map[string]map[int]string{},
 		nextIndex: 10,
 	}
+}
+
+// AliasNetns makes path another name of namespace target, as
+// /proc/self/ns/net is of the host's (SameNetns only).
+func (f *Fake) AliasNetns(path, target string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.aliases == nil {
+		f.aliases = map[string]string{}
+	}
+	f.aliases[path] = target
+}
+
+// SameNetns implements netops.Ops.
+func (f *Fake) SameNetns(_ context.Context, a, b string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = f.record(false, "SameNetns(%q, %q)", a, b)
+	resolve := func(p string) string {
+		if t, ok := f.aliases[p]; ok {
+			return t
+		}
+		return p
+	}
+	return resolve(a) == resolve(b), nil
 }
 
 // AddNetns creates an empty namespace at path.
