@@ -3,7 +3,6 @@ package deviceid
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // shareSep separates a PF's PCI address from the share index in a share's
@@ -23,19 +22,23 @@ func IsShare(id string) bool {
 
 // ParseShare splits a share's device ID into the PF's PCI address and the
 // share index (0..9999, no leading zeros). It fails on anything Share does
-// not produce.
+// not produce. It is on the GetPreferredAllocation path (thousands of IDs
+// per call), so it does not allocate on success.
 func ParseShare(id string) (pci string, k int, err error) {
-	i := strings.LastIndex(id, shareSep)
-	if i <= 0 {
+	j := len(id)
+	for j > 0 && id[j-1] >= '0' && id[j-1] <= '9' {
+		j--
+	}
+	num := id[j:]
+	i := j - len(shareSep)
+	switch {
+	case i <= 0 || id[i:j] != shareSep:
 		return "", 0, fmt.Errorf("device ID %q is not <pci>%s<share>", id, shareSep)
+	case num == "" || len(num) > 4 || (len(num) > 1 && num[0] == '0'):
+		return "", 0, fmt.Errorf("device ID %q: share %q is not a number 0-9999 without leading zeros", id, num)
 	}
-	num := id[i+len(shareSep):]
-	if num == "" || strings.TrimLeft(num, "0123456789") != "" || (len(num) > 1 && num[0] == '0') || len(num) > 4 {
-		return "", 0, fmt.Errorf("device ID %q: share %q is not a number", id, num)
-	}
-	k, err = strconv.Atoi(num)
-	if err != nil {
-		return "", 0, fmt.Errorf("device ID %q: %w", id, err)
+	for _, c := range []byte(num) {
+		k = k*10 + int(c-'0')
 	}
 	return id[:i], k, nil
 }

@@ -13,7 +13,8 @@ func TestShareRoundTrip(t *testing.T) {
 			t.Errorf("ParseShare(%q) = %q %d %v", id, pci, k, err)
 		}
 	}
-	for _, bad := range []string{"0000:18:00.0", "-s1", "0000:18:00.0-s", "0000:18:00.0-s01", "0000:18:00.0-s1x", "0000:18:00.0-s10000", ""} {
+	for _, bad := range []string{"0000:18:00.0", "-s1", "0000:18:00.0-s", "0000:18:00.0-s01", "0000:18:00.0-s1x",
+		"0000:18:00.0-s10000", "0000:18:00.0-s-1", "0000:18:00.0-sx", ""} {
 		if IsShare(bad) {
 			t.Errorf("%q taken for a share", bad)
 		}
@@ -33,4 +34,10 @@ func FuzzParseShare(f *testing.F) {
 			t.Fatalf("Share(ParseShare(%q)) = %q", id, got)
 		}
 	})
+}
+
+func TestParseShareDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = ParseShare("0000:18:00.0-s999") }); n != 0 {
+		t.Errorf("ParseShare allocates %.0f times per call", n)
+	}
 }

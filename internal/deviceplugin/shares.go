@@ -5,12 +5,12 @@ import (
 	"slices"
 
 	"github.com/railyard-io/railyard/internal/alloc"
-	"github.com/railyard-io/railyard/internal/pool"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
 // shareRequest is a GetPreferredAllocation of a shared pool: share IDs
-// "<pf>-s<k>" (pool.ShareID).
+// "<pf>-s<k>" (deviceid.Share).
 type shareRequest struct {
 	policy      alloc.Policy
 	topo        *topology.Topology
@@ -41,7 +41,7 @@ func preferShares(req shareRequest) (chosen, pfs []string) {
 		if must[id] {
 			continue
 		}
-		pf, k, err := pool.ParseShareID(id)
+		pf, k, err := deviceid.ParseShare(id)
 		if err != nil {
 			other = append(other, id)
 			continue
@@ -60,7 +60,7 @@ func preferShares(req shareRequest) (chosen, pfs []string) {
 			continue
 		}
 		chosen = append(chosen, id)
-		if pf, _, err := pool.ParseShareID(id); err == nil {
+		if pf, _, err := deviceid.ParseShare(id); err == nil {
 			used[pf]++
 		}
 	}
@@ -82,7 +82,7 @@ func preferShares(req shareRequest) (chosen, pfs []string) {
 		}
 		n := min(req.size-len(chosen), len(cands))
 		for _, pf := range req.pickNICs(cands, n, freeAtStart) {
-			chosen = append(chosen, pool.ShareID(pf, free[pf][0]))
+			chosen = append(chosen, deviceid.Share(pf, free[pf][0]))
 			free[pf] = free[pf][1:]
 			used[pf]++
 		}
@@ -95,7 +95,7 @@ func preferShares(req shareRequest) (chosen, pfs []string) {
 		chosen = append(chosen, id)
 	}
 	for _, id := range chosen {
-		if pf, _, err := pool.ParseShareID(id); err == nil {
+		if pf, _, err := deviceid.ParseShare(id); err == nil {
 			pfs = append(pfs, pf)
 		}
 	}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/pool"
 )
 
 const sharedRes = "railyard.io/rdma_shared"
@@ -30,7 +30,7 @@ func pfsOf(t *testing.T, ids []string) []string {
 	t.Helper()
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		pf, _, err := pool.ParseShareID(id)
+		pf, _, err := deviceid.ParseShare(id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,14 +102,14 @@ func TestSharedPoolOverGRPC(t *testing.T) {
 	}
 	// Must-include shares are kept even on one NIC; the rest avoids it.
 	first := nics[0]
-	must := []string{pool.ShareID(first, 0), pool.ShareID(first, 1)}
+	must := []string{deviceid.Share(first, 0), deviceid.Share(first, 1)}
 	got = prefer(all, must, 3)
 	if !slices.Equal(got[:2], must) || pfsOf(t, got[2:])[0] == first {
 		t.Errorf("must-include %v: %v", must, got)
 	}
 	// Across pods: with one share of a NIC taken, the next pod goes to a
 	// NIC with more free shares.
-	rest := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return id == pool.ShareID(first, 0) })
+	rest := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return id == deviceid.Share(first, 0) })
 	if pf := pfsOf(t, prefer(rest, nil, 1))[0]; pf == first {
 		t.Errorf("second pod got a share of %s again, which has fewer free shares", first)
 	}
@@ -122,7 +122,7 @@ func TestSharedPoolOverGRPC(t *testing.T) {
 			break
 		}
 	}
-	ids := []string{pool.ShareID(first, 0), pool.ShareID(first, 2), pool.ShareID(second, 1)}
+	ids := []string{deviceid.Share(first, 0), deviceid.Share(first, 2), deviceid.Share(second, 1)}
 	aresp, err := c.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}}})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestSharedPoolOverGRPC(t *testing.T) {
 	}
 	refresh(t, n, p, sharedPool(3))
 	l := w.Next(t, "shares of the first NIC unhealthy", 10*time.Second, func(l []*pluginapi.Device) bool {
-		return health(l)[pool.ShareID(first, 0)] == pluginapi.Unhealthy
+		return health(l)[deviceid.Share(first, 0)] == pluginapi.Unhealthy
 	})
 	for id, h := range health(l) {
 		if want := strings.HasPrefix(id, first+"-s"); (h == pluginapi.Unhealthy) != want {
@@ -193,7 +193,7 @@ func TestPreferSharesFollowsPolicy(t *testing.T) {
 	var all []string
 	for _, nic := range topo.NICs {
 		for k := range 4 {
-			all = append(all, pool.ShareID(nic.PCI, k))
+			all = append(all, deviceid.Share(nic.PCI, k))
 		}
 	}
 	gpuAware, _ := alloc.ByName("gpu-aware")
@@ -211,7 +211,7 @@ func TestPreferSharesFollowsPolicy(t *testing.T) {
 	last := topo.NICs[len(topo.NICs)-1].PCI
 	partly := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return strings.HasPrefix(id, last) && !strings.HasSuffix(id, "-s3") })
 	got, pfs := preferShares(shareRequest{policy: packed, topo: topo, available: partly, size: 2})
-	if pfs[0] != last || distinct(pfs) != 2 || got[0] != pool.ShareID(last, 3) {
+	if pfs[0] != last || distinct(pfs) != 2 || got[0] != deviceid.Share(last, 3) {
 		t.Errorf("packed: %v, want the nearly full NIC %s first, then another NIC", got, last)
 	}
 	spread, _ := alloc.ByName("spread")
@@ -232,7 +232,7 @@ func BenchmarkPreferShares8x1000(b *testing.B) {
 	var all []string
 	for _, nic := range topo.NICs[:8] {
 		for k := range v1alpha1.DefaultSharedLimit {
-			all = append(all, pool.ShareID(nic.PCI, k))
+			all = append(all, deviceid.Share(nic.PCI, k))
 		}
 	}
 	spread, _ := alloc.ByName("spread")

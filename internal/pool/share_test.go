@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
-	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
@@ -104,60 +103,6 @@ func TestRailIndexFollowsTopologyRails(t *testing.T) {
 	for _, d := range devs {
 		if want, ok := first[d.PF]; !ok || d.Rail != want {
 			t.Errorf("VF %s of %s: rail %d, want %d (on a rail: %v)", d.ID, d.PF, d.Rail, want, ok)
-		}
-	}
-}
-
-func TestShareIDRoundTrip(t *testing.T) {
-	for _, c := range []struct {
-		pci string
-		k   int
-	}{{"0000:18:00.0", 0}, {"0000:18:00.0", 999}, {"10000:e1:00.1", 12}} {
-		id := ShareID(c.pci, c.k)
-		pci, k, err := ParseShareID(id)
-		if err != nil || pci != c.pci || k != c.k {
-			t.Errorf("ParseShareID(%q) = %q %d %v", id, pci, k, err)
-		}
-	}
-	for _, bad := range []string{"", "0000:18:00.0", "-s1", "0000:18:00.0-s", "0000:18:00.0-sx", "0000:18:00.0-s01", "0000:18:00.0-s-1", "0000:18:00.0-s99999"} {
-		if _, _, err := ParseShareID(bad); err == nil {
-			t.Errorf("ParseShareID(%q) accepted", bad)
-		}
-	}
-}
-
-func FuzzParseShareID(f *testing.F) {
-	for _, s := range []string{"0000:18:00.0-s3", "-s", "a-s0-s1", "x-s0001"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		pci, k, err := ParseShareID(id)
-		if err != nil {
-			if _, _, derr := deviceid.ParseShare(id); derr == nil {
-				t.Fatalf("deviceid accepts %q, pool refuses it: %v", id, err)
-			}
-			return
-		}
-		if k < 0 || ShareID(pci, k) != id {
-			t.Fatalf("ParseShareID(%q) = %q, %d: does not round-trip", id, pci, k)
-		}
-		if dpci, dk, derr := deviceid.ParseShare(id); derr != nil || dpci != pci || dk != k {
-			t.Fatalf("deviceid.ParseShare(%q) = %q, %d, %v; pool says %q, %d", id, dpci, dk, derr, pci, k)
-		}
-	})
-}
-
-// TestShareIDMatchesDeviceID: railyard-cni reads share IDs with
-// internal/deviceid; both must agree on every ID.
-func TestShareIDMatchesDeviceID(t *testing.T) {
-	for _, id := range []string{"0000:18:00.0-s0", "0000:18:00.0-s999", "10000:e1:00.1-s12", "0000:18:00.0-s01", "0000:18:00.0-s", "x-s1-s2", "-s1", ""} {
-		pci, k, err := ParseShareID(id)
-		dpci, dk, derr := deviceid.ParseShare(id)
-		if (err == nil) != (derr == nil) || pci != dpci || k != dk {
-			t.Errorf("%q: pool %q %d %v, deviceid %q %d %v", id, pci, k, err, dpci, dk, derr)
-		}
-		if err == nil && deviceid.Share(pci, k) != ShareID(pci, k) {
-			t.Errorf("%q: formats differ: %q vs %q", id, deviceid.Share(pci, k), ShareID(pci, k))
 		}
 	}
 }
