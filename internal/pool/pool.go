@@ -13,7 +13,7 @@ import (
 // Device is one device of a pool, named by its PCI address.
 type Device struct {
 	// ID is the device ID given to kubelet: the PCI address of the VF or
-	// PF, or for a share of a PF "<PF address>-s<share>" (ShareID).
+	// PF, or for a share of a PF "<PF address>-s<share>" (deviceid.Share).
 	ID string
 	// Kind is v1alpha1.KindVF, KindPF or KindShared.
 	Kind string
