@@ -42,6 +42,7 @@ var settings = [...]setting{
 	{"devinfo-dir", "directory for Multus device-info files (default /var/run/k8s.cni.cncf.io/devinfo/dp)", str(func(c *v1alpha1.AgentConfig) *string { return &c.DevInfoDir })},
 	{"metrics-addr", "listen address of /healthz and /metrics, \"0\" disables (default 127.0.0.1:9410)", str(func(c *v1alpha1.AgentConfig) *string { return &c.MetricsAddr })},
 	{"gpu-map", "file mapping GPU UUIDs to PCI addresses (JSON object or nvidia-smi csv)", str(func(c *v1alpha1.AgentConfig) *string { return &c.GPUMap })},
+	{"nccl-topo-file", "NCCL topology file (NCCL_TOPO_FILE format) classifying GPU x NIC pairs on VMs that hide the PCIe tree", str(func(c *v1alpha1.AgentConfig) *string { return &c.NCCLTopologyFile })},
 	{"node-name", "this node's name, for logs", str(func(c *v1alpha1.AgentConfig) *string { return &c.NodeName })},
 	{"nccl-ib-hca", "how containers get NCCL_IB_HCA: env (each pool's Allocate) or merged (one NCCL config per container for all its pools) (default env)", str(func(c *v1alpha1.AgentConfig) *string { return &c.NCCLIBHCA })},
 	{"state-dir", "directory of the merged NCCL config files containers mount (default /var/lib/railyard)", str(func(c *v1alpha1.AgentConfig) *string { return &c.StateDir })},

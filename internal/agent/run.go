@@ -8,23 +8,40 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/nccltopo"
 )
 
 // Run is railyard-agent's main: it parses args (without the program name)
 // and the RAILYARD_* environment, and serves until ctx is done.
 func Run(ctx context.Context, args []string, s iostreams.Streams) error {
-	return run(ctx, args, os.LookupEnv, s, discovery.Discover, nil)
+	return run(ctx, args, os.LookupEnv, s, nil, nil)
 }
 
-// run is Run with its environment and discovery injected; ready, when not
-// nil, receives the agent once it serves.
+// discoverFor is the discovery the configuration asks for: sysfs, and the
+// NCCL topology file's classes when one is configured (read once, at start).
+func discoverFor(cfg *v1alpha1.AgentConfig) (DiscoverFunc, error) {
+	if cfg.NCCLTopologyFile == "" {
+		return discovery.Discover, nil
+	}
+	sys, err := nccltopo.ParseFile(cfg.NCCLTopologyFile)
+	if err != nil {
+		return nil, fmt.Errorf("ncclTopologyFile: %w", err)
+	}
+	return discovery.Options{NCCLTopology: sys, NCCLTopologyName: filepath.Base(cfg.NCCLTopologyFile)}.Discover, nil
+}
+
+// run is Run with its environment and discovery injected (nil: what the
+// configuration asks for); ready, when not nil, receives the agent once it
+// serves.
 func run(ctx context.Context, args []string, env LookupEnv, s iostreams.Streams, discover DiscoverFunc, ready func(*Agent, net.Addr)) error {
 	fs := pflag.NewFlagSet("railyard-agent", pflag.ContinueOnError)
 	fs.SetOutput(s.ErrOut)
@@ -38,6 +55,11 @@ func run(ctx context.Context, args []string, env LookupEnv, s iostreams.Streams,
 	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: opt.LogLevel}))
 	if opt.Config.NodeName != "" {
 		log = log.With("node", opt.Config.NodeName)
+	}
+	if discover == nil {
+		if discover, err = discoverFor(opt.Config); err != nil {
+			return err
+		}
 	}
 	a, err := New(opt.Config, log, discover)
 	if err != nil {

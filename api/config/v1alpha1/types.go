@@ -76,6 +76,10 @@ type AgentConfig struct {
 	PortPollInterval *metav1.Duration `json:"portPollInterval,omitempty"`
 	// GPUMap is a file mapping GPU UUIDs to PCI addresses ("" = none).
 	GPUMap string `json:"gpuMap,omitempty"`
+	// NCCLTopologyFile is an NCCL topology file (the one NCCL_TOPO_FILE
+	// names; clouds ship one per VM size) whose PCI nesting classifies
+	// GPU x NIC pairs where sysfs hides the PCIe tree ("" = sysfs only).
+	NCCLTopologyFile string `json:"ncclTopologyFile,omitempty"`
 	// GPUResourceNames are the extended resources naming GPUs, looked up
 	// in PodResources for the gpu-aware policy.
 	GPUResourceNames []string `json:"gpuResourceNames,omitempty"`
