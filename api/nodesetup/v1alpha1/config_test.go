@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadValidFull(t *testing.T) {
+	p, err := Load(filepath.Join("testdata", "valid-full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SysfsRoot != "/host/sys" || len(p.PFs) != 2 {
+		t.Fatalf("policy = %+v", p)
+	}
+	ib, eth := p.PFs[0], p.PFs[1]
+	if ib.VFDriver != DriverKernel || ib.GUIDs != AddressDerived || ib.MACs != AddressDerived || ib.PKey != "0x8001" {
+		t.Errorf("IB PF defaults = %+v", ib)
+	}
+	if eth.VFDriver != DriverVFIO || eth.MACs != AddressKeep || eth.Name() != "ens1f0" {
+		t.Errorf("Ethernet PF = %+v", eth)
+	}
+}
+
+func TestLoadValidMinimalDefaults(t *testing.T) {
+	p, err := Load(filepath.Join("testdata", "valid-minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SysfsRoot != "/sys" || p.CNIStateDir != "" || p.PFs[0].NumVFs != 8 || p.PFs[0].VFDriver != "kernel" {
+		t.Fatalf("policy = %+v", p)
+	}
+}
+
+func TestLoadInvalidUnknownField(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "invalid-unknown-field.yaml"))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "num_vfs") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadInvalidManyReportsEveryFieldPath(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "invalid-many.yaml"))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{
+		"kind: Unsupported value: \"AgentConfig\"",
+		"sysfsRoot: Invalid value",
+		"pfs[0]: Required value: pciAddress or netdev",
+		"pfs[1].netdev: Invalid value: \"ibp24s0\": give pciAddress or netdev, not both",
+		"pfs[2].pciAddress: Invalid value",
+		"pfs[2].numVFs: Invalid value: -1",
+		"pfs[2].vfDriver: Unsupported value: \"igb_uio\"",
+		"pfs[3].linkLayer: Unsupported value: \"ethernet\"",
+		"pfs[3].guids: Unsupported value: \"random\"",
+		"pfs[3].macs: Unsupported value: \"random\"",
+		"pfs[4]: Duplicate value: \"ens1f0 (also pfs[3])\"",
+		"pfs[4].pkey: Invalid value: \"0xffff\"",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestParsePKey(t *testing.T) {
+	for s, want := range map[string]uint16{"0x8001": 0x8001, "7ffe": 0x7ffe, "0X0002": 2} {
+		if got, err := ParsePKey(s); err != nil || got != want {
+			t.Errorf("ParsePKey(%q) = %#x, %v; want %#x", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "0x", "0x0000", "0x8000", "0xffff", "0x7fff", "0x10000", "zz", "-1"} {
+		if _, err := ParsePKey(s); err == nil {
+			t.Errorf("ParsePKey(%q) accepted", s)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- netdev: a\n  numVFs: 2\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data)
+		if err == nil && (p.APIVersion != APIVersion || len(Validate(p)) != 0) {
+			t.Fatalf("accepted an invalid policy %+v", p)
+		}
+	})
+}

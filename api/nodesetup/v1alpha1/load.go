@@ -1,0 +1,189 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrInvalid is wrapped by every error Load and Parse return for a
+// document that is not a valid node policy.
+var ErrInvalid = errors.New("invalid node policy")
+
+// maxPolicySize bounds what Load reads: real policies are a few KiB.
+const maxPolicySize = 1 << 20
+
+var (
+	pciAddress = regexp.MustCompile(`^(?:[0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+	ifName     = regexp.MustCompile(`^[^/:\s\x00]{1,15}$`)
+)
+
+// Decode strictly decodes YAML or JSON: unknown or duplicate fields are
+// errors. It neither defaults nor validates.
+func Decode(data []byte) (*NodePolicy, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%w: empty document", ErrInvalid)
+	}
+	var p NodePolicy
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return &p, nil
+}
+
+// Default fills in what a policy left out.
+func Default(p *NodePolicy) {
+	if p.SysfsRoot == "" {
+		p.SysfsRoot = "/sys"
+	}
+	for i := range p.PFs {
+		pf := &p.PFs[i]
+		if pf.VFDriver == "" {
+			pf.VFDriver = DriverKernel
+		}
+		if pf.GUIDs == "" {
+			pf.GUIDs = AddressDerived
+		}
+		if pf.MACs == "" {
+			pf.MACs = AddressDerived
+		}
+		pf.PCIAddress = strings.ToLower(pf.PCIAddress)
+	}
+}
+
+// Validate checks a defaulted policy and returns every problem.
+func Validate(p *NodePolicy) field.ErrorList {
+	var errs field.ErrorList
+	if p.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), p.APIVersion, []string{APIVersion}))
+	}
+	if p.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), p.Kind, []string{Kind}))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"sysfsRoot", p.SysfsRoot}, {"cniStateDir", p.CNIStateDir}, {"podResourcesSocket", p.PodResourcesSocket},
+	} {
+		if f.value != "" && !strings.HasPrefix(f.value, "/") {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), f.value, "must be an absolute path"))
+		}
+	}
+	seen := map[string]int{}
+	for i := range p.PFs {
+		path := field.NewPath("pfs").Index(i)
+		pf := &p.PFs[i]
+		errs = append(errs, validatePF(path, pf)...)
+		for _, key := range []string{"pci:" + pf.PCIAddress, "netdev:" + pf.Netdev} {
+			if strings.HasSuffix(key, ":") {
+				continue
+			}
+			if j, dup := seen[key]; dup {
+				errs = append(errs, field.Duplicate(path, fmt.Sprintf("%s (also pfs[%d])", pf.Name(), j)))
+			} else {
+				seen[key] = i
+			}
+		}
+	}
+	return errs
+}
+
+func validatePF(path *field.Path, pf *PF) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case pf.PCIAddress == "" && pf.Netdev == "":
+		errs = append(errs, field.Required(path, "pciAddress or netdev"))
+	case pf.PCIAddress != "" && pf.Netdev != "":
+		errs = append(errs, field.Invalid(path.Child("netdev"), pf.Netdev, "give pciAddress or netdev, not both"))
+	case pf.PCIAddress != "" && !pciAddress.MatchString(pf.PCIAddress):
+		errs = append(errs, field.Invalid(path.Child("pciAddress"), pf.PCIAddress, "must be a PCI address DDDD:BB:DD.F"))
+	case pf.Netdev != "" && !ifName.MatchString(pf.Netdev):
+		errs = append(errs, field.Invalid(path.Child("netdev"), pf.Netdev, "must be an interface name (1-15 characters, no '/', ':' or spaces)"))
+	}
+	if pf.NumVFs < 0 || pf.NumVFs > MaxVFs {
+		errs = append(errs, field.Invalid(path.Child("numVFs"), pf.NumVFs, fmt.Sprintf("must be 0-%d", MaxVFs)))
+	}
+	if pf.VFDriver != DriverKernel && pf.VFDriver != DriverVFIO {
+		errs = append(errs, field.NotSupported(path.Child("vfDriver"), pf.VFDriver, []string{DriverKernel, DriverVFIO}))
+	}
+	if pf.LinkLayer != "" && pf.LinkLayer != LinkLayerInfiniBand && pf.LinkLayer != LinkLayerEthernet {
+		errs = append(errs, field.NotSupported(path.Child("linkLayer"), pf.LinkLayer, []string{LinkLayerInfiniBand, LinkLayerEthernet}))
+	}
+	for _, f := range []struct{ name, value string }{{"guids", pf.GUIDs}, {"macs", pf.MACs}} {
+		if f.value != AddressDerived && f.value != AddressKeep {
+			errs = append(errs, field.NotSupported(path.Child(f.name), f.value, []string{AddressDerived, AddressKeep}))
+		}
+	}
+	if pf.PKey != "" {
+		if _, err := ParsePKey(pf.PKey); err != nil {
+			errs = append(errs, field.Invalid(path.Child("pkey"), pf.PKey, err.Error()))
+		}
+		if pf.LinkLayer == LinkLayerEthernet {
+			errs = append(errs, field.Invalid(path.Child("pkey"), pf.PKey, "a partition key needs InfiniBand"))
+		}
+	}
+	return errs
+}
+
+// ParsePKey parses a partition key "0x8001" (or "8001"): 15 bits of key,
+// the top bit is full (1) or limited (0) membership; 0x0000 and 0x7fff
+// (and 0xffff, the default partition) are not allowed here.
+func ParsePKey(s string) (uint16, error) {
+	h := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0x"), "0X")
+	if h == "" || len(h) > 4 {
+		return 0, fmt.Errorf("must be a 16-bit hex partition key (0x0001-0xfffe)")
+	}
+	v, err := strconv.ParseUint(h, 16, 16)
+	if err != nil {
+		return 0, fmt.Errorf("must be a 16-bit hex partition key (0x0001-0xfffe)")
+	}
+	if v&0x7fff == 0 || v == 0xffff || v == 0x7fff {
+		return 0, fmt.Errorf("%#04x is reserved (the invalid key or the default partition)", v)
+	}
+	return uint16(v), nil
+}
+
+// Parse decodes, defaults and validates a policy document. On a validation
+// failure the error lists every problem, one per line.
+func Parse(data []byte) (*NodePolicy, error) {
+	p, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	Default(p)
+	if errs := Validate(p); len(errs) > 0 {
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = "  " + e.Error()
+		}
+		return nil, fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(lines, "\n"))
+	}
+	return p, nil
+}
+
+// Load reads and parses the policy file at path.
+func Load(path string) (*NodePolicy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading node policy: %w", err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxPolicySize+1)); err != nil {
+		return nil, fmt.Errorf("reading node policy %s: %w", path, err)
+	}
+	if buf.Len() > maxPolicySize {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrInvalid, maxPolicySize)
+	}
+	p, err := Parse(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
