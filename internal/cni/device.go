@@ -28,7 +28,8 @@ func deviceKey(fs sysfs.FS, c *config.Config) string {
 }
 
 // hostNetdev returns the netdev name of PCI function pci as sysfs shows it
-// in the host namespace.
+// in the host namespace: its own, or for an RDMA function with none of its
+// own, the netdev tied to its RDMA device's RoCE GIDs.
 func hostNetdev(fs sysfs.FS, pci string) (string, error) {
 	if _, err := fs.PCIDeviceDir(pci); err != nil {
 		return "", invalidf("deviceID: %w", err)
@@ -39,6 +40,13 @@ func hostNetdev(fs sysfs.FS, pci string) (string, error) {
 	}
 	switch len(names) {
 	case 0:
+		// An RDMA function without a netdev of its own (VMware PVRDMA)
+		// carries RoCE on the netdev its GIDs are tied to.
+		if devs, _ := fs.RDMADevices(pci); len(devs) == 1 {
+			if n, err := fs.GIDNetdev(pci, devs[0]); err == nil {
+				return n, nil
+			}
+		}
 		return "", invalidf("deviceID: PCI device %s has no network interface in the host namespace (bound to a userspace driver, or held by another plugin)", pci)
 	case 1:
 		return names[0], nil

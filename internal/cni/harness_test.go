@@ -187,3 +187,6 @@ func (w *world) assertPristine() {
 		w.t.Errorf("%d IPAM allocations left", n)
 	}
 }
+
+// tree is the world's fake sysfs, to add devices to.
+func (w *world) tree() *sysfstest.Tree { return &sysfstest.Tree{Root: w.sysfs} }

@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/nccltopo"
@@ -93,21 +92,12 @@ func (r *reader) pairedNetdev(f *fn, n *topology.NIC) {
 	if n.LinkLayer != "Ethernet" {
 		return // an InfiniBand function's IPoIB netdev is its own; none is fine
 	}
-	ib := filepath.Join(f.dir, "infiniband", n.RDMA, "ports")
-	for _, p := range n.Ports {
-		dir := filepath.Join(ib, fmt.Sprint(p.Num), "gid_attrs/ndevs")
-		idx, _ := r.fs.List(dir)
-		for _, i := range idx {
-			name, err := r.fs.ReadString(filepath.Join(dir, i))
-			if err != nil || name == "" {
-				continue
-			}
-			n.Netdev = name
-			if addr, err := r.fs.NetdevPCIAddress(name); err == nil && addr != n.PCI {
-				n.NetdevPCI = addr
-			}
-			return
+	if name, err := r.fs.GIDNetdev(n.PCI, n.RDMA); err == nil {
+		n.Netdev = name
+		if addr, err := r.fs.NetdevPCIAddress(name); err == nil && addr != n.PCI {
+			n.NetdevPCI = addr
 		}
+		return
 	}
 	r.warn(n.PCI, fmt.Sprintf("%s has no netdev: none of its own and none tied to its GIDs (gid_attrs/ndevs)", n.RDMA))
 }

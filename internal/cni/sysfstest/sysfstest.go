@@ -55,3 +55,14 @@ func (t *Tree) AddVF(pfBDF string, index int, vfBDF string) error {
 	}
 	return os.Symlink("../"+vfBDF, filepath.Join(t.dev(pfBDF), fmt.Sprintf("virtfn%d", index)))
 }
+
+// AddGIDNetdev ties the RoCE GIDs of port 1 of RDMA device dev of function
+// bdf to netdev ifname (infiniband/<dev>/ports/1/gid_attrs/ndevs/0), as
+// the kernel does for a function whose netdev is another's (PVRDMA).
+func (t *Tree) AddGIDNetdev(bdf, dev, ifname string) error {
+	dir := filepath.Join(t.dev(bdf), "infiniband", dev, "ports/1/gid_attrs/ndevs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "0"), []byte(ifname+"\n"), 0o644)
+}
