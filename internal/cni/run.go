@@ -21,8 +21,10 @@ const About = "railyard-cni: attaches an RDMA NIC (VF or PF) and its RDMA device
 // real Linux operations and exec'd IPAM. It prints the result, or the error
 // as CNI error JSON, on stdout and nothing else, and returns the error.
 func Run(ctx context.Context) error {
+	ops := netops.NewOperation() // one netlink handle per namespace for this call
+	defer ops.Close()
 	p := &Plugin{
-		Ops:    netops.Linux{},
+		Ops:    ops,
 		IPAM:   ExecIPAM{CNIPath: os.Getenv("CNI_PATH")},
 		BootID: readBootID(),
 	}

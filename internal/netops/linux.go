@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -22,8 +23,51 @@ import (
 )
 
 // Linux performs the operations for real over rtnetlink and the RDMA
-// netlink family. The zero value is ready to use.
-type Linux struct{}
+// netlink family. The zero value is ready to use and opens a netlink handle
+// per call; NewOperation returns one that keeps them for an operation.
+type Linux struct {
+	conns *conns
+}
+
+// conns are the netlink handles an operation keeps, per namespace and
+// family, with the namespace handles they were opened in.
+type conns struct {
+	mu      sync.Mutex
+	handles map[connKey]netlinksafe.Handle
+	nss     []netns.NsHandle
+}
+
+type connKey struct {
+	path   string
+	family int
+}
+
+// NewOperation returns a Linux for one multi-step operation (a CNI ADD,
+// DEL, CHECK or GC): each namespace's netlink handle is opened at its first
+// use and kept until Close, rather than opened and closed by every call.
+// Not for long-lived use: a kept handle keeps its namespace alive and would
+// not see another namespace mounted later at the same path.
+func NewOperation() Linux {
+	return Linux{conns: &conns{handles: map[connKey]netlinksafe.Handle{}}}
+}
+
+// Close releases the handles an operation kept. The zero Linux keeps none.
+func (lx Linux) Close() {
+	if lx.conns == nil {
+		return
+	}
+	c := lx.conns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, h := range c.handles {
+		h.Close()
+		delete(c.handles, k)
+	}
+	for _, n := range c.nss {
+		n.Close()
+	}
+	c.nss = nil
+}
 
 var _ Ops = (*Linux)(nil)
 
@@ -53,29 +97,71 @@ func nsHandle(path string) (netns.NsHandle, error) {
 // for the route family only. Opening every family (netlink's default) makes
 // the kernel load the IPsec and netfilter netlink modules on every call, and
 // fails with "protocol not supported" where they cannot be loaded.
-func handle(path string) (netlinksafe.Handle, func(), error) {
-	return handleFor(path, unix.NETLINK_ROUTE)
+func (lx Linux) handle(path string) (netlinksafe.Handle, func(), error) {
+	return lx.handleFor(path, unix.NETLINK_ROUTE)
 }
 
-// handleFor is handle for the given netlink families.
-func handleFor(path string, families ...int) (netlinksafe.Handle, func(), error) {
+// handleFor is handle for one netlink family. The returned function
+// releases the handle (nothing, when the operation keeps it).
+func (lx Linux) handleFor(path string, family int) (netlinksafe.Handle, func(), error) {
+	if lx.conns == nil {
+		return openHandle(path, family)
+	}
+	c := lx.conns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := connKey{path, family}
+	if h, ok := c.handles[key]; ok {
+		return h, func() {}, nil
+	}
+	h, nsh, err := openHandleIn(path, family)
+	if err != nil {
+		return netlinksafe.Handle{}, nil, err
+	}
+	c.handles[key] = h
+	if nsh.IsOpen() {
+		c.nss = append(c.nss, nsh)
+	}
+	return h, func() {}, nil
+}
+
+// openHandle opens a netlink handle for family in namespace path, and a
+// function that closes it.
+func openHandle(path string, family int) (netlinksafe.Handle, func(), error) {
+	h, nsh, err := openHandleIn(path, family)
+	if err != nil {
+		return netlinksafe.Handle{}, nil, err
+	}
+	return h, func() {
+		h.Close()
+		if nsh.IsOpen() {
+			nsh.Close()
+		}
+	}, nil
+}
+
+// openHandleIn opens a netlink handle for family in namespace path; the
+// namespace handle it was opened through (none for the host) is the
+// caller's to close.
+func openHandleIn(path string, family int) (netlinksafe.Handle, netns.NsHandle, error) {
+	families := []int{family}
 	if path == Host {
 		h, err := netlinksafe.NewHandle(families...)
 		if err != nil {
-			return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle: %w", err)
+			return netlinksafe.Handle{}, netns.None(), fmt.Errorf("netlink handle: %w", err)
 		}
-		return h, h.Close, nil
+		return h, netns.None(), nil
 	}
 	nsh, err := nsHandle(path)
 	if err != nil {
-		return netlinksafe.Handle{}, nil, err
+		return netlinksafe.Handle{}, netns.None(), err
 	}
 	h, err := netlinksafe.NewHandleAt(nsh, families...)
 	if err != nil {
 		nsh.Close()
-		return netlinksafe.Handle{}, nil, fmt.Errorf("netlink handle in %s: %w", path, err)
+		return netlinksafe.Handle{}, netns.None(), fmt.Errorf("netlink handle in %s: %w", path, err)
 	}
-	return h, func() { h.Close(); nsh.Close() }, nil
+	return h, nsh, nil
 }
 
 func nsLabel(path string) string {
@@ -86,8 +172,8 @@ func nsLabel(path string) string {
 }
 
 // withLink runs f on link name in namespace path.
-func withLink(path, name string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
-	h, done, err := handle(path)
+func (lx Linux) withLink(path, name string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
+	h, done, err := lx.handle(path)
 	if err != nil {
 		return err
 	}
@@ -123,7 +209,7 @@ func snapshot(l netlink.Link) Link {
 }
 
 // NetnsExists implements Ops.
-func (Linux) NetnsExists(_ context.Context, path string) (bool, error) {
+func (lx Linux) NetnsExists(_ context.Context, path string) (bool, error) {
 	if path == Host {
 		return true, nil
 	}
@@ -145,7 +231,7 @@ func (Linux) NetnsExists(_ context.Context, path string) (bool, error) {
 
 // SameNetns implements Ops: two namespace files are the same namespace when
 // they have the same device and inode. Host is the calling thread's own.
-func (Linux) SameNetns(_ context.Context, a, b string) (bool, error) {
+func (lx Linux) SameNetns(_ context.Context, a, b string) (bool, error) {
 	id := func(path string) (uint64, uint64, error) {
 		if path == Host {
 			path = "/proc/thread-self/ns/net"
@@ -168,9 +254,9 @@ func (Linux) SameNetns(_ context.Context, a, b string) (bool, error) {
 }
 
 // Link implements Ops.
-func (Linux) Link(_ context.Context, path, name string) (Link, error) {
+func (lx Linux) Link(_ context.Context, path, name string) (Link, error) {
 	var out Link
-	err := withLink(path, name, func(_ netlinksafe.Handle, l netlink.Link) error {
+	err := lx.withLink(path, name, func(_ netlinksafe.Handle, l netlink.Link) error {
 		out = snapshot(l)
 		return nil
 	})
@@ -178,8 +264,8 @@ func (Linux) Link(_ context.Context, path, name string) (Link, error) {
 }
 
 // LinkByAlias implements Ops.
-func (Linux) LinkByAlias(_ context.Context, path, alias string) (Link, error) {
-	h, done, err := handle(path)
+func (lx Linux) LinkByAlias(_ context.Context, path, alias string) (Link, error) {
+	h, done, err := lx.handle(path)
 	if err != nil {
 		return Link{}, err
 	}
@@ -197,8 +283,8 @@ func (Linux) LinkByAlias(_ context.Context, path, alias string) (Link, error) {
 }
 
 // SetLinkUp implements Ops.
-func (Linux) SetLinkUp(_ context.Context, path, name string, up bool) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetLinkUp(_ context.Context, path, name string, up bool) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		if up {
 			return wrap("setting %s up", name, h.LinkSetUp(l))
 		}
@@ -207,8 +293,8 @@ func (Linux) SetLinkUp(_ context.Context, path, name string, up bool) error {
 }
 
 // RenameLink implements Ops.
-func (Linux) RenameLink(_ context.Context, path, name, newName string) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) RenameLink(_ context.Context, path, name, newName string) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		if err := h.LinkSetName(l, newName); err != nil {
 			return fmt.Errorf("renaming %s to %s in %s: %w", name, newName, nsLabel(path), err)
 		}
@@ -217,48 +303,48 @@ func (Linux) RenameLink(_ context.Context, path, name, newName string) error {
 }
 
 // SetMTU implements Ops.
-func (Linux) SetMTU(_ context.Context, path, name string, mtu int) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetMTU(_ context.Context, path, name string, mtu int) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		return wrap("setting MTU of %s", name, h.LinkSetMTU(l, mtu))
 	})
 }
 
 // SetMAC implements Ops.
-func (Linux) SetMAC(_ context.Context, path, name string, mac net.HardwareAddr) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetMAC(_ context.Context, path, name string, mac net.HardwareAddr) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		return wrap("setting MAC of %s", name, h.LinkSetHardwareAddr(l, mac))
 	})
 }
 
 // SetAlias implements Ops.
-func (Linux) SetAlias(_ context.Context, path, name, alias string) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetAlias(_ context.Context, path, name, alias string) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		return wrap("setting alias of %s", name, h.LinkSetAlias(l, alias))
 	})
 }
 
 // AddAltName implements Ops.
-func (Linux) AddAltName(_ context.Context, path, name, alt string) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) AddAltName(_ context.Context, path, name, alt string) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		return wrap("adding altname "+alt+" to %s", name, h.LinkAddAltName(l, alt))
 	})
 }
 
 // DelAltName implements Ops.
-func (Linux) DelAltName(_ context.Context, path, name, alt string) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) DelAltName(_ context.Context, path, name, alt string) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		return wrap("deleting altname "+alt+" of %s", name, h.LinkDelAltName(l, alt))
 	})
 }
 
 // MoveLink implements Ops.
-func (Linux) MoveLink(_ context.Context, from, name, to string) error {
+func (lx Linux) MoveLink(_ context.Context, from, name, to string) error {
 	target, err := nsHandle(to)
 	if err != nil {
 		return err
 	}
 	defer target.Close()
-	return withLink(from, name, func(h netlinksafe.Handle, l netlink.Link) error {
+	return lx.withLink(from, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		if err := h.LinkSetNsFd(l, int(target)); err != nil {
 			return fmt.Errorf("moving %s from %s to %s: %w", name, nsLabel(from), nsLabel(to), err)
 		}
@@ -267,7 +353,7 @@ func (Linux) MoveLink(_ context.Context, from, name, to string) error {
 }
 
 // AddMacvlan implements Ops.
-func (Linux) AddMacvlan(_ context.Context, parent, name, mode string) error {
+func (lx Linux) AddMacvlan(_ context.Context, parent, name, mode string) error {
 	modes := map[string]netlink.MacvlanMode{
 		"bridge": netlink.MACVLAN_MODE_BRIDGE, "private": netlink.MACVLAN_MODE_PRIVATE,
 		"vepa": netlink.MACVLAN_MODE_VEPA, "passthru": netlink.MACVLAN_MODE_PASSTHRU,
@@ -276,7 +362,7 @@ func (Linux) AddMacvlan(_ context.Context, parent, name, mode string) error {
 	if !ok {
 		return fmt.Errorf("macvlan mode %q is not one of %v", mode, MacvlanModes)
 	}
-	return withLink(Host, parent, func(h netlinksafe.Handle, l netlink.Link) error {
+	return lx.withLink(Host, parent, func(h netlinksafe.Handle, l netlink.Link) error {
 		mv := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: l.Attrs().Index}, Mode: m}
 		if err := h.LinkAdd(mv); err != nil {
 			return fmt.Errorf("creating macvlan %s on %s: %w", name, parent, err)
@@ -286,8 +372,8 @@ func (Linux) AddMacvlan(_ context.Context, parent, name, mode string) error {
 }
 
 // DeleteLink implements Ops.
-func (Linux) DeleteLink(_ context.Context, path, name string) error {
-	return withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) DeleteLink(_ context.Context, path, name string) error {
+	return lx.withLink(path, name, func(h netlinksafe.Handle, l netlink.Link) error {
 		if err := h.LinkDel(l); err != nil {
 			return fmt.Errorf("deleting %s in %s: %w", name, nsLabel(path), err)
 		}
@@ -309,14 +395,14 @@ func inNS(path string, f func() error) error {
 }
 
 // ConfigureIPs implements Ops.
-func (Linux) ConfigureIPs(_ context.Context, path, name string, res *current.Result) error {
+func (lx Linux) ConfigureIPs(_ context.Context, path, name string, res *current.Result) error {
 	return inNS(path, func() error {
 		return wrap("configuring addresses of %s", name, ipam.ConfigureIface(name, res))
 	})
 }
 
 // CheckIPs implements Ops.
-func (Linux) CheckIPs(_ context.Context, path, name string, ips []*current.IPConfig, routes []*types.Route) error {
+func (lx Linux) CheckIPs(_ context.Context, path, name string, ips []*current.IPConfig, routes []*types.Route) error {
 	return inNS(path, func() error {
 		if err := ip.ValidateExpectedInterfaceIPs(name, ips); err != nil {
 			return err

@@ -45,7 +45,7 @@ func netlinkSockets(t *testing.T) map[string]int {
 // failed with "protocol not supported") or get loaded for nothing.
 func TestHandleOpensOnlyTheRouteFamily(t *testing.T) {
 	before := netlinkSockets(t)
-	h, done, err := handle(Host)
+	h, done, err := Linux{}.handle(Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,5 +60,25 @@ func TestHandleOpensOnlyTheRouteFamily(t *testing.T) {
 	}
 	if len(added) != 1 || added["0"] != 1 {
 		t.Fatalf("new netlink sockets by protocol = %v, want exactly one NETLINK_ROUTE (0)", added)
+	}
+}
+
+// TestOperationKeepsOneHandlePerNamespace: within an operation every call
+// in one namespace reuses one netlink socket; Close releases it.
+func TestOperationKeepsOneHandlePerNamespace(t *testing.T) {
+	op := NewOperation()
+	before := netlinkSockets(t)
+	for range 5 {
+		if _, err := op.LinkByAlias(t.Context(), Host, "no such alias railyard"); err == nil {
+			t.Fatal("found a link by an alias nobody has")
+		}
+	}
+	during := netlinkSockets(t)
+	if d := during["0"] - before["0"]; d != 1 {
+		t.Errorf("5 calls in one operation opened %d route sockets, want 1", d)
+	}
+	op.Close()
+	if after := netlinkSockets(t); after["0"] != before["0"] {
+		t.Errorf("route sockets after Close: %d, before the operation %d", after["0"], before["0"])
 	}
 }

@@ -17,13 +17,13 @@ import (
 // and are covered by the fake in tests on machines without one.
 
 // rdmaHandle is a netlink handle for the RDMA family in namespace path.
-func rdmaHandle(path string) (netlinksafe.Handle, func(), error) {
-	return handleFor(path, unix.NETLINK_RDMA)
+func (lx Linux) rdmaHandle(path string) (netlinksafe.Handle, func(), error) {
+	return lx.handleFor(path, unix.NETLINK_RDMA)
 }
 
 // RDMANetnsMode implements Ops.
-func (Linux) RDMANetnsMode(_ context.Context) (string, error) {
-	h, done, err := rdmaHandle(Host)
+func (lx Linux) RDMANetnsMode(_ context.Context) (string, error) {
+	h, done, err := lx.rdmaHandle(Host)
 	if err != nil {
 		return "", err
 	}
@@ -36,8 +36,8 @@ func (Linux) RDMANetnsMode(_ context.Context) (string, error) {
 }
 
 // RDMADeviceIn implements Ops.
-func (Linux) RDMADeviceIn(_ context.Context, path, dev string) (bool, error) {
-	h, done, err := rdmaHandle(path)
+func (lx Linux) RDMADeviceIn(_ context.Context, path, dev string) (bool, error) {
+	h, done, err := lx.rdmaHandle(path)
 	if err != nil {
 		return false, err
 	}
@@ -62,13 +62,13 @@ func isRDMANotFound(err error) bool {
 }
 
 // MoveRDMA implements Ops.
-func (Linux) MoveRDMA(_ context.Context, from, dev, to string) error {
+func (lx Linux) MoveRDMA(_ context.Context, from, dev, to string) error {
 	target, err := nsHandle(to)
 	if err != nil {
 		return err
 	}
 	defer target.Close()
-	h, done, err := rdmaHandle(from)
+	h, done, err := lx.rdmaHandle(from)
 	if err != nil {
 		return err
 	}

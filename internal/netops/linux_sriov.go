@@ -17,9 +17,9 @@ import (
 // tests on machines without it.
 
 // VF implements Ops.
-func (Linux) VF(_ context.Context, pf string, vf int) (VFSettings, error) {
+func (lx Linux) VF(_ context.Context, pf string, vf int) (VFSettings, error) {
 	var out VFSettings
-	err := withLink(Host, pf, func(_ netlinksafe.Handle, l netlink.Link) error {
+	err := lx.withLink(Host, pf, func(_ netlinksafe.Handle, l netlink.Link) error {
 		for _, v := range l.Attrs().Vfs {
 			if v.ID != vf {
 				continue
@@ -35,8 +35,8 @@ func (Linux) VF(_ context.Context, pf string, vf int) (VFSettings, error) {
 	return out, err
 }
 
-func withPF(pf string, vf int, what string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
-	return withLink(Host, pf, func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) withPF(pf string, vf int, what string, f func(h netlinksafe.Handle, l netlink.Link) error) error {
+	return lx.withLink(Host, pf, func(h netlinksafe.Handle, l netlink.Link) error {
 		if err := f(h, l); err != nil {
 			return fmt.Errorf("setting %s of VF %d through PF %s: %w", what, vf, pf, err)
 		}
@@ -45,8 +45,8 @@ func withPF(pf string, vf int, what string, f func(h netlinksafe.Handle, l netli
 }
 
 // SetVFVLAN implements Ops.
-func (Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos, proto int) error {
-	return withPF(pf, vf, "vlan", func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos, proto int) error {
+	return lx.withPF(pf, vf, "vlan", func(h netlinksafe.Handle, l netlink.Link) error {
 		if proto == 0 {
 			return h.LinkSetVfVlanQos(l, vf, vlan, qos)
 		}
@@ -56,11 +56,11 @@ func (Linux) SetVFVLAN(_ context.Context, pf string, vf, vlan, qos, proto int) e
 
 // SetVFGUID implements Ops: the node GUID, then the port GUID, as
 // ib-sriov-cni and `ip link set PF vf N node_guid G port_guid G` do.
-func (Linux) SetVFGUID(_ context.Context, pf string, vf int, guid net.HardwareAddr) error {
+func (lx Linux) SetVFGUID(_ context.Context, pf string, vf int, guid net.HardwareAddr) error {
 	if len(guid) != 8 {
 		return fmt.Errorf("GUID %s of VF %d: want 8 bytes, have %d", guid, vf, len(guid))
 	}
-	return withPF(pf, vf, "GUID", func(h netlinksafe.Handle, l netlink.Link) error {
+	return lx.withPF(pf, vf, "GUID", func(h netlinksafe.Handle, l netlink.Link) error {
 		if err := h.LinkSetVfGUID(l, vf, guid, nl.IFLA_VF_IB_NODE_GUID); err != nil {
 			return fmt.Errorf("node GUID: %w", err)
 		}
@@ -72,29 +72,29 @@ func (Linux) SetVFGUID(_ context.Context, pf string, vf int, guid net.HardwareAd
 }
 
 // SetVFSpoofChk implements Ops.
-func (Linux) SetVFSpoofChk(_ context.Context, pf string, vf int, on bool) error {
-	return withPF(pf, vf, "spoofchk", func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetVFSpoofChk(_ context.Context, pf string, vf int, on bool) error {
+	return lx.withPF(pf, vf, "spoofchk", func(h netlinksafe.Handle, l netlink.Link) error {
 		return h.LinkSetVfSpoofchk(l, vf, on)
 	})
 }
 
 // SetVFTrust implements Ops.
-func (Linux) SetVFTrust(_ context.Context, pf string, vf int, on bool) error {
-	return withPF(pf, vf, "trust", func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetVFTrust(_ context.Context, pf string, vf int, on bool) error {
+	return lx.withPF(pf, vf, "trust", func(h netlinksafe.Handle, l netlink.Link) error {
 		return h.LinkSetVfTrust(l, vf, on)
 	})
 }
 
 // SetVFLinkState implements Ops.
-func (Linux) SetVFLinkState(_ context.Context, pf string, vf int, state uint32) error {
-	return withPF(pf, vf, "link_state", func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetVFLinkState(_ context.Context, pf string, vf int, state uint32) error {
+	return lx.withPF(pf, vf, "link_state", func(h netlinksafe.Handle, l netlink.Link) error {
 		return h.LinkSetVfState(l, vf, state)
 	})
 }
 
 // SetVFRate implements Ops.
-func (Linux) SetVFRate(_ context.Context, pf string, vf, minRate, maxRate int) error {
-	return withPF(pf, vf, "tx rate", func(h netlinksafe.Handle, l netlink.Link) error {
+func (lx Linux) SetVFRate(_ context.Context, pf string, vf, minRate, maxRate int) error {
+	return lx.withPF(pf, vf, "tx rate", func(h netlinksafe.Handle, l netlink.Link) error {
 		return h.LinkSetVfRate(l, vf, minRate, maxRate)
 	})
 }
