@@ -189,7 +189,7 @@ func (g *generator) nic(n *machine.Node, dir string) error {
 	if n.RDMA == "" {
 		return nil
 	}
-	state := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: n.Rate, linkLayer: n.LinkLayer, netdev: n.Netdev}
+	state := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: n.Rate, linkLayer: n.LinkLayer, netdev: n.Netdev, nodeGUID: guidFor(n.Address, 0)}
 	if state.netdev == "" {
 		state.netdev = n.RoCENetdev
 	}
@@ -263,6 +263,22 @@ type portState struct {
 	// netdev is the netdev the RoCE GIDs belong to ("" for none): the
 	// function's own, or a paired function's (PVRDMA's vmxnet3).
 	netdev string
+	// nodeGUID is the device's node_guid ("" writes none).
+	nodeGUID string
+}
+
+const zeroGUID = "0000:0000:0000:0000"
+
+// guidFor derives a device's node GUID from its PCI address, with
+// Mellanox's OUI and the 03:00 middle bytes of its EUI-64 GUIDs; vf is 0
+// for a PF and index+1 for a VF.
+func guidFor(addr string, vf int) string {
+	h := uint32(2166136261)
+	for _, c := range addr {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	h ^= uint32(vf) * 0x9e3779b1
+	return fmt.Sprintf("0c42:a103:00%02x:%02x%02x", byte(h>>16), byte(h>>8), byte(h))
 }
 
 func writeRDMA(root, dir, name string, ports int, st portState) error {
@@ -271,6 +287,11 @@ func writeRDMA(root, dir, name string, ports int, st portState) error {
 	if err := g.write(filepath.Join(ib, "node_type"), "1: CA"); err != nil {
 		return err
 	}
+	if st.nodeGUID != "" {
+		if err := g.write(filepath.Join(ib, "node_guid"), st.nodeGUID); err != nil {
+			return err
+		}
+	}
 	for p := 1; p <= ports; p++ {
 		pd := filepath.Join(ib, "ports", strconv.Itoa(p))
 		for file, v := range map[string]string{"state": st.state, "phys_state": st.phys, "rate": st.rate, "link_layer": st.linkLayer} {
@@ -278,7 +299,7 @@ func writeRDMA(root, dir, name string, ports int, st portState) error {
 				return err
 			}
 		}
-		for idx, gid := range gidTable(st.linkLayer, st.netdev != "") {
+		for idx, gid := range gidTable(st.linkLayer, st.netdev != "", st.nodeGUID) {
 			if err := g.write(filepath.Join(pd, "gids", strconv.Itoa(idx)), gid.gid); err != nil {
 				return err
 			}
@@ -303,12 +324,16 @@ func writeRDMA(root, dir, name string, ports int, st portState) error {
 
 type gidEntry struct{ gid, typ string }
 
-// gidTable returns a port's GID table: the link-local GID for InfiniBand;
+// gidTable returns a port's GID table: the link-local GID (subnet prefix
+// and port GUID) for InfiniBand;
 // for RoCE the v1/v2 pair of the link-local GID at 0/1 and, once the netdev
 // has an IPv4 address, the v1/v2 pair of it at 2/3 (the usual layout).
-func gidTable(linkLayer string, withIP bool) []gidEntry {
+func gidTable(linkLayer string, withIP bool, nodeGUID string) []gidEntry {
 	ll := "fe80:0000:0000:0000:0200:00ff:fe00:0001"
 	if linkLayer != "Ethernet" {
+		if nodeGUID != "" {
+			ll = "fe80:0000:0000:0000:" + nodeGUID // port 1's GUID is the node's here
+		}
 		return []gidEntry{{gid: ll}}
 	}
 	out := []gidEntry{{ll, "IB/RoCE v1"}, {ll, "RoCE v2"}}

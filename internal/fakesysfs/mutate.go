@@ -94,7 +94,6 @@ func AddVFs(root, pfAddr string, n int) error {
 	}
 	nextRDMA := nextIndex(filepath.Join(root, "class/infiniband"), "mlx5_")
 	nextUverbs := nextIndex(filepath.Join(root, "class/infiniband_verbs"), "uverbs")
-	g := &generator{root: root}
 	for i := have; i < have+n; i++ {
 		var vfAddr string
 		for {
@@ -111,34 +110,58 @@ func AddVFs(root, pfAddr string, n int) error {
 		if err := writeFunction(root, vfDir, function{addr: vfAddr, vendor: uint16(vendor), device: vfDevice, class: uint32(class), numa: numa, driver: "mlx5_core"}); err != nil {
 			return err
 		}
+		g := &generator{root: root}
 		if err := g.symlink(pfDir, filepath.Join(vfDir, "physfn")); err != nil {
 			return err
 		}
 		if err := g.symlink(vfDir, filepath.Join(pfDir, fmt.Sprintf("virtfn%d", i))); err != nil {
 			return err
 		}
-		if pfNet != "" {
-			if err := writeNetdev(root, vfDir, fmt.Sprintf("%sv%d", pfNet, i), st.linkLayer == "InfiniBand", macFor(pfAddr, i+1)); err != nil {
-				return err
-			}
-		}
-		if pfRDMA != "" {
-			rdma := fmt.Sprintf("mlx5_%d", nextRDMA)
-			nextRDMA++
-			vst := st
-			if pfNet != "" {
-				vst.netdev = fmt.Sprintf("%sv%d", pfNet, i)
-			}
-			if err := writeRDMA(root, vfDir, rdma, 1, vst); err != nil {
-				return err
-			}
-			if err := writeUverbs(root, vfDir, fmt.Sprintf("uverbs%d", nextUverbs), rdma); err != nil {
-				return err
-			}
-			nextUverbs++
+		vf := vfEndpoints{pfAddr: pfAddr, vfDir: vfDir, index: i, pfNet: pfNet, pfRDMA: pfRDMA, st: st}
+		if err := vf.write(root, &nextRDMA, &nextUverbs); err != nil {
+			return err
 		}
 	}
 	return writeAtomic(filepath.Join(abs, "sriov_numvfs"), strconv.Itoa(have+n))
+}
+
+// vfEndpoints are the netdev, RDMA and verbs devices of a VF bound to its
+// kernel driver.
+type vfEndpoints struct {
+	pfAddr, vfDir, pfNet, pfRDMA string
+	index                        int
+	st                           portState
+}
+
+func (v vfEndpoints) write(root string, nextRDMA, nextUverbs *int) error {
+	netdev := ""
+	if v.pfNet != "" {
+		netdev = fmt.Sprintf("%sv%d", v.pfNet, v.index)
+		if err := writeNetdev(root, v.vfDir, netdev, v.st.linkLayer == "InfiniBand", macFor(v.pfAddr, v.index+1)); err != nil {
+			return err
+		}
+	}
+	if v.pfRDMA == "" {
+		return nil
+	}
+	rdma := fmt.Sprintf("mlx5_%d", *nextRDMA)
+	*nextRDMA++
+	vst := v.st
+	vst.netdev = netdev
+	// An InfiniBand VF has no GUID until one is set through its PF (the
+	// zero GUID subnet managers refuse); a RoCE VF's comes from its MAC.
+	vst.nodeGUID = zeroGUID
+	if vst.linkLayer != "InfiniBand" {
+		vst.nodeGUID = guidFor(v.pfAddr, v.index+1)
+	}
+	if err := writeRDMA(root, v.vfDir, rdma, 1, vst); err != nil {
+		return err
+	}
+	if err := writeUverbs(root, v.vfDir, fmt.Sprintf("uverbs%d", *nextUverbs), rdma); err != nil {
+		return err
+	}
+	*nextUverbs++
+	return nil
 }
 
 func routingID(addr string) (int, error) {
