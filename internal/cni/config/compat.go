@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
 // The fields in this file come from sriov-cni and ib-sriov-cni, so that
@@ -54,24 +55,15 @@ func parseArgs(rawArgs json.RawMessage) (map[string]string, string) {
 	return out, ""
 }
 
-// ParseGUID parses an InfiniBand GUID written as 8 colon-separated bytes
-// ("02:00:00:00:00:00:00:01").
+// ParseGUID parses an InfiniBand GUID, as ip-link writes it
+// ("02:00:00:00:00:00:00:01") or as sysfs does ("0200:0000:0000:0001"),
+// refusing the all-zero and all-ones GUIDs no port may have.
 func ParseGUID(s string) (net.HardwareAddr, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 8 {
+	g, err := sysfs.ParseGUID(s)
+	if err != nil {
 		return nil, fmt.Errorf("%q is not a GUID (want 8 colon-separated hex bytes)", s)
 	}
-	out := make(net.HardwareAddr, 8)
-	for i, p := range parts {
-		if len(p) != 2 {
-			return nil, fmt.Errorf("%q is not a GUID (want 8 colon-separated hex bytes)", s)
-		}
-		b, err := strconv.ParseUint(p, 16, 8)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a GUID (want 8 colon-separated hex bytes)", s)
-		}
-		out[i] = byte(b)
-	}
+	out := net.HardwareAddr(g[:])
 	if isZero(out) || isAllOnes(out) {
 		return nil, fmt.Errorf("%q is not a usable GUID (all zeros or all ones)", s)
 	}
