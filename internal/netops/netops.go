@@ -123,6 +123,10 @@ type Ops interface {
 	SetVFVLAN(ctx context.Context, pf string, vf, vlan, qos, proto int) error
 	// SetVFGUID sets an InfiniBand VF's node and port GUID (8 bytes).
 	SetVFGUID(ctx context.Context, pf string, vf int, guid net.HardwareAddr) error
+	// SetVFMAC sets an Ethernet VF's MAC (6 bytes).
+	SetVFMAC(ctx context.Context, pf string, vf int, mac net.HardwareAddr) error
+	// VFAddresses returns the VF's MAC and GUIDs as the PF reports them.
+	VFAddresses(ctx context.Context, pf string, vf int) (VFAddresses, error)
 	SetVFSpoofChk(ctx context.Context, pf string, vf int, on bool) error
 	SetVFTrust(ctx context.Context, pf string, vf int, on bool) error
 	SetVFLinkState(ctx context.Context, pf string, vf int, state uint32) error

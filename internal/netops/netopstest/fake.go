@@ -35,6 +35,7 @@ type Fake struct {
 	rdmaMode  string
 	vfs       map[string]map[int]netops.VFSettings
 	guids     map[string]map[int]string // PF -> VF -> GUID set through the PF
+	macs      map[string]map[int]string // PF -> VF -> MAC set through the PF
 	aliases   map[string]string         // namespace path -> the path it names
 	calls     []string
 	mutations int

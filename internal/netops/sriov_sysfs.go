@@ -1,0 +1,97 @@
+package netops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// SRIOVSysfs changes SR-IOV state the way an administrator does, by
+// writing sysfs below Root ("/sys"): sriov_numvfs creates and removes VFs,
+// driver_override + unbind + drivers_probe move a function to another
+// driver. Like the VF settings, this needs SR-IOV hardware; tests use
+// fakesysfs.Kernel, which follows the kernel's rules on a fake tree.
+type SRIOVSysfs struct {
+	Root string
+}
+
+func (s SRIOVSysfs) root() string {
+	if s.Root == "" {
+		return "/sys"
+	}
+	return s.Root
+}
+
+func validPCI(addr string) error {
+	if addr == "" || strings.ContainsAny(addr, "/\x00") || addr == "." || addr == ".." {
+		return fmt.Errorf("invalid PCI address %q", addr)
+	}
+	return nil
+}
+
+// writeAttr writes one sysfs attribute with a single write(2), as the
+// kernel expects; the kernel's refusal (EBUSY, ERANGE) comes back from it.
+func writeAttr(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(value)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// SetNumVFs writes n to the PF's sriov_numvfs. The kernel refuses to change
+// a non-zero count to another non-zero one (EBUSY); callers go through 0.
+func (s SRIOVSysfs) SetNumVFs(ctx context.Context, pf string, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validPCI(pf); err != nil {
+		return err
+	}
+	p := filepath.Join(s.root(), "bus/pci/devices", pf, "sriov_numvfs")
+	if err := writeAttr(p, strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("setting %d VFs on %s: %w", n, pf, err)
+	}
+	return nil
+}
+
+// Bind moves a PCI function to driver: driver_override names it, the
+// current driver (if any) is unbound and drivers_probe binds the function
+// again. Binding to the driver it already has rebinds it, which makes a VF
+// pick up a MAC or GUID set through its PF.
+func (s SRIOVSysfs) Bind(ctx context.Context, addr, driver string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validPCI(addr); err != nil {
+		return err
+	}
+	if driver == "" || strings.ContainsAny(driver, "/\x00\n") {
+		return fmt.Errorf("invalid driver name %q", driver)
+	}
+	dev := filepath.Join(s.root(), "bus/pci/devices", addr)
+	if err := writeAttr(filepath.Join(dev, "driver_override"), driver); err != nil {
+		return fmt.Errorf("binding %s to %s: driver_override: %w", addr, driver, err)
+	}
+	if err := writeAttr(filepath.Join(dev, "driver/unbind"), addr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("binding %s to %s: unbinding: %w", addr, driver, err)
+	}
+	if err := writeAttr(filepath.Join(s.root(), "bus/pci/drivers_probe"), addr); err != nil {
+		return fmt.Errorf("binding %s to %s: drivers_probe: %w", addr, driver, err)
+	}
+	target, err := os.Readlink(filepath.Join(dev, "driver"))
+	if err != nil || filepath.Base(target) != driver {
+		return fmt.Errorf("binding %s to %s: the driver did not take it (is the module loaded? modprobe %s)", addr, driver, driver)
+	}
+	return nil
+}
