@@ -62,13 +62,10 @@ func NewIndex(t *topology.Topology) *Index {
 	}
 	for i, n := range t.NICs {
 		ix.pfs[i] = pf{addr: n.PCI, numa: n.NUMA}
-		ix.devs = append(ix.devs, device{addr: n.PCI, pf: int32(i), healthy: portsActive(n.Ports)})
+		ix.devs = append(ix.devs, device{addr: n.PCI, pf: int32(i), healthy: n.Healthy()})
 		for _, vf := range n.VFs {
-			ports := vf.Ports
-			if len(ports) == 0 {
-				ports = n.Ports
-			}
-			ix.devs = append(ix.devs, device{addr: vf.PCI, pf: int32(i), healthy: portsActive(ports)})
+			ok, _ := n.VFHealth(vf)
+			ix.devs = append(ix.devs, device{addr: vf.PCI, pf: int32(i), healthy: ok})
 		}
 	}
 	slices.SortFunc(ix.devs, func(a, b device) int { return cmp.Compare(a.addr, b.addr) })
@@ -173,15 +170,6 @@ const hexVal = "" +
 // portsActive reports whether a device with these ports is healthy: all of
 // them are active. A device whose ports are not known (none in the model) is
 // taken as healthy: there is no evidence against it.
-func portsActive(ports []topology.Port) bool {
-	for _, p := range ports {
-		if !p.Active() {
-			return false
-		}
-	}
-	return true
-}
-
 // Topology returns the model the index was built from.
 func (ix *Index) Topology() *topology.Topology { return ix.topo }
 

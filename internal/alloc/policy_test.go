@@ -227,13 +227,16 @@ func TestUnknownDevicesComeLast(t *testing.T) {
 	}
 }
 
-func TestPortlessDevicesAreHealthy(t *testing.T) {
+// TestPortlessDevicesAreUnhealthy: the one health rule (topology.NIC.Health,
+// also the pools'): a NIC whose ports could not be read is not healthy,
+// nor are its VFs, and policies rank them after every healthy device.
+func TestPortlessDevicesAreUnhealthy(t *testing.T) {
 	topo := dgx1Like(nicOpts{vfs: 1, portless: true})
 	ix := NewIndex(topo)
-	if !ix.Healthy(topo.NICs[0].VFs[0].PCI) || !ix.Healthy(topo.NICs[0].PCI) {
-		t.Error("devices without port information should count as healthy")
+	if ix.Healthy(topo.NICs[0].VFs[0].PCI) || ix.Healthy(topo.NICs[0].PCI) {
+		t.Error("devices without port information count as healthy")
 	}
-	if got := ix.EffectiveRank(topo.GPUs[0].PCI, topo.NICs[0].VFs[0].PCI); got != topology.PIX.Rank() {
-		t.Errorf("rank %d, want PIX", got)
+	if got := ix.EffectiveRank(topo.GPUs[0].PCI, topo.NICs[0].VFs[0].PCI); got != unhealthyRank {
+		t.Errorf("rank %d, want the unhealthy rank %d", got, unhealthyRank)
 	}
 }

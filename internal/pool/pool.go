@@ -121,7 +121,7 @@ func (s Selector) Select(t *topology.Topology) []Device {
 	var out []Device
 	rails := railIndex(t)
 	for _, nic := range t.NICs {
-		pfHealthy, pfReason := portsHealthy(nic.Ports)
+		pfHealthy, pfReason := nic.Health()
 		rail, onRail := rails[nic.PCI]
 		if !onRail {
 			rail = -1
@@ -141,7 +141,7 @@ func (s Selector) Select(t *topology.Topology) []Device {
 			}
 		default:
 			for _, vf := range nic.VFs {
-				d := vfDevice(t, nic, vf, pfHealthy, pfReason)
+				d := vfDevice(t, nic, vf)
 				d.Rail = rail
 				if s.matches(d, nic.Netdevs) {
 					out = append(out, d)
@@ -176,7 +176,7 @@ func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 	return d
 }
 
-func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF, pfHealthy bool, pfReason string) Device {
+func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF) Device {
 	d := Device{
 		ID: vf.PCI, Kind: v1alpha1.KindVF, Share: -1, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: vf.Index,
 		Vendor: nic.Vendor, PFDevice: nic.Device, Driver: vf.Driver, NUMA: nic.NUMA,
@@ -194,13 +194,7 @@ func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF, pfHealthy 
 	if len(vf.Ports) > 0 && vf.Ports[0].LinkLayer != "" {
 		d.LinkLayer = vf.Ports[0].LinkLayer
 	}
-	healthy, reason := portsHealthy(vf.Ports)
-	switch {
-	case !pfHealthy:
-		healthy, reason = false, "PF "+nic.PCI+": "+pfReason
-	case len(vf.Ports) == 0 && vf.RDMA == "":
-		healthy, reason = true, "" // no RDMA: judged below by verbsHealthy
-	}
+	healthy, reason := nic.VFHealth(vf)
 	d.Healthy, d.Reason = verbsHealthy(d, healthy, reason)
 	return d
 }
@@ -212,19 +206,6 @@ func verbsHealthy(d Device, healthy bool, reason string) (bool, string) {
 		return false, "no RDMA verbs device (driver " + strconv.Quote(d.Driver) + ")"
 	}
 	return healthy, reason
-}
-
-// portsHealthy: every port ACTIVE and LinkUp; no ports at all is unhealthy.
-func portsHealthy(ports []topology.Port) (bool, string) {
-	if len(ports) == 0 {
-		return false, "no RDMA ports"
-	}
-	for _, p := range ports {
-		if !p.Active() {
-			return false, fmt.Sprintf("port %d is %s/%s", p.Num, p.State, p.PhysState)
-		}
-	}
-	return true, ""
 }
 
 func (s Selector) matches(d Device, pfNetdevs []string) bool {

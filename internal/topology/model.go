@@ -1,5 +1,7 @@
 package topology
 
+import "fmt"
+
 // Topology is the immutable model of one node. Build it with Discover (or
 // the test helpers built on generated sysfs trees); never modify it.
 type Topology struct {
@@ -99,16 +101,42 @@ type Port struct {
 	RoCEv2GIDs []int `json:"rocev2_gids,omitempty"`
 }
 
-// Healthy reports whether every port of the NIC is ACTIVE (see
-// Port.Active). A NIC whose ports could not be read has no evidence against
-// it and is healthy. Rails prefer healthy NICs.
+// Healthy reports whether the NIC can carry RDMA traffic: see Health.
+// Rails prefer healthy NICs.
 func (n NIC) Healthy() bool {
-	for _, p := range n.Ports {
+	ok, _ := n.Health()
+	return ok
+}
+
+// Health is the one health rule of a NIC, used by rails, pools and
+// policies alike: it needs at least one port, and every port ACTIVE with
+// its physical link up (Port.Active). reason says why not.
+func (n NIC) Health() (ok bool, reason string) { return portsHealth(n.Ports) }
+
+// VFHealth is the health rule of one of the NIC's VFs: the PF's health
+// first (a VF's link is its PF's), then the VF's own ports; a VF whose
+// ports could not be read (no RDMA device of its own, or none readable)
+// takes its PF's.
+func (n NIC) VFHealth(vf VF) (ok bool, reason string) {
+	if ok, reason := n.Health(); !ok {
+		return false, "PF " + n.PCI + ": " + reason
+	}
+	if len(vf.Ports) == 0 {
+		return true, ""
+	}
+	return portsHealth(vf.Ports)
+}
+
+func portsHealth(ports []Port) (bool, string) {
+	if len(ports) == 0 {
+		return false, "no RDMA ports"
+	}
+	for _, p := range ports {
 		if !p.Active() {
-			return false
+			return false, fmt.Sprintf("port %d is %s/%s", p.Num, p.State, p.PhysState)
 		}
 	}
-	return true
+	return true, ""
 }
 
 // Active reports whether the port is usable: state ACTIVE and physical

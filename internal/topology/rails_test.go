@@ -209,18 +209,44 @@ func bruteRailsHealth(t *Topology, limit int) (int, int) {
 
 func TestNICHealthy(t *testing.T) {
 	for _, c := range []struct {
-		ports []Port
-		want  bool
+		ports  []Port
+		want   bool
+		reason string
 	}{
-		{nil, true},
-		{[]Port{activePort}, true},
-		{[]Port{{Num: 1, State: "ACTIVE"}}, true},
-		{[]Port{activePort, downPort}, false},
-		{[]Port{{Num: 1, State: "ACTIVE", PhysState: "Polling"}}, false},
-		{[]Port{{Num: 1, State: "INIT", PhysState: "LinkUp"}}, false},
+		{nil, false, "no RDMA ports"},
+		{[]Port{activePort}, true, ""},
+		{[]Port{{Num: 1, State: "ACTIVE"}}, true, ""},
+		{[]Port{activePort, downPort}, false, "port 1 is DOWN/Disabled"},
+		{[]Port{{Num: 1, State: "ACTIVE", PhysState: "Polling"}}, false, "port 1 is ACTIVE/Polling"},
+		{[]Port{{Num: 1, State: "INIT", PhysState: "LinkUp"}}, false, "port 1 is INIT/LinkUp"},
 	} {
-		if got := (NIC{Ports: c.ports}).Healthy(); got != c.want {
-			t.Errorf("Healthy(%+v) = %v, want %v", c.ports, got, c.want)
+		n := NIC{PCI: "p", Ports: c.ports}
+		ok, reason := n.Health()
+		if ok != c.want || n.Healthy() != c.want || reason != c.reason {
+			t.Errorf("Health(%+v) = %v %q, want %v %q", c.ports, ok, reason, c.want, c.reason)
+		}
+	}
+}
+
+// TestVFHealth: a VF is as healthy as its PF, then its own ports; a VF
+// without ports of its own takes its PF's.
+func TestVFHealth(t *testing.T) {
+	up, down := NIC{PCI: "pf", Ports: []Port{activePort}}, NIC{PCI: "pf", Ports: []Port{downPort}}
+	for _, c := range []struct {
+		nic    NIC
+		vf     VF
+		want   bool
+		reason string
+	}{
+		{up, VF{}, true, ""},
+		{up, VF{Ports: []Port{activePort}}, true, ""},
+		{up, VF{Ports: []Port{{Num: 1, State: "DOWN", PhysState: "LinkUp"}}}, false, "port 1 is DOWN/LinkUp"},
+		{down, VF{Ports: []Port{activePort}}, false, "PF pf: port 1 is DOWN/Disabled"},
+		{NIC{PCI: "pf"}, VF{}, false, "PF pf: no RDMA ports"},
+	} {
+		ok, reason := c.nic.VFHealth(c.vf)
+		if ok != c.want || reason != c.reason {
+			t.Errorf("VFHealth(%+v, %+v) = %v %q, want %v %q", c.nic.Ports, c.vf.Ports, ok, reason, c.want, c.reason)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func inv(t *testing.T, rows ...string) Inventory {
 		case "gpu":
 			in.GPUs = append(in.GPUs, GPU{PCI: addr, NUMA: numa})
 		case "nic":
-			in.NICs = append(in.NICs, NIC{PCI: addr, NUMA: numa, RDMA: "rdma-" + addr})
+			in.NICs = append(in.NICs, NIC{PCI: addr, NUMA: numa, RDMA: "rdma-" + addr, Ports: []Port{activePort}})
 		}
 	}
 	return in
