@@ -1,0 +1,25 @@
+// Command image builds Railyard's container image archive without a Docker
+// daemon (`make images`); see internal/image and docs/install.md.
+//
+//	go run ./hack/image --version 0.1.0 --revision $(git rev-parse HEAD)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/image"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := image.Run(ctx, os.Args[1:], os.LookupEnv, iostreams.Std()); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}

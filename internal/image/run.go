@@ -1,0 +1,175 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/pflag"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+)
+
+// Options are the inputs of Build.
+type Options struct {
+	Dir      string // module root
+	Packages []string
+	Arch     string
+	Version  string
+	Revision string
+	Source   string
+	Created  time.Time
+	Name     string // image name with registry and tag
+	Out      string // archive path
+}
+
+// Result describes a built archive.
+type Result struct {
+	Name     string
+	Digest   v1.Hash // manifest digest, what a registry or containerd shows
+	Archive  int64   // bytes of the tar
+	Layer    int64   // compressed layer
+	Unpacked int64   // uncompressed layer
+	Sizes    map[string]int64 // binary name -> bytes
+}
+
+// Build compiles the binaries, assembles the image and writes the archive
+// to o.Out (through a temporary file and a rename: a failed build leaves
+// no partial archive).
+func Build(ctx context.Context, o Options) (Result, error) {
+	if _, err := ParseRef(o.Name); err != nil {
+		return Result{}, err
+	}
+	tmp, err := os.MkdirTemp("", "railyard-image-")
+	if err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	files, err := GoBuild(ctx, BuildOptions{Dir: o.Dir, Packages: o.Packages, Arch: o.Arch, Version: o.Version, Revision: o.Revision, OutDir: tmp})
+	if err != nil {
+		return Result{}, err
+	}
+	layerTar, err := Layer(files, o.Created)
+	if err != nil {
+		return Result{}, err
+	}
+	img, err := Assemble(layerTar, Meta{
+		Arch: o.Arch, Version: o.Version, Revision: o.Revision, Source: o.Source, Created: o.Created,
+		Cmd: []string{"/" + BinDir + "/railyard-agent"},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Name: o.Name, Unpacked: int64(len(layerTar)), Sizes: map[string]int64{}}
+	for _, f := range files {
+		res.Sizes[path.Base(f.Path)] = int64(len(f.Data))
+	}
+	if res.Digest, err = img.Digest(); err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	for _, l := range layers {
+		n, err := l.Size()
+		if err != nil {
+			return Result{}, fmt.Errorf("image: %w", err)
+		}
+		res.Layer += n
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(o.Out), "."+filepath.Base(o.Out)+".tmp-")
+	if err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if err := WriteArchive(f, img, o.Name, o.Created); err != nil {
+		f.Close()
+		return Result{}, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	res.Archive = st.Size()
+	if err := f.Close(); err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	if err := os.Rename(f.Name(), o.Out); err != nil {
+		return Result{}, fmt.Errorf("image: %w", err)
+	}
+	return res, nil
+}
+
+// Run is hack/image's main: parse flags, Build, print a summary.
+func Run(ctx context.Context, args []string, env func(string) (string, bool), s iostreams.Streams) error {
+	fs := pflag.NewFlagSet("image", pflag.ContinueOnError)
+	fs.SetOutput(s.ErrOut)
+	var o Options
+	var created string
+	fs.StringVar(&o.Dir, "dir", ".", "module root to build from")
+	fs.StringVar(&o.Version, "version", "", "release version (required): image tag, OCI version label, internal/version")
+	fs.StringVar(&o.Revision, "revision", "", "source revision, a git commit (required)")
+	fs.StringVar(&o.Source, "source", "https://github.com/railyard-io/railyard", "OCI source label")
+	fs.StringVar(&o.Arch, "arch", runtime.GOARCH, "GOARCH of the image")
+	fs.StringVar(&o.Name, "name", "", "image name (default ghcr.io/railyard-io/railyard:<version>)")
+	fs.StringVar(&o.Out, "out", "", "archive path (default _output/images/railyard-<version>-<arch>.tar)")
+	fs.StringVar(&created, "created", "", "creation time, Unix seconds (default $SOURCE_DATE_EPOCH, else 0); make images passes the commit time")
+	fs.StringSliceVar(&o.Packages, "packages", DefaultPackages(), "packages to build into /usr/local/bin")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.Version == "" || o.Revision == "" {
+		return fmt.Errorf("--version and --revision are required")
+	}
+	if created == "" {
+		created, _ = env("SOURCE_DATE_EPOCH")
+	}
+	if created == "" {
+		created = "0"
+	}
+	secs, err := strconv.ParseInt(created, 10, 64)
+	if err != nil || secs < 0 {
+		return fmt.Errorf("--created / SOURCE_DATE_EPOCH %q: want Unix seconds", created)
+	}
+	o.Created = time.Unix(secs, 0).UTC()
+	if o.Name == "" {
+		o.Name = "ghcr.io/railyard-io/railyard:" + o.Version
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("_output", "images", "railyard-"+o.Version+"-"+o.Arch+".tar")
+	}
+	res, err := Build(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "%s\n  name    %s\n  digest  %s\n  archive %s, layer %s gzip (%s unpacked)\n", o.Out, res.Name, res.Digest, mib(res.Archive), mib(res.Layer), mib(res.Unpacked))
+	for _, p := range o.Packages {
+		b := path.Base(p)
+		fmt.Fprintf(s.Out, "  /%s/%s %s\n", BinDir, b, mib(res.Sizes[b]))
+	}
+	return nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
