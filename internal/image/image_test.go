@@ -65,7 +65,9 @@ func TestLayerHasSortedEntriesOwnedByRootWithFixedTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := func(n string) entry { return entry{n, tar.TypeDir, 0o755, 0, 0, "", testTime, ""} }
-	f := func(n string, mode int64, data string) entry { return entry{n, tar.TypeReg, mode, 0, 0, "", testTime, data} }
+	f := func(n string, mode int64, data string) entry {
+		return entry{n, tar.TypeReg, mode, 0, 0, "", testTime, data}
+	}
 	want := []entry{
 		d("etc/"), d("etc/railyard/"), f("etc/railyard/README", 0o644, "hello"),
 		d("usr/"), d("usr/local/"), d("usr/local/bin/"),

@@ -33,10 +33,10 @@ type Options struct {
 // Result describes a built archive.
 type Result struct {
 	Name     string
-	Digest   v1.Hash // manifest digest, what a registry or containerd shows
-	Archive  int64   // bytes of the tar
-	Layer    int64   // compressed layer
-	Unpacked int64   // uncompressed layer
+	Digest   v1.Hash          // manifest digest, what a registry or containerd shows
+	Archive  int64            // bytes of the tar
+	Layer    int64            // compressed layer
+	Unpacked int64            // uncompressed layer
 	Sizes    map[string]int64 // binary name -> bytes
 }
 
