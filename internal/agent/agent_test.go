@@ -139,7 +139,7 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 	if err != nil || len(resp.ContainerResponses[0].DeviceIDs) != 3 {
 		t.Fatalf("fallback: %v %v", resp, err)
 	}
-	if !strings.Contains(r.log.String(), "gpu-aware falls back to spread") {
+	if !strings.Contains(r.log.String(), `msg="policy fell back" resource=railyard.io/rdma_vf policy=gpu-aware decided=spread`) {
 		t.Error("fallback to spread not logged")
 	}
 

@@ -21,9 +21,12 @@ func NewKubelet() *Kubelet { return &Kubelet{} }
 // Name returns "kubelet".
 func (*Kubelet) Name() string { return "kubelet" }
 
+// Needs implements Policy.
+func (*Kubelet) Needs() Needs { return Needs{PodGPUs: false} }
+
 // Allocate returns the must-include devices and then the lowest offered IDs.
 func (p *Kubelet) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "kubelet")
 	if err != nil {
 		return Result{}, err
 	}
@@ -65,9 +68,12 @@ func NewNUMA(seed uint64) *NUMA { return &NUMA{seed: seed} }
 // Name returns "numa".
 func (*NUMA) Name() string { return "numa" }
 
+// Needs implements Policy.
+func (*NUMA) Needs() Needs { return Needs{PodGPUs: true} }
+
 // Allocate draws the devices on the GPUs' NUMA nodes.
 func (p *NUMA) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "numa")
 	if err != nil {
 		return Result{}, err
 	}

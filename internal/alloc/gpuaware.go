@@ -15,14 +15,18 @@ func NewGPUAware() *GPUAware { return &GPUAware{} }
 // Name returns "gpu-aware".
 func (*GPUAware) Name() string { return "gpu-aware" }
 
+// Needs implements Policy.
+func (*GPUAware) Needs() Needs { return Needs{PodGPUs: true} }
+
 // Allocate chooses req.Size devices close to req.GPUs.
 func (p *GPUAware) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "gpu-aware")
 	if err != nil {
 		return Result{}, err
 	}
 	if len(s.gpus) == 0 {
 		s.note("pod GPUs unknown: spread over rails")
+		s.policy = "spread"
 		s.fillSpread()
 		return s.result()
 	}

@@ -29,15 +29,19 @@ func NewOptimal() *Optimal { return &Optimal{} }
 // Name returns "optimal".
 func (*Optimal) Name() string { return "optimal" }
 
+// Needs implements Policy.
+func (*Optimal) Needs() Needs { return Needs{PodGPUs: true} }
+
 // Allocate chooses req.Size devices minimising the pod's score.
 func (p *Optimal) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "optimal")
 	if err != nil {
 		return Result{}, err
 	}
 	switch {
 	case len(s.gpus) == 0:
 		s.note("pod GPUs unknown: spread over rails")
+		s.policy = "spread"
 	case s.missing() >= len(s.gpus):
 		if err := s.assignGPUs(); err != nil {
 			return Result{}, err

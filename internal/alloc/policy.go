@@ -23,13 +23,25 @@ type Request struct {
 type Result struct {
 	// Devices are the chosen device IDs, len(Devices) == Request.Size.
 	Devices []string
+	// Policy names the policy that decided: the one asked, or the one it
+	// fell back to ("spread" when gpu-aware did not know the pod's GPUs).
+	// For logs and metrics.
+	Policy string
 	// Reasons explain the choice, one line each, for logs and tests.
 	Reasons []string
+}
+
+// Needs says what a policy uses beyond the offered devices, so adapters
+// gather only that (a PodResources call per request, for instance).
+type Needs struct {
+	// PodGPUs: the policy places devices by the pod's GPUs (Request.GPUs).
+	PodGPUs bool
 }
 
 // Policy chooses devices. Implementations are pure and safe for concurrent
 // use: they read the request and return a new result.
 type Policy interface {
 	Name() string
+	Needs() Needs
 	Allocate(req Request) (Result, error)
 }

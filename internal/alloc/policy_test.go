@@ -240,3 +240,43 @@ func TestPortlessDevicesAreUnhealthy(t *testing.T) {
 		t.Errorf("rank %d, want the unhealthy rank %d", got, unhealthyRank)
 	}
 }
+
+// TestNeedsAndDecidingPolicy: each policy declares whether it places by the
+// pod's GPUs, and its result names the policy that decided, fallbacks
+// included.
+func TestNeedsAndDecidingPolicy(t *testing.T) {
+	topo := dgx1Like(nicOpts{vfs: 2})
+	avail := []string{}
+	for _, n := range topo.NICs {
+		for _, vf := range n.VFs {
+			avail = append(avail, vf.PCI)
+		}
+	}
+	gpus := []string{topo.GPUs[0].PCI}
+	want := map[string]struct {
+		needs             bool
+		withGPUs, without string
+	}{
+		"kubelet":   {false, "kubelet", "kubelet"},
+		"numa":      {true, "numa", "numa"},
+		"spread":    {false, "spread", "spread"},
+		"gpu-aware": {true, "gpu-aware", "spread"},
+		"packed":    {false, "packed", "packed"},
+		"optimal":   {true, "optimal", "spread"},
+	}
+	for _, p := range allPolicies(t) {
+		w, ok := want[p.Name()]
+		if !ok {
+			t.Fatalf("no expectation for %s", p.Name())
+		}
+		if p.Needs().PodGPUs != w.needs {
+			t.Errorf("%s: Needs().PodGPUs = %v", p.Name(), p.Needs().PodGPUs)
+		}
+		if got := mustAllocate(t, p, Request{Topology: topo, Available: avail, Size: 2, GPUs: gpus}).Policy; got != w.withGPUs {
+			t.Errorf("%s with the pod's GPUs: decided by %q, want %q", p.Name(), got, w.withGPUs)
+		}
+		if got := mustAllocate(t, p, Request{Topology: topo, Available: avail, Size: 2}).Policy; got != w.without {
+			t.Errorf("%s without them: decided by %q, want %q", p.Name(), got, w.without)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type state struct {
 
 	out     []string
 	reasons []string
+	policy  string // the policy deciding (Result.Policy)
 }
 
 func prepare(ix *Index, req Request) (*state, error) {
@@ -230,7 +231,7 @@ func (s *state) result() (Result, error) {
 		// prepare checked that enough devices are offered; reaching this is a bug.
 		return Result{}, fmt.Errorf("alloc: internal error: answer has %d devices, want %d", len(s.out), s.size)
 	}
-	return Result{Devices: s.out, Reasons: s.reasons}, nil
+	return Result{Devices: s.out, Reasons: s.reasons, Policy: s.policy}, nil
 }
 
 // rank is the effective rank of GPU g (index) with device d.

@@ -3,11 +3,16 @@ package alloc
 import "fmt"
 
 // begin validates req and maps it onto the topology's cached index.
-func begin(c *indexCache, req Request) (*state, error) {
+func begin(c *indexCache, req Request, policy string) (*state, error) {
 	if req.Topology == nil {
 		return nil, fmt.Errorf("%w: no topology", ErrInvalidRequest)
 	}
-	return prepare(c.get(req.Topology), req)
+	s, err := prepare(c.get(req.Topology), req)
+	if err != nil {
+		return nil, err
+	}
+	s.policy = policy
+	return s, nil
 }
 
 // Spread gives one device per distinct PF (rail) before doubling up,
@@ -24,9 +29,12 @@ func NewSpread() *Spread { return &Spread{} }
 // Name returns "spread".
 func (*Spread) Name() string { return "spread" }
 
+// Needs implements Policy.
+func (*Spread) Needs() Needs { return Needs{PodGPUs: false} }
+
 // Allocate chooses req.Size devices spread over rails.
 func (p *Spread) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "spread")
 	if err != nil {
 		return Result{}, err
 	}
@@ -46,12 +54,15 @@ func NewPacked() *Packed { return &Packed{} }
 // Name returns "packed".
 func (*Packed) Name() string { return "packed" }
 
+// Needs implements Policy.
+func (*Packed) Needs() Needs { return Needs{PodGPUs: false} }
+
 // Allocate chooses req.Size devices, filling PFs one after the other: the
 // PF already used by this answer first, then the PF with the fewest offered
 // devices left (best fit), then the lowest address; healthy devices before
 // unhealthy ones.
 func (p *Packed) Allocate(req Request) (Result, error) {
-	s, err := begin(&p.cache, req)
+	s, err := begin(&p.cache, req, "packed")
 	if err != nil {
 		return Result{}, err
 	}

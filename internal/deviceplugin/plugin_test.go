@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,5 +345,43 @@ func TestAllocateFailsCleanlyAndRetries(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), "-0000:05:00.1-device.json") {
 		t.Errorf("devinfo dir holds %v", entries)
+	}
+}
+
+// countingGPUs is a GPUFinder stand-in that counts its calls and knows no
+// GPUs.
+type countingGPUs struct{ calls atomic.Int32 }
+
+func (c *countingGPUs) PodGPUs(context.Context, string) (podresources.Finding, error) {
+	c.calls.Add(1)
+	return podresources.Finding{Note: "no container holds GPUs"}, nil
+}
+
+// TestPodResourcesAskedOnlyForPoliciesThatNeedGPUs: the plugin asks
+// PodResources for the pod's GPUs only when the pool's policy declares it
+// needs them.
+func TestPodResourcesAskedOnlyForPoliciesThatNeedGPUs(t *testing.T) {
+	for policy, wantCalls := range map[string]int32{"spread": 0, "packed": 0, "gpu-aware": 1, "numa": 1} {
+		t.Run(policy, func(t *testing.T) {
+			n := newNode(t, "roce-8gpu-4nic", 2)
+			reg := kubelettest.StartRegistrar(t, n.pluginDir)
+			finder := &countingGPUs{}
+			p := newPlugin(t, n, resource, policy, finder)
+			refresh(t, n, p, vfPool)
+			runPlugin(t, p)
+			reg.Wait(t)
+			var all []string
+			for _, d := range p.Devices() {
+				all = append(all, d.ID)
+			}
+			resp, err := dial(t, p).GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+				AvailableDeviceIDs: all, AllocationSize: 2}}})
+			if err != nil || len(resp.ContainerResponses[0].DeviceIDs) != 2 {
+				t.Fatalf("GetPreferredAllocation: %v %v", resp, err)
+			}
+			if got := finder.calls.Load(); got != wantCalls {
+				t.Errorf("PodResources asked %d times, want %d", got, wantCalls)
+			}
+		})
 	}
 }

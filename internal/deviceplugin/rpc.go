@@ -82,58 +82,64 @@ func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocati
 			Size:        size,
 		}
 		policy := p.cfg.Policy
-		policyName := policy.Name()
-		if policyName == "gpu-aware" {
-			areq.GPUs = p.podGPUs(ctx)
-			if len(areq.GPUs) == 0 {
-				policyName = "spread"
-			}
+		why := ""
+		if policy.Needs().PodGPUs {
+			areq.GPUs, why = p.podGPUs(ctx)
 		}
 		var chosen []string
 		var classOf []string // the devices (NICs for shares) whose class to the GPUs is measured
+		decided := policy.Name()
 		if p.cfg.Shared {
 			chosen, classOf = preferShares(shareRequest{policy: policy, topo: snap.topo, gpus: areq.GPUs,
 				available: areq.Available, mustInclude: areq.MustInclude, size: size})
-			p.cfg.Log.Debug("preferred shares", "resource", p.cfg.Resource, "policy", policyName, "devices", chosen)
+			if policy.Needs().PodGPUs && len(areq.GPUs) == 0 {
+				decided = "spread" // shares go to the NICs with the most free shares
+			}
+			p.cfg.Log.Debug("preferred shares", "resource", p.cfg.Resource, "policy", decided, "devices", chosen)
 		} else if snap.topo == nil {
 			p.cfg.Log.Warn("no topology yet: choosing in kubelet's order", "resource", p.cfg.Resource)
-			chosen = firstN(areq)
+			chosen, decided = firstN(areq), fallbackOrder
 		} else if res, err := policy.Allocate(areq); err != nil {
 			p.cfg.Log.Warn("policy failed: choosing in kubelet's order", "resource", p.cfg.Resource, "policy", policy.Name(), "err", err)
-			chosen = firstN(areq)
+			chosen, decided = firstN(areq), fallbackOrder
 		} else {
-			chosen = res.Devices
-			p.cfg.Log.Debug("preferred allocation", "resource", p.cfg.Resource, "policy", policyName, "devices", chosen, "reasons", res.Reasons)
+			chosen, decided = res.Devices, res.Policy
+			p.cfg.Log.Debug("preferred allocation", "resource", p.cfg.Resource, "policy", policy.Name(), "decided", decided, "devices", chosen, "reasons", res.Reasons)
 		}
 		if !p.cfg.Shared {
 			classOf = chosen
 		}
-		p.cfg.Metrics.ObservePreferred(p.cfg.Resource, policyName, classes(snap.topo, areq.GPUs, classOf))
+		if decided != policy.Name() {
+			p.cfg.Log.Info("policy fell back", "resource", p.cfg.Resource, "policy", policy.Name(), "decided", decided, "podGPUsUnknown", why)
+		}
+		p.cfg.Metrics.ObservePreferred(p.cfg.Resource, decided, classes(snap.topo, areq.GPUs, classOf))
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: chosen})
 	}
 	return resp, nil
 }
 
-// podGPUs asks PodResources for the admitted container's GPUs and logs why
-// gpu-aware falls back to spread when they are not known.
-func (p *Plugin) podGPUs(ctx context.Context) []string {
+// fallbackOrder labels answers given in kubelet's own order because the
+// policy could not decide (no topology yet, or it failed).
+const fallbackOrder = "kubelet-order"
+
+// podGPUs asks PodResources for the admitted container's GPUs, for a policy
+// that needs them; why says why they are not known.
+func (p *Plugin) podGPUs(ctx context.Context) (gpus []string, why string) {
 	if p.cfg.GPUs == nil {
-		p.cfg.Log.Info("pod GPUs unknown (no PodResources client): gpu-aware falls back to spread", "resource", p.cfg.Resource)
-		return nil
+		return nil, "no PodResources client"
 	}
 	fd, err := p.cfg.GPUs.PodGPUs(ctx, p.cfg.Resource)
 	switch {
 	case err != nil:
-		p.cfg.Log.Warn("pod GPUs unknown: gpu-aware falls back to spread", "resource", p.cfg.Resource, "err", err)
+		return nil, err.Error()
 	case len(fd.GPUs) == 0:
-		p.cfg.Log.Info("pod GPUs unknown: gpu-aware falls back to spread", "resource", p.cfg.Resource, "why", fd.Note)
-	default:
-		if fd.Note != "" {
-			p.cfg.Log.Warn("some pod GPUs unknown", "resource", p.cfg.Resource, "container", fd.Container, "why", fd.Note)
-		}
-		p.cfg.Log.Debug("pod GPUs", "resource", p.cfg.Resource, "container", fd.Container, "gpus", fd.GPUs)
+		return nil, fd.Note
 	}
-	return fd.GPUs
+	if fd.Note != "" {
+		p.cfg.Log.Warn("some pod GPUs unknown", "resource", p.cfg.Resource, "container", fd.Container, "why", fd.Note)
+	}
+	p.cfg.Log.Debug("pod GPUs", "resource", p.cfg.Resource, "container", fd.Container, "gpus", fd.GPUs)
+	return fd.GPUs, ""
 }
 
 // firstN is kubelet's own choice: must-include first, then available in order.

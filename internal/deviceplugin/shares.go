@@ -106,7 +106,7 @@ func preferShares(req shareRequest) (chosen, pfs []string) {
 // policy's order of preference.
 func (req shareRequest) pickNICs(cands []string, n int, free map[string]int) []string {
 	slices.Sort(cands)
-	if req.policy != nil && req.policy.Name() == "gpu-aware" && len(req.gpus) > 0 && req.topo != nil {
+	if req.policy != nil && req.policy.Needs().PodGPUs && len(req.gpus) > 0 && req.topo != nil {
 		res, err := req.policy.Allocate(alloc.Request{Topology: req.topo, Available: cands, Size: n, GPUs: req.gpus})
 		if err == nil && len(res.Devices) == n {
 			return res.Devices

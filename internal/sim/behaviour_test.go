@@ -148,7 +148,8 @@ func TestUnknownGPUsMakeGPUAwareSpread(t *testing.T) {
 // brokenPolicy answers the first offered devices twice: a contract breach.
 type brokenPolicy struct{}
 
-func (brokenPolicy) Name() string { return "broken" }
+func (brokenPolicy) Name() string       { return "broken" }
+func (brokenPolicy) Needs() alloc.Needs { return alloc.Needs{} }
 func (brokenPolicy) Allocate(req alloc.Request) (alloc.Result, error) {
 	out := make([]string, req.Size)
 	for i := range out {
