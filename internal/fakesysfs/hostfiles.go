@@ -112,3 +112,12 @@ func AddIOMMU(root, name, domainType string) error {
 func AddModule(root, name string) error {
 	return os.MkdirAll(filepath.Join(root, "module", name), 0o755)
 }
+
+// SetNetdevAddress writes a network interface's address.
+func SetNetdevAddress(root, netdev, addr string) error {
+	p := filepath.Join(root, "class/net", netdev, "address")
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("fakesysfs: netdev %s: %w", netdev, err)
+	}
+	return writeAtomic(p, addr)
+}

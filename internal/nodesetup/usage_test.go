@@ -1,0 +1,70 @@
+package nodesetup
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+func netopsSettings() netops.VFSettings { return netops.VFSettings{} }
+
+type fakePod struct {
+	ns, name, resource string
+	ids                []string
+}
+
+type fakeLister struct{ pods []fakePod }
+
+func (l *fakeLister) List(context.Context, *podresourcesapi.ListPodResourcesRequest, ...grpc.CallOption) (*podresourcesapi.ListPodResourcesResponse, error) {
+	resp := &podresourcesapi.ListPodResourcesResponse{}
+	for _, p := range l.pods {
+		resp.PodResources = append(resp.PodResources, &podresourcesapi.PodResources{
+			Namespace: p.ns, Name: p.name,
+			Containers: []*podresourcesapi.ContainerResources{{Name: "main",
+				Devices: []*podresourcesapi.ContainerDevices{{ResourceName: p.resource, DeviceIds: p.ids}}}},
+		})
+	}
+	return resp, nil
+}
+
+func TestPodResourcesUsageNamesPods(t *testing.T) {
+	l := &fakeLister{pods: []fakePod{
+		{"default", "a", "railyard.io/vf", []string{"0000:18:00.2"}},
+		{"default", "b", "nvidia.com/gpu", []string{"GPU-1"}},
+		{"ml", "c", "railyard.io/shared", []string{"0000:18:00.3-s4"}},
+	}}
+	m, err := PodResourcesUsage{Lister: l}.Usage(context.Background(), []string{"0000:18:00.2", "0000:18:00.3", "0000:18:00.4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || !strings.Contains(m["0000:18:00.2"][0], "pod default/a") || !strings.Contains(m["0000:18:00.3"][0], "pod ml/c") {
+		t.Fatalf("usage = %v", m)
+	}
+}
+
+func TestCNIStateUsageReadsRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := state.Store{Dir: dir}
+	if err := s.Put(&state.Record{Key: "0000:18:00.2", PCI: "0000:18:00.2", ContainerID: "3f2a9c1b7d004e55aa", Network: "rdma-a", Netns: "/var/run/netns/cni-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(&state.Record{Key: "netdev-eth9", ContainerID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := CNIStateUsage{Dir: dir}.Usage(context.Background(), []string{"0000:18:00.2", "0000:18:00.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || !strings.Contains(m["0000:18:00.2"][0], "container 3f2a9c1b7d00 (network \"rdma-a\"") {
+		t.Fatalf("usage = %v", m)
+	}
+	if m, err := (CNIStateUsage{Dir: t.TempDir() + "/none"}).Usage(context.Background(), []string{"0000:18:00.2"}); err != nil || len(m) != 0 {
+		t.Fatalf("missing state dir: %v, %v", m, err)
+	}
+}
