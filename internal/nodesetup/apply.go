@@ -53,9 +53,9 @@ type Applier struct {
 // Change is one thing Apply changed.
 type Change struct {
 	PF   string `json:"pf"`
-	VF   int    `json:"vf"`           // -1 for the PF itself
+	VF   int    `json:"vf"`            // -1 for the PF itself
 	PCI  string `json:"pci,omitempty"` // the VF's
-	What string `json:"what"`         // "numVFs", "guid", "mac", "driver", "rebind"
+	What string `json:"what"`          // "numVFs", "guid", "mac", "driver", "rebind"
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 }
