@@ -46,45 +46,6 @@ func (f FS) ReadString(rel string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// readSmall reads a sysfs attribute with open, one read and close: the
-// kernel serves at most a page per attribute, and os.ReadFile's fstat,
-// second read, poller registration and page-sized buffer triple the cost of
-// a discovery that reads ~10 attributes per VF on nodes with thousands.
-func readSmall(p string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 128)
-	total := 0
-	for {
-		n, err := syscall.Read(fd, buf[total:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
-		}
-		if n == 0 {
-			return buf[:total], nil
-		}
-		total += n
-		if total < len(buf) {
-			// sysfs returns a whole attribute in the first read.
-			return buf[:total], nil
-		}
-		buf = append(buf, make([]byte, len(buf))...)
-	}
-}
-
 // ReadInt reads a decimal attribute.
 func (f FS) ReadInt(rel string) (int, error) {
 	s, err := f.ReadString(rel)
@@ -93,7 +54,7 @@ func (f FS) ReadInt(rel string) (int, error) {
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", rel, err)
+		return 0, fmt.Errorf("%s: %s: %w", rel, Quote(s), numError(err))
 	}
 	return v, nil
 }

@@ -48,18 +48,6 @@ func TestListLargeDirectories(t *testing.T) {
 	}
 }
 
-func TestReadStringLongAttribute(t *testing.T) {
-	dir := t.TempDir()
-	long := strings.Repeat("a", 10000)
-	if err := os.WriteFile(filepath.Join(dir, "attr"), []byte(long+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := New(dir).ReadString("attr")
-	if err != nil || got != long {
-		t.Fatalf("ReadString: %d bytes, %v; want %d bytes", len(got), err, len(long))
-	}
-}
-
 // Functions in PCI domains wider than four hex digits (Intel VMD) are PCI
 // devices like any other.
 func TestPCIDevicesWideDomains(t *testing.T) {

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -31,7 +32,11 @@ func ParseHex(s string) (uint64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty hex value")
 	}
-	return strconv.ParseUint(s, 16, 64)
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("hex value %s: %w", Quote(s), numError(err))
+	}
+	return v, nil
 }
 
 // ParsePortState parses a port's state or phys_state file ("4: ACTIVE",
@@ -40,17 +45,17 @@ func ParsePortState(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	num, name, ok := strings.Cut(s, ":")
 	if !ok {
-		if s == "" || strings.ContainsAny(s, " \t\r\n") {
-			return "", fmt.Errorf("port state %q: want \"<N>: <NAME>\" or a bare name", s)
+		if s == "" || strings.ContainsAny(s, " \t\r\n") || NeedsEscape(s) {
+			return "", fmt.Errorf("port state %s: want \"<N>: <NAME>\" or a bare name", Quote(s))
 		}
 		return s, nil // some drivers print the bare name
 	}
 	if _, err := strconv.Atoi(strings.TrimSpace(num)); err != nil {
-		return "", fmt.Errorf("port state %q: bad number: %w", s, err)
+		return "", fmt.Errorf("port state %s: bad number: %w", Quote(s), numError(err))
 	}
 	name = strings.TrimSpace(name)
-	if name == "" || strings.ContainsAny(name, " \t\r\n") {
-		return "", fmt.Errorf("port state %q: bad name", s)
+	if name == "" || strings.ContainsAny(name, " \t\r\n") || NeedsEscape(name) {
+		return "", fmt.Errorf("port state %s: bad name", Quote(s))
 	}
 	return name, nil
 }
@@ -61,11 +66,11 @@ func ParseRate(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	f := strings.Fields(s)
 	if len(f) < 2 || !strings.HasPrefix(f[1], "Gb/s") {
-		return 0, fmt.Errorf("rate %q: want \"<N> Gb/sec ...\"", s)
+		return 0, fmt.Errorf("rate %s: want \"<N> Gb/sec ...\"", Quote(s))
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || !(v >= 0 && v <= 1e6) { // also rejects NaN
-		return 0, fmt.Errorf("rate %q: bad number", s)
+		return 0, fmt.Errorf("rate %s: bad number", Quote(s))
 	}
 	return v, nil
 }
@@ -74,7 +79,7 @@ func ParseRate(s string) (float64, error) {
 func ParseNUMANode(s string) (int, error) {
 	v, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return -1, fmt.Errorf("numa_node %q: %w", s, err)
+		return -1, fmt.Errorf("numa_node %s: %w", Quote(s), numError(err))
 	}
 	if v < 0 {
 		return -1, nil
@@ -94,4 +99,16 @@ func IsZeroGID(s string) bool {
 		}
 	}
 	return true
+}
+
+// numError drops the input strconv repeats in its errors (unbounded and
+// unescaped: "parsing \"...\": invalid syntax"), keeping only the reason
+// (strconv.ErrSyntax or strconv.ErrRange), which the caller quotes with
+// Quote.
+func numError(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return ne.Err
+	}
+	return err
 }

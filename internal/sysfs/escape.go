@@ -1,0 +1,74 @@
+package sysfs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxQuoted bounds how many bytes of an attribute value an error message
+// quotes: a value is untrusted input and a message is one line.
+const maxQuoted = 64
+
+// Printable returns a name read from sysfs (a netdev, an RDMA device, a
+// directory entry) as it can be printed on one line: control characters,
+// other non-printable runes, bytes that are not UTF-8 and the backslash
+// are escaped Go-style (\x1b, \xff, \u200b, \\), so the name shows as what
+// it is rather than moving the cursor or turning into U+FFFD. A name that
+// needs no escape is returned unchanged.
+func Printable(s string) string {
+	if !NeedsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		case r < utf8.RuneSelf:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// NeedsEscape reports whether Printable changes s: the name has control
+// characters, non-printable runes, bytes that are not UTF-8 or a
+// backslash.
+func NeedsEscape(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\\' || (r == utf8.RuneError && size == 1) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// Quote quotes an attribute value for an error message: Go-quoted (every
+// control character and invalid byte escaped) and cut to its first 64
+// bytes, with the full length said, so a huge or binary file gives one
+// short line.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
