@@ -57,13 +57,14 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	c.SysfsRoot = filepath.Clean(c.SysfsRoot)
 	cfg = &c
 	a := &Agent{cfg: cfg, log: log, discover: discover, metrics: NewMetrics()}
-	var resolver podresources.GPUResolver = podresources.Map(nil)
-	if cfg.GPUMap != "" {
-		m, err := podresources.LoadMap(cfg.GPUMap)
-		if err != nil {
-			return nil, err
-		}
-		resolver = m
+	// GPU UUIDs from the NVIDIA driver's /proc files, the gpuMap file
+	// overriding them; an unreadable driver file is only a warning.
+	resolver, err := podresources.NewResolver(podresources.DefaultProcRoot, cfg.GPUMap)
+	if resolver == nil {
+		return nil, err
+	}
+	if err != nil {
+		log.Warn("some GPU UUIDs are unknown", "err", err)
 	}
 	lister, _, err := podresources.Dial(cfg.PodResourcesSocket)
 	if err != nil {
