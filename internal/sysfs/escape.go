@@ -22,13 +22,62 @@ func Printable(s string) string {
 	if !NeedsEscape(s) {
 		return s
 	}
+	return escape(s, true)
+}
+
+// Clip makes a message safe to print as one line of at most max bytes
+// (plus a note of the length cut off): control characters, other
+// non-printable runes and bytes that are not UTF-8 are escaped as by
+// Printable, backslashes are kept as they are (messages quote values with
+// Quote, which escapes its own). Warnings built from sysfs contents pass
+// through it so that no file can flood or garble a log.
+func Clip(s string, max int) string {
+	total, cut := len(s), false
+	if len(s) > max {
+		s, cut = s[:runeCut(s, max)], true
+	}
+	if hasUnprintable(s) {
+		s = escape(s, false)
+		if len(s) > max {
+			s, cut = s[:runeCut(s, max)], true
+		}
+	}
+	if cut {
+		return fmt.Sprintf("%s... (%d bytes in all)", s, total)
+	}
+	return s
+}
+
+// runeCut returns the largest index <= max that does not split a rune.
+func runeCut(s string, max int) int {
+	if max >= len(s) {
+		return len(s)
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return max
+}
+
+func hasUnprintable(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+func escape(s string, backslash bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
+		case r == '\\' && backslash:
 			b.WriteString(`\\`)
 		case unicode.IsPrint(r):
 			b.WriteString(s[i : i+size])
@@ -66,9 +115,5 @@ func Quote(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:runeCut(s, maxQuoted)]), len(s))
 }

@@ -152,3 +152,16 @@ func FuzzQuotePrintable(f *testing.F) {
 		}
 	})
 }
+
+func TestClip(t *testing.T) {
+	if got := Clip(`port 1: "4: ACT\xffIVE"`, 100); got != `port 1: "4: ACT\xffIVE"` {
+		t.Errorf("Clip kept backslashes badly: %s", got)
+	}
+	if got := Clip("eth\x1b[31m down", 100); got != `eth\x1b[31m down` {
+		t.Errorf("Clip = %q", got)
+	}
+	got := Clip(strings.Repeat("\x00", 1<<20), 64)
+	if len(got) > 100 || !strings.HasSuffix(got, "... (1048576 bytes in all)") || strings.ContainsRune(got, 0) {
+		t.Errorf("Clip(1 MiB of NUL) = %q", got)
+	}
+}
