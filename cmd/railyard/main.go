@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/railyard-io/railyard/internal/cli"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.NotifyContext(context.Background())
 	defer stop()
 	if err := cli.Run(ctx, os.Args[1:], iostreams.Std()); err != nil {
 		fmt.Fprintln(os.Stderr, "railyard:", err)

@@ -27,8 +27,11 @@ plots RDMA benchmark results (perftest, nccl-tests, OSU).`,
 }
 
 // Run executes the railyard command line args (without the program name).
+// When ctx is done (NotifyContext: SIGINT or SIGTERM) it returns an error
+// wrapping ErrInterrupted, as soon as the command has stopped or after
+// Grace, whichever is first.
 func Run(ctx context.Context, args []string, s iostreams.Streams) error {
 	root := NewRootCommand(s)
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	return runInterruptible(ctx, func() error { return root.ExecuteContext(ctx) })
 }
