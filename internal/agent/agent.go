@@ -16,7 +16,6 @@ import (
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
 	"github.com/railyard-io/railyard/internal/pool"
-	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -159,36 +158,14 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 	return nil
 }
 
-// devices selects a pool's devices and adds the optional MAD nodes.
+// devices selects a pool's devices.
 func (a *Agent) devices(pp *poolPlugin, topo *topology.Topology) []deviceplugin.Device {
 	sel := pp.sel.Select(topo)
 	out := make([]deviceplugin.Device, len(sel))
-	mad := madLookup(sysfs.New(a.cfg.SysfsRoot))
 	for i, d := range sel {
 		out[i] = deviceplugin.Device{Device: d}
-		if pp.cfg.DeviceNodes.UMAD || pp.cfg.DeviceNodes.ISSM {
-			out[i].UMAD, out[i].ISSM = mad(d)
-		}
 	}
 	return out
-}
-
-// madNodes returns the umadN and issmN of a PCI function's first port
-// (bus/pci/devices/<addr>/infiniband_mad/). Discovery does not model them.
-func madNodes(fs sysfs.FS, addr string) (umad, issm string) {
-	names, err := fs.List(filepath.Join("bus/pci/devices", addr, "infiniband_mad"))
-	if err != nil {
-		return "", ""
-	}
-	for _, n := range names {
-		switch {
-		case umad == "" && strings.HasPrefix(n, "umad"):
-			umad = n
-		case issm == "" && strings.HasPrefix(n, "issm"):
-			issm = n
-		}
-	}
-	return umad, issm
 }
 
 // Topology returns the last discovered topology (nil before the first).

@@ -3,80 +3,17 @@ package agent
 import (
 	"context"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
-	"github.com/railyard-io/railyard/internal/sysfs"
-	"github.com/railyard-io/railyard/internal/topology"
+	"github.com/railyard-io/railyard/internal/discovery"
 )
 
 // debounce is how long the watcher waits for a burst of events to end
 // before it rediscovers (creating VFs touches hundreds of files).
 const debounce = 100 * time.Millisecond
-
-// watchPaths are the sysfs paths whose events mean the topology changed:
-// the PCI device list (VFs created or removed, hot-plug), the RDMA device
-// list, and every RDMA port directory of the model (state changes; on a
-// fake tree, since real sysfs attributes do not raise inotify events, the
-// periodic resync catches those).
-func watchPaths(root string, t *topology.Topology) []string {
-	paths := []string{
-		filepath.Join(root, "bus/pci/devices"),
-		filepath.Join(root, "class/infiniband"),
-		filepath.Join(root, "class/net"),
-	}
-	port := func(rdma string, ports []topology.Port) {
-		for _, p := range ports {
-			paths = append(paths, filepath.Join(root, "class/infiniband", rdma, "ports", strconv.Itoa(p.Num)))
-		}
-	}
-	if t != nil {
-		for _, n := range t.NICs {
-			port(n.RDMA, n.Ports)
-			for _, vf := range n.VFs {
-				port(vf.RDMA, vf.Ports)
-			}
-		}
-	}
-	return paths
-}
-
-// portChanged reads the state file of every RDMA port of the model and
-// reports the first whose state differs from the model's (or vanished). It
-// is cheap (one small read per port) and catches what inotify cannot: real
-// sysfs attributes raise no event when a link goes down.
-func portChanged(fs sysfs.FS, t *topology.Topology) (string, bool) {
-	if t == nil {
-		return "", false
-	}
-	check := func(rdma string, ports []topology.Port) (string, bool) {
-		for _, p := range ports {
-			name := rdma + "/" + strconv.Itoa(p.Num)
-			s, err := fs.ReadString(filepath.Join("class/infiniband", rdma, "ports", strconv.Itoa(p.Num), "state"))
-			if err != nil {
-				return name, true
-			}
-			if st, err := sysfs.ParsePortState(s); err != nil || st != p.State {
-				return name, true
-			}
-		}
-		return "", false
-	}
-	for _, n := range t.NICs {
-		if port, ok := check(n.RDMA, n.Ports); ok {
-			return port, true
-		}
-		for _, vf := range n.VFs {
-			if port, ok := check(vf.RDMA, vf.Ports); ok {
-				return port, true
-			}
-		}
-	}
-	return "", false
-}
 
 // watcher keeps fsnotify watches on the sysfs paths of the current model
 // and on the plugin directory.
@@ -130,7 +67,6 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 		defer t.Stop()
 		poll = t.C
 	}
-	fs := sysfs.New(a.cfg.SysfsRoot)
 	var pending <-chan time.Time
 	kubeletSock := filepath.Join(a.cfg.PluginDir, deviceplugin.KubeletSocket)
 	sockets := map[string]*deviceplugin.Plugin{}
@@ -139,9 +75,9 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 	}
 	rediscover := func(why string) {
 		_ = a.Rediscover(ctx, why)
-		w.sync(watchPaths(a.cfg.SysfsRoot, a.Topology()))
+		w.sync(discovery.WatchPaths(a.cfg.SysfsRoot, a.Topology()))
 	}
-	w.sync(watchPaths(a.cfg.SysfsRoot, a.Topology()))
+	w.sync(discovery.WatchPaths(a.cfg.SysfsRoot, a.Topology()))
 	for {
 		select {
 		case <-ctx.Done():
@@ -177,7 +113,7 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 			pending = nil
 			rediscover("sysfs changed")
 		case <-poll:
-			if port, changed := portChanged(fs, a.Topology()); changed {
+			if port, changed := discovery.ChangedPort(a.cfg.SysfsRoot, a.Topology()); changed {
 				rediscover("port state changed: " + port)
 			}
 		case <-resync.C:

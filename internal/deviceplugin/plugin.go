@@ -25,10 +25,6 @@ const DefaultVanishedGrace = 5 * time.Minute
 // Device is a pool device plus the optional MAD device nodes of its port.
 type Device struct {
 	pool.Device
-	// UMAD and ISSM are "umadN"/"issmN" of the device's port, "" when
-	// unknown or not wanted.
-	UMAD string
-	ISSM string
 }
 
 // GPUFinder finds the GPUs of the container being admitted.

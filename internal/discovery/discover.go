@@ -139,6 +139,7 @@ type fn struct {
 	// Endpoints of a network function.
 	netdevs      []string
 	rdma, uverbs string
+	umad, issm   string
 	ports        []topology.Port
 	entries      []string // directory listing of an RDMA PF (virtfnN links)
 	err          error    // the function could not be read
@@ -244,6 +245,7 @@ func (r *reader) readFunction(addr string) *fn {
 			f.dev.Driver = drv
 		}
 		f.netdevs, f.rdma, f.uverbs, f.ports = r.readEndpoints(f, dir, addr)
+		f.umad, f.issm = r.madDevices(f, addr)
 		return f
 	}
 	f, err := r.readIdentity(addr, dir)
@@ -263,6 +265,7 @@ func (r *reader) readFunction(addr string) *fn {
 		}
 	}
 	f.netdevs, f.rdma, f.uverbs, f.ports = r.readEndpoints(f, f.dir, addr)
+	f.umad, f.issm = r.madDevices(f, addr)
 	f.hasRDMA = f.rdma != ""
 	if f.hasRDMA {
 		f.entries, _ = r.fs.List(f.dir)
@@ -326,6 +329,7 @@ func (r *reader) readIdentity(addr, dir string) (*fn, error) {
 func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	n := topology.NIC{PCI: f.dev.Address, Vendor: f.dev.Vendor, Device: f.dev.Device, Driver: f.dev.Driver, NUMA: f.dev.NUMA}
 	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = f.netdevs, f.rdma, f.uverbs, f.ports
+	n.UMAD, n.ISSM = f.umad, f.issm
 	if len(n.Ports) > 0 {
 		n.LinkLayer = n.Ports[0].LinkLayer
 	}
@@ -364,7 +368,8 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 			r.warn(addr, fmt.Sprintf("VF %d of %s vanished during discovery", i, n.PCI))
 			continue
 		}
-		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver, RDMA: vfn.rdma, Uverbs: vfn.uverbs, Ports: inheritLink(vfn.ports, n.Ports)}
+		vf := topology.VF{Index: i, PCI: addr, Driver: vfn.dev.Driver, RDMA: vfn.rdma, Uverbs: vfn.uverbs,
+			UMAD: vfn.umad, ISSM: vfn.issm, Ports: inheritLink(vfn.ports, n.Ports)}
 		vfn.dev.Vendor, vfn.dev.Class, vfn.dev.NUMA = f.dev.Vendor, f.dev.Class, f.dev.NUMA
 		if len(vfn.netdevs) > 0 {
 			vf.Netdev = vfn.netdevs[0]
@@ -421,6 +426,16 @@ func (r *reader) readEndpoints(f *fn, dir, addr string) (netdevs []string, rdma,
 		f.warn(addr, rdma+" has no verbs device (infiniband_verbs)")
 	}
 	return netdevs, rdma, uverbs, ports
+}
+
+// madDevices reads the umad/issm char devices of a function with an RDMA
+// device (InfiniBand functions have them; RoCE ones usually too).
+func (r *reader) madDevices(f *fn, addr string) (umad, issm string) {
+	if f.rdma == "" {
+		return "", ""
+	}
+	umad, issm, _ = r.fs.MADDevices(addr)
+	return umad, issm
 }
 
 // readVFPort reads a VF's single port: only its state, because a VF shares

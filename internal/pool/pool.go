@@ -40,6 +40,9 @@ type Device struct {
 	// ("uverbs3"). Both "" when the device has no RDMA.
 	RDMA   string
 	Uverbs string
+	// UMAD and ISSM are the function's management datagram char devices
+	// ("umad0", "issm0"), "" when absent.
+	UMAD, ISSM string
 	Netdev string
 	// LinkLayer is "InfiniBand" or "Ethernet" ("" when unknown).
 	LinkLayer string
@@ -169,7 +172,7 @@ func pfDevice(nic topology.NIC, healthy bool, reason string) Device {
 	d := Device{
 		ID: nic.PCI, Kind: v1alpha1.KindPF, Share: -1, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: -1,
 		Vendor: nic.Vendor, Device: nic.Device, PFDevice: nic.Device, Driver: nic.Driver, NUMA: nic.NUMA,
-		RDMA: nic.RDMA, Uverbs: nic.Uverbs, Netdev: nic.Netdev, LinkLayer: nic.LinkLayer,
+		RDMA: nic.RDMA, Uverbs: nic.Uverbs, UMAD: nic.UMAD, ISSM: nic.ISSM, Netdev: nic.Netdev, LinkLayer: nic.LinkLayer,
 		Healthy: healthy, Reason: reason,
 	}
 	d.Healthy, d.Reason = verbsHealthy(d, healthy, reason)
@@ -180,7 +183,7 @@ func vfDevice(t *topology.Topology, nic topology.NIC, vf topology.VF) Device {
 	d := Device{
 		ID: vf.PCI, Kind: v1alpha1.KindVF, Share: -1, PF: nic.PCI, PFNetdev: nic.Netdev, VFIndex: vf.Index,
 		Vendor: nic.Vendor, PFDevice: nic.Device, Driver: vf.Driver, NUMA: nic.NUMA,
-		RDMA: vf.RDMA, Uverbs: vf.Uverbs, Netdev: vf.Netdev, LinkLayer: nic.LinkLayer,
+		RDMA: vf.RDMA, Uverbs: vf.Uverbs, UMAD: vf.UMAD, ISSM: vf.ISSM, Netdev: vf.Netdev, LinkLayer: nic.LinkLayer,
 	}
 	if pd, ok := t.Device(vf.PCI); ok {
 		if pd.Vendor != 0 {

@@ -78,6 +78,10 @@ type NIC struct {
 	RDMA string `json:"rdma"`
 	// Uverbs is the verbs char device name ("uverbs0"), "" when absent.
 	Uverbs string `json:"uverbs,omitempty"`
+	// UMAD and ISSM are the management datagram char devices of the
+	// first port ("umad0", "issm0"), "" when absent.
+	UMAD string `json:"umad,omitempty"`
+	ISSM string `json:"issm,omitempty"`
 	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE), from port 1.
 	LinkLayer string `json:"link_layer"`
 	Ports     []Port `json:"ports"`
@@ -153,6 +157,8 @@ type VF struct {
 	Netdev string `json:"netdev,omitempty"` // "" when bound to vfio or unbound
 	RDMA   string `json:"rdma,omitempty"`
 	Uverbs string `json:"uverbs,omitempty"`
+	UMAD   string `json:"umad,omitempty"`
+	ISSM   string `json:"issm,omitempty"`
 	Ports  []Port `json:"ports,omitempty"`
 }
 
