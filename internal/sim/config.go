@@ -151,6 +151,26 @@ func (b Bandwidth) String() string {
 	return strings.Join(parts, ",")
 }
 
+// Bounds of a simulation. Memory grows with pods (about 100 bytes per
+// pod and policy simulated at once) and with nodes x devices (a few bytes
+// each per policy); these keep a run within a few GB while allowing twice
+// the frontier goal of 1,000,000 pod arrivals on 12,500 nodes.
+const (
+	MaxPods           = 2_000_000
+	MaxNodes          = 100_000
+	MaxClusterDevices = 50_000_000
+)
+
+// topologyDevices counts a node's allocatable NIC devices as the
+// simulator does: each PF's VFs, or the PF itself without VFs.
+func topologyDevices(t *topology.Topology) int {
+	n := 0
+	for _, nic := range t.NICs {
+		n += max(1, len(nic.VFs))
+	}
+	return n
+}
+
 // Config is one simulation.
 type Config struct {
 	// Topology is the machine model every node shares; Machine names it.
@@ -191,11 +211,15 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, errors.New("machine has no RDMA NICs"))
 		}
 	}
-	if c.Nodes <= 0 {
-		errs = append(errs, fmt.Errorf("nodes: %d, want > 0", c.Nodes))
+	if c.Nodes <= 0 || c.Nodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("nodes: %d, want 1 to %d", c.Nodes, MaxNodes))
+	} else if c.Topology != nil {
+		if devs := c.Nodes * topologyDevices(c.Topology); devs > MaxClusterDevices {
+			errs = append(errs, fmt.Errorf("nodes: %d nodes x %d devices is %d devices, want at most %d", c.Nodes, devs/c.Nodes, devs, MaxClusterDevices))
+		}
 	}
-	if c.Pods < 0 {
-		errs = append(errs, fmt.Errorf("pods: %d, want >= 0", c.Pods))
+	if c.Pods < 0 || c.Pods > MaxPods {
+		errs = append(errs, fmt.Errorf("pods: %d, want 0 to %d", c.Pods, MaxPods))
 	}
 	if c.Mix == nil {
 		c.Mix = namedMixes()["uniform"]

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -110,6 +112,12 @@ func run(cmd *cobra.Command, s iostreams.Streams, o options) error {
 	if err != nil {
 		return err
 	}
+	if o.report != "" {
+		// Fail before a long simulation, not after it.
+		if err := checkWritable(o.report); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
 	t, from, err := o.src.Load(cmd.Context())
 	if err != nil {
 		return err
@@ -123,20 +131,39 @@ func run(cmd *cobra.Command, s iostreams.Streams, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.report != "" {
-		paths, err := simreport.Write(o.report, res, simreport.Options{Format: chart.Format(o.reportFormat)})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(s.ErrOut, "report: %s\n", paths[len(paths)-1])
-	}
+	// The results first: a report that cannot be written loses nothing.
 	if o.asJSON {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		render(s.Out, res, from)
 	}
-	render(s.Out, res, from)
+	if o.report != "" {
+		paths, err := simreport.Write(o.report, res, simreport.Options{Format: chart.Format(o.reportFormat)})
+		if err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+		fmt.Fprintf(s.ErrOut, "report: %s\n", paths[len(paths)-1])
+	}
 	return nil
+}
+
+// checkWritable creates dir if needed and checks a file can be created in
+// it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".railyard-write-check-")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func (o options) config() (sim.Config, error) {
@@ -152,8 +179,14 @@ func (o options) config() (sim.Config, error) {
 	if o.reportFormat != string(chart.PNG) && o.reportFormat != string(chart.SVG) {
 		errs = append(errs, fmt.Errorf("--report-format %q: want png or svg", o.reportFormat))
 	}
-	if o.load <= 0 {
-		errs = append(errs, fmt.Errorf("--load %g: want > 0", o.load))
+	if o.pods < 0 || o.pods > sim.MaxPods {
+		errs = append(errs, fmt.Errorf("--pods %d: want 0 to %d", o.pods, sim.MaxPods))
+	}
+	if o.nodes < 1 || o.nodes > sim.MaxNodes {
+		errs = append(errs, fmt.Errorf("--nodes %d: want 1 to %d", o.nodes, sim.MaxNodes))
+	}
+	if o.load <= 0 || math.IsNaN(o.load) || math.IsInf(o.load, 0) {
+		errs = append(errs, fmt.Errorf("--load %g: want a finite number > 0", o.load))
 	}
 	var policies []alloc.Policy
 	seen := map[string]bool{}

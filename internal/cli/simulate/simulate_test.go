@@ -122,3 +122,64 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// Pod and node counts beyond the bounds are clear errors before anything
+// is allocated: --pods 9223372036854775807 used to panic in makeslice and
+// 1000000000 to allocate 40 GB.
+func TestHugeCountsAreRejected(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pods", "9223372036854775807"}, "--pods 9223372036854775807: want 0 to 2000000"},
+		{[]string{"--pods", "1000000000"}, "--pods 1000000000: want 0 to 2000000"},
+		{[]string{"--pods", "-1"}, "--pods -1: want 0 to 2000000"},
+		{[]string{"--nodes", "9223372036854775807"}, "--nodes 9223372036854775807: want 1 to 100000"},
+		{[]string{"--load", "NaN"}, "--load NaN: want a finite number > 0"},
+		{[]string{"--load", "+Inf"}, "--load +Inf: want a finite number > 0"},
+	} {
+		_, _, err := execute(t, append([]string{"--machine", "dgx-1"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The frontier goal's size is within the bounds.
+func TestFrontierSizeIsAccepted(t *testing.T) {
+	o := options{nodes: 12500, pods: 1_000_000, mix: "uniform", bw: "", reportFormat: "png", load: 0.9, policies: []string{"spread"}}
+	if _, err := o.config(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An unwritable --report fails before the simulation runs.
+func TestUnwritableReportFailsFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "--machine", "dgx-1", "--nodes", "10", "--pods", "100", "--report", filepath.Join(file, "report"))
+	if err == nil || !strings.Contains(err.Error(), "--report: ") || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("err = %v, want a --report error", err)
+	}
+	if out != "" {
+		t.Errorf("simulated before checking --report:\n%s", out)
+	}
+}
+
+// A report that fails after the simulation (here index.html is a
+// directory) still leaves the results table on stdout.
+func TestReportFailureKeepsTheTable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "index.html"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "--machine", "dgx-1", "--nodes", "10", "--pods", "100", "--policies", "kubelet,gpu-aware", "--report", dir, "--report-format", "svg")
+	if err == nil || !strings.Contains(err.Error(), "--report: ") {
+		t.Fatalf("err = %v, want a --report error", err)
+	}
+	if !strings.Contains(out, "gpu-aware") || !strings.Contains(out, "GDR") {
+		t.Errorf("no table on stdout:\n%s", out)
+	}
+}
