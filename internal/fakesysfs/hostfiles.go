@@ -121,3 +121,8 @@ func SetNetdevAddress(root, netdev, addr string) error {
 	}
 	return writeAtomic(p, addr)
 }
+
+// SetModuleParam writes module/<name>/parameters/<param>.
+func SetModuleParam(root, name, param, value string) error {
+	return (&generator{root: root}).write(filepath.Join("module", name, "parameters", param), value)
+}

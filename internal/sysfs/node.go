@@ -231,3 +231,14 @@ func ParseGUID(s string) ([8]byte, error) {
 	}
 	return out, nil
 }
+
+// ModuleParam reads a kernel module parameter (module/<m>/parameters/<p>),
+// such as ib_core's netns_mode ("Y": shared, "N": exclusive).
+func (f FS) ModuleParam(module, param string) (string, error) {
+	for _, s := range []string{module, param} {
+		if s == "" || strings.ContainsAny(s, "/\x00") || s == "." || s == ".." {
+			return "", fmt.Errorf("invalid module parameter %s/%s", module, param)
+		}
+	}
+	return f.ReadString(filepath.Join("module", module, "parameters", param))
+}

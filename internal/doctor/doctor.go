@@ -1,0 +1,72 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/sysfs"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// RDMAMode reads the RDMA subsystem's netns mode (netops.Linux on a node).
+type RDMAMode interface {
+	RDMANetnsMode(ctx context.Context) (string, error)
+}
+
+// Options say where the node's files are and what it should look like.
+type Options struct {
+	// SysfsRoot is sysfs ("" = /sys).
+	SysfsRoot string
+	// Host reads /proc, /etc and /lib.
+	Host HostFiles
+	// Policy, when set, is the node policy: VF counts and link layers are
+	// checked against it.
+	Policy *v1alpha1.NodePolicy
+	// RDMA reads the RDMA netns mode; nil falls back on ib_core's
+	// netns_mode module parameter in sysfs.
+	RDMA RDMAMode
+	// Root says whether the process can read what only root can (PCI
+	// extended config space).
+	Root bool
+}
+
+// node is what the checks share.
+type node struct {
+	opt  Options
+	fs   sysfs.FS
+	topo *topology.Topology
+}
+
+// Run runs every check. It fails only when sysfs has no PCI bus.
+func Run(ctx context.Context, opt Options) (Report, error) {
+	topo, err := discovery.Discover(ctx, opt.SysfsRoot)
+	if err != nil {
+		return Report{}, fmt.Errorf("reading the node: %w", err)
+	}
+	n := &node{opt: opt, fs: sysfs.New(opt.SysfsRoot), topo: topo}
+	var r Report
+	for _, check := range []func(context.Context) []Check{
+		n.devices, n.pairs, n.ports, n.linkLayers, n.roceGIDs, n.mtus, n.sriov, n.vfGUIDs,
+		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
+	} {
+		r.Checks = append(r.Checks, check(ctx)...)
+	}
+	return r, nil
+}
+
+// policyPF returns the policy entry naming NIC nic (by PCI address or
+// netdev), or nil.
+func (n *node) policyPF(nic topology.NIC) *v1alpha1.PF {
+	if n.opt.Policy == nil {
+		return nil
+	}
+	for i := range n.opt.Policy.PFs {
+		pf := &n.opt.Policy.PFs[i]
+		if pf.PCIAddress == nic.PCI || (pf.Netdev != "" && (pf.Netdev == nic.Netdev)) {
+			return pf
+		}
+	}
+	return nil
+}

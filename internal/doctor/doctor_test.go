@@ -1,0 +1,304 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/sysfs"
+)
+
+type fakeRDMA struct {
+	mode string
+	err  error
+}
+
+func (f fakeRDMA) RDMANetnsMode(context.Context) (string, error) { return f.mode, f.err }
+
+// env is a ready node: fakesysfs.SmallNode with 2 IB VFs with unique
+// GUIDs, RoCE netdevs at MTU 9000, ACS off on every bridge, the IOMMU in
+// passthrough, nvidia_peermem loaded and containerd unlimited.
+type env struct {
+	t    *testing.T
+	sys  string
+	host string
+	opt  Options
+}
+
+const memlockUnlimited = "Limit                     Soft Limit           Hard Limit           Units\n" +
+	"Max open files            1048576              1048576              files\n" +
+	"Max locked memory         unlimited            unlimited            bytes\n"
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	d, err := fakesysfs.SmallNode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, sys: t.TempDir(), host: t.TempDir()}
+	if err := fakesysfs.Generate(e.sys, d, fakesysfs.Options{TotalVFs: 16}); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(fakesysfs.NewKernel(e.sys).SetNumVFs(context.Background(), "0000:18:00.0", 2))
+	st, _ := sysfs.New(e.sys).SRIOV("0000:18:00.0")
+	for i, v := range st.VFs {
+		r, _ := sysfs.New(e.sys).RDMADevices(v.PCI)
+		must(fakesysfs.SetNodeGUID(e.sys, r[0], [8]byte{0x9e, 0x9d, 0x1e, 0xa1, 0xb2, 0xc4, 0, byte(i)}))
+	}
+	must(fakesysfs.SetNetdevMTU(e.sys, "ens42np0", 9000))
+	must(fakesysfs.SetNetdevMTU(e.sys, "ens59np0", 9000))
+	for _, br := range []string{"0000:00:01.0", "0000:16:00.0", "0000:17:00.0", "0000:17:01.0", "0000:00:02.0", "0000:28:00.0", "0000:29:00.0", "0000:29:01.0", "0000:00:03.0"} {
+		must(fakesysfs.WriteConfig(e.sys, br, fakesysfs.ConfigSpace{Vendor: 0x10b5, ACS: true}))
+	}
+	must(fakesysfs.AddIOMMU(e.sys, "dmar0", "identity"))
+	e.write("/proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on iommu=pt\n")
+	e.write("/proc/modules", "mlx5_ib 462848 0 - Live 0x0000000000000000\nnvidia_peermem 16384 0 - Live 0x0000000000000000\n")
+	e.write("/proc/812/comm", "containerd\n")
+	e.write("/proc/812/limits", memlockUnlimited)
+	e.write("/proc/self/limits", strings.Replace(memlockUnlimited, "unlimited            unlimited", "8388608              8388608  ", 1))
+	pol, err := v1alpha1.Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 2\n  linkLayer: InfiniBand\n"))
+	must(err)
+	e.opt = Options{SysfsRoot: e.sys, Host: HostFiles{Root: e.host}, Policy: pol, RDMA: fakeRDMA{mode: "exclusive"}, Root: true}
+	return e
+}
+
+func (e *env) write(p, content string) {
+	e.t.Helper()
+	full := filepath.Join(e.host, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) run() Report {
+	e.t.Helper()
+	r, err := Run(context.Background(), e.opt)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func TestReadyNodePassesEveryCheck(t *testing.T) {
+	r := newEnv(t).run()
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode() != ExitOK || r.Count(Skip) != 0 {
+		t.Fatalf("exit %d:\n%s", r.ExitCode(), buf.String())
+	}
+	ids := map[string]bool{}
+	for _, c := range r.Checks {
+		ids[c.ID] = true
+		if len(c.Read) == 0 {
+			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
+		}
+	}
+	for _, id := range []string{"gpus", "nics", "gpu-nic", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+		if !ids[id] {
+			t.Errorf("no %s check", id)
+		}
+	}
+	if !strings.Contains(buf.String(), "0 warnings, 0 failures, 0 skipped") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// Each case breaks one thing of a ready node; exactly the expected check
+// (and those that necessarily follow) leaves ok, with what it says.
+func TestEachFailureIsReported(t *testing.T) {
+	for name, tc := range map[string]struct {
+		breakIt func(e *env)
+		id      string
+		status  Status
+		want    string // in the summary
+		fix     string // in the fix ("" = no fix expected)
+	}{
+		"no GPUs": {func(e *env) {
+			_ = fakesysfs.RemoveDevice(e.sys, "0000:19:00.0")
+			_ = fakesysfs.RemoveDevice(e.sys, "0000:2b:00.0")
+		}, "gpus", Fail, "no GPU found", "lspci"},
+		"GPU beyond PXB": {func(e *env) {
+			_ = fakesysfs.RemoveDevice(e.sys, "0000:2a:00.0")
+			_ = fakesysfs.RemoveDevice(e.sys, "0000:18:00.0")
+		}, "gpu-nic", Warn, "is PHB: NCCL uses GPUDirect RDMA only up to PXB", "NCCL_NET_GDR_LEVEL"},
+		"port down": {func(e *env) { _ = fakesysfs.SetPortState(e.sys, "mlx5_1", 1, fakesysfs.PortDown) }, "ports", Fail, "port is DOWN (Disabled)", "cable"},
+		"wrong link layer": {func(e *env) { e.opt.Policy.PFs[0].LinkLayer = "Ethernet" }, "link-layer", Fail, "InfiniBand, the policy wants Ethernet", "LINK_TYPE_P1=2"},
+		"no RoCE v2 GID":   {func(e *env) { _ = fakesysfs.RemoveRoCEv2GIDs(e.sys, "mlx5_1", 1) }, "roce-gid", Fail, "no RoCE v2 GID", "give ens42np0 an IP address"},
+		"RoCE MTU 1500":    {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ens42np0", 1500) }, "mtu", Warn, "netdev MTU 1500 gives RoCE active_mtu 1024", "mtu 9000"},
+		"IB MTU 2048":      {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ibp24s0", 2044) }, "mtu", Warn, "the port's MTU is 2048", "mtu=5"},
+		"VF count":         {func(e *env) { e.opt.Policy.PFs[0].NumVFs = 4 }, "sriov", Fail, "2 VFs, the policy wants 4", "railyard node apply"},
+		"SR-IOV off": {func(e *env) {
+			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:2a:00.0", NumVFs: 4})
+			_ = os.WriteFile(filepath.Join(e.sys, "bus/pci/devices/0000:2a:00.0/sriov_totalvfs"), []byte("0\n"), 0o644)
+		}, "sriov", Fail, "SR-IOV is off", "SRIOV_EN=1 NUM_OF_VFS=4"},
+		"zero VF GUID": {func(e *env) { _ = fakesysfs.SetNodeGUID(e.sys, vfRDMA(e, 1), [8]byte{}) }, "vf-guids", Fail, "zero GUID: VF 1", "unique GUIDs"},
+		"duplicate VF GUID": {func(e *env) {
+			_ = fakesysfs.SetNodeGUID(e.sys, vfRDMA(e, 1), [8]byte{0x9e, 0x9d, 0x1e, 0xa1, 0xb2, 0xc4, 0, 0})
+		}, "vf-guids", Fail, "has the GUID of", ""},
+		"shared netns": {func(e *env) { e.opt.RDMA = fakeRDMA{mode: "shared"} }, "rdma-netns", Warn, "shared: every pod sees every RDMA device", "netns_mode=0"},
+		"netns unreadable": {func(e *env) { e.opt.RDMA = fakeRDMA{err: errors.New("protocol not supported")} }, "rdma-netns", Skip, "cannot read", ""},
+		"memlock limited": {func(e *env) {
+			e.write("/proc/812/limits", strings.Replace(memlockUnlimited, "unlimited            unlimited", "65536                65536    ", 1))
+		}, "memlock", Warn, "limit of 65536", "LimitMEMLOCK=infinity"},
+		"no peermem": {func(e *env) { e.write("/proc/modules", "mlx5_ib 462848 0 - Live 0x0\n") }, "gpudirect", Fail, "nvidia_peermem is not loaded", "modprobe nvidia_peermem"},
+		"ACS redirect": {func(e *env) {
+			_ = fakesysfs.WriteConfig(e.sys, "0000:17:01.0", fakesysfs.ConfigSpace{ACS: true, ACSControl: sysfs.ACSSourceValidation | sysfs.ACSP2PRequestRedirect | sysfs.ACSP2PCompletionRedir})
+		}, "acs", Fail, "ACS redirects peer-to-peer traffic on 0000:17:01.0", "pci=disable_acs_redir=0000:17:01.0"},
+		"IOMMU translating": {func(e *env) {
+			for _, g := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"} {
+				_ = os.WriteFile(filepath.Join(e.sys, "kernel/iommu_groups", g, "type"), []byte("DMA-FQ\n"), 0o644)
+			}
+		}, "iommu", Warn, "the IOMMU translates DMA of", "iommu=pt"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.breakIt(e)
+			r := e.run()
+			var found bool
+			for _, c := range r.Checks {
+				if c.ID != tc.id || c.Status == OK {
+					continue
+				}
+				found = true
+				if c.Status != tc.status || !strings.Contains(c.Summary, tc.want) || !strings.Contains(c.Fix, tc.fix) {
+					t.Errorf("%s: %s %q fix %q", c.ID, c.Status, c.Summary, c.Fix)
+				}
+			}
+			if !found {
+				var buf bytes.Buffer
+				_ = r.WriteTable(&buf)
+				t.Fatalf("no %s check left ok:\n%s", tc.id, buf.String())
+			}
+			want := map[Status]int{Fail: ExitFailures, Warn: ExitWarnings, Skip: ExitOK}[tc.status]
+			if r.ExitCode() < want {
+				t.Errorf("exit code %d, want at least %d", r.ExitCode(), want)
+			}
+		})
+	}
+}
+
+func vfRDMA(e *env, index int) string {
+	st, _ := sysfs.New(e.sys).SRIOV("0000:18:00.0")
+	r, _ := sysfs.New(e.sys).RDMADevices(st.VFs[index].PCI)
+	return r[0]
+}
+
+func TestUnprivilegedACSIsSkippedAsNeedingRoot(t *testing.T) {
+	e := newEnv(t)
+	e.opt.Root = false
+	for _, br := range []string{"0000:17:00.0", "0000:17:01.0", "0000:16:00.0"} {
+		if err := fakesysfs.WriteConfig(e.sys, br, fakesysfs.ConfigSpace{ACS: true, ACSControl: 0x1d, Size: 64}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.run()
+	for _, c := range r.Checks {
+		if c.ID == "acs" && c.Subject == "GPU 0000:19:00.0 <-> 0000:18:00.0" {
+			if c.Status != Skip || !c.NeedsRoot || !strings.Contains(c.Summary, "only root can read") {
+				t.Fatalf("unprivileged ACS check = %+v", c)
+			}
+			if r.ExitCode() != ExitOK {
+				t.Fatalf("a skipped check changed the exit code to %d", r.ExitCode())
+			}
+			return
+		}
+	}
+	t.Fatal("no ACS check for GPU 0000:19:00.0")
+}
+
+func TestFallbacks(t *testing.T) {
+	e := newEnv(t)
+	// No containerd process: the systemd unit's drop-in is read.
+	_ = os.RemoveAll(filepath.Join(e.host, "proc/812"))
+	e.write("/lib/systemd/system/containerd.service", "[Service]\nLimitNOFILE=infinity\n")
+	e.write("/etc/systemd/system/containerd.service.d/memlock.conf", "[Service]\nLimitMEMLOCK=infinity\n")
+	// No netlink answer: ib_core's module parameter.
+	e.opt.RDMA = nil
+	if err := fakesysfs.SetModuleParam(e.sys, "ib_core", "netns_mode", "N"); err != nil {
+		t.Fatal(err)
+	}
+	// No nvidia_peermem, but the open kernel module on Linux 6.5: DMA-BUF.
+	e.write("/proc/modules", "mlx5_ib 462848 0 - Live 0x0\n")
+	e.write("/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15\n")
+	e.write("/proc/sys/kernel/osrelease", "6.5.0-35-generic\n")
+	r := e.run()
+	if r.ExitCode() != ExitOK {
+		var buf bytes.Buffer
+		_ = r.WriteTable(&buf)
+		t.Fatalf("exit %d:\n%s", r.ExitCode(), buf.String())
+	}
+	for _, c := range r.Checks {
+		switch c.ID {
+		case "memlock":
+			if !strings.Contains(strings.Join(c.Read, "\n"), "/etc/systemd/system/containerd.service.d/memlock.conf: LimitMEMLOCK=infinity") {
+				t.Errorf("memlock read %q", c.Read)
+			}
+		case "rdma-netns":
+			if !strings.Contains(c.Summary, "exclusive") {
+				t.Errorf("netns %q", c.Summary)
+			}
+		case "gpudirect":
+			if !strings.Contains(c.Summary, "DMA-BUF works") {
+				t.Errorf("gpudirect %q", c.Summary)
+			}
+		}
+	}
+}
+
+func TestReportJSONAndExitCodes(t *testing.T) {
+	r := Report{Checks: []Check{{ID: "a", Status: OK, Summary: "fine"}, {ID: "b", Status: Skip}}}
+	if r.ExitCode() != 0 {
+		t.Fatal(r.ExitCode())
+	}
+	r.Checks = append(r.Checks, Check{ID: "c", Status: Warn})
+	if r.ExitCode() != 1 {
+		t.Fatal(r.ExitCode())
+	}
+	r.Checks = append(r.Checks, Check{ID: "d", Status: Fail, NeedsRoot: true})
+	if r.ExitCode() != 2 {
+		t.Fatal(r.ExitCode())
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"id": "d"`) || !strings.Contains(buf.String(), `"needsRoot": true`) || !strings.Contains(buf.String(), `"status": "warn"`) {
+		t.Fatalf("json:\n%s", buf.String())
+	}
+}
+
+func TestRoCEActiveMTU(t *testing.T) {
+	for mtu, want := range map[int]int{1500: 1024, 4192: 4096, 4191: 2048, 9000: 4096, 2144: 2048, 300: 0, 352: 256} {
+		if got := RoCEActiveMTU(mtu); got != want {
+			t.Errorf("RoCEActiveMTU(%d) = %d, want %d", mtu, got, want)
+		}
+	}
+}
+
+func FuzzParseLimits(f *testing.F) {
+	f.Add([]byte(memlockUnlimited))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		soft, hard, ok := ParseLimits(b, "Max locked memory")
+		if ok && (soft == "" || hard == "") {
+			t.Fatal("ok without values")
+		}
+		_ = ParseLimitMEMLOCK(b)
+	})
+}
