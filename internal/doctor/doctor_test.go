@@ -138,7 +138,7 @@ func TestEachFailureIsReported(t *testing.T) {
 			_ = fakesysfs.RemoveDevice(e.sys, "0000:2a:00.0")
 			_ = fakesysfs.RemoveDevice(e.sys, "0000:18:00.0")
 		}, "gpu-nic", Warn, "is PHB: NCCL uses GPUDirect RDMA only up to PXB", "NCCL_NET_GDR_LEVEL"},
-		"port down": {func(e *env) { _ = fakesysfs.SetPortState(e.sys, "mlx5_1", 1, fakesysfs.PortDown) }, "ports", Fail, "port is DOWN (Disabled)", "cable"},
+		"port down":        {func(e *env) { _ = fakesysfs.SetPortState(e.sys, "mlx5_1", 1, fakesysfs.PortDown) }, "ports", Fail, "port is DOWN (Disabled)", "cable"},
 		"wrong link layer": {func(e *env) { e.opt.Policy.PFs[0].LinkLayer = "Ethernet" }, "link-layer", Fail, "InfiniBand, the policy wants Ethernet", "LINK_TYPE_P1=2"},
 		"no RoCE v2 GID":   {func(e *env) { _ = fakesysfs.RemoveRoCEv2GIDs(e.sys, "mlx5_1", 1) }, "roce-gid", Fail, "no RoCE v2 GID", "give ens42np0 an IP address"},
 		"RoCE MTU 1500":    {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ens42np0", 1500) }, "mtu", Warn, "netdev MTU 1500 gives RoCE active_mtu 1024", "mtu 9000"},
@@ -152,7 +152,7 @@ func TestEachFailureIsReported(t *testing.T) {
 		"duplicate VF GUID": {func(e *env) {
 			_ = fakesysfs.SetNodeGUID(e.sys, vfRDMA(e, 1), [8]byte{0x9e, 0x9d, 0x1e, 0xa1, 0xb2, 0xc4, 0, 0})
 		}, "vf-guids", Fail, "has the GUID of", ""},
-		"shared netns": {func(e *env) { e.opt.RDMA = fakeRDMA{mode: "shared"} }, "rdma-netns", Warn, "shared: every pod sees every RDMA device", "netns_mode=0"},
+		"shared netns":     {func(e *env) { e.opt.RDMA = fakeRDMA{mode: "shared"} }, "rdma-netns", Warn, "shared: every pod sees every RDMA device", "netns_mode=0"},
 		"netns unreadable": {func(e *env) { e.opt.RDMA = fakeRDMA{err: errors.New("protocol not supported")} }, "rdma-netns", Skip, "cannot read", ""},
 		"memlock limited": {func(e *env) {
 			e.write("/proc/812/limits", strings.Replace(memlockUnlimited, "unlimited            unlimited", "65536                65536    ", 1))
