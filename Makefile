@@ -3,8 +3,14 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 TOOLS     := _output/tools
+# Image version (default: the chart's appVersion), revision and creation
+# time (the commit's): one commit always gives the same image digest.
+VERSION   ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build demo test unit lint e2e bench fuzz tools cni-tools clean
+.PHONY: all build demo test unit lint e2e bench fuzz tools cni-tools images manifests clean
 
 all: build
 
@@ -36,6 +42,14 @@ tools:
 ## cni-tools: install the reference cnitool, host-local and host-device
 cni-tools:
 	hack/install-cni-tools.sh
+
+## images: the OCI image archive _output/images/railyard-$(VERSION)-$(IMAGE_ARCH).tar (no Docker daemon; ctr import / docker load)
+images:
+	$(GO) run ./hack/image --version $(VERSION) --revision $(REVISION) --created $(SOURCE_DATE_EPOCH) --arch $(IMAGE_ARCH)
+
+## manifests: render deploy/*.yaml from the Helm chart deploy/helm/railyard (a go test fails when they drift)
+manifests:
+	$(GO) run ./hack/manifests
 
 ## e2e: the end-to-end suite against a real kubelet, CNI tools and netns
 e2e:

@@ -1,0 +1,100 @@
+{{/* Names and labels. */}}
+{{- define "railyard.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "railyard.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end -}}
+
+{{- define "railyard.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "railyard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (printf "%s-agent" (include "railyard.fullname" .)) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "railyard.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The agent configuration file: values.config + apiVersion, kind, metricsAddr. */}}
+{{- define "railyard.agentConfig" -}}
+{{- $cfg := deepCopy .Values.config -}}
+{{- $_ := set $cfg "metricsAddr" (ternary (printf "0.0.0.0:%d" (int .Values.metrics.port)) "0" .Values.metrics.enabled) -}}
+apiVersion: railyard.io/v1alpha1
+kind: AgentConfig
+{{ toYaml $cfg }}
+{{- end -}}
+
+{{/*
+The agent's host paths: exactly the directories its configuration names
+(defaults as in api/config/v1alpha1), each mounted at the same path.
+Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
+*/}}
+{{- define "railyard.agentMounts" -}}
+{{- $c := .Values.config -}}
+{{- $all := list
+  (dict "name" "sysfs" "path" ($c.sysfsRoot | default "/sys") "readOnly" true "type" "Directory")
+  (dict "name" "dev-infiniband" "path" (printf "%s/infiniband" (($c.devRoot | default "/dev") | trimSuffix "/")) "readOnly" true "type" "DirectoryOrCreate")
+  (dict "name" "device-plugins" "path" ($c.pluginDir | default "/var/lib/kubelet/device-plugins") "readOnly" false "type" "Directory")
+  (dict "name" "pod-resources" "path" (dir ($c.podResourcesSocket | default "/var/lib/kubelet/pod-resources/kubelet.sock")) "readOnly" false "type" "Directory")
+  (dict "name" "devinfo" "path" ($c.devInfoDir | default "/var/run/k8s.cni.cncf.io/devinfo/dp") "readOnly" false "type" "DirectoryOrCreate")
+-}}
+{{- if eq ($c.ncclIBHCA | default "env") "merged" -}}
+{{- $all = append $all (dict "name" "state" "path" ($c.stateDir | default "/var/lib/railyard") "readOnly" false "type" "DirectoryOrCreate") -}}
+{{- if $c.cdiSpecDir -}}
+{{- $all = append $all (dict "name" "cdi" "path" $c.cdiSpecDir "readOnly" false "type" "DirectoryOrCreate") -}}
+{{- end -}}
+{{- end -}}
+{{- if $c.gpuMap -}}
+{{- $all = append $all (dict "name" "gpu-map" "path" (dir $c.gpuMap) "readOnly" true "type" "Directory") -}}
+{{- end -}}
+{{- if $c.ncclTopologyFile -}}
+{{- $all = append $all (dict "name" "nccl-topology" "path" (dir $c.ncclTopologyFile) "readOnly" true "type" "Directory") -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- $mounts := list -}}
+{{- range $all -}}
+{{- if not (hasKey $seen .path) -}}
+{{- $_ := set $seen .path true -}}
+{{- $mounts = append $mounts . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "mounts" $mounts) -}}
+{{- end -}}
+
+{{/* The security context of both containers (docs/install.md, Security). */}}
+{{- define "railyard.securityContext" -}}
+privileged: false
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+# uid 0 owns the host directories written (kubelet's sockets, the CNI bin
+# dir); no capability is kept, so root here cannot bypass file permissions.
+runAsUser: 0
+runAsGroup: 0
+runAsNonRoot: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

@@ -1,0 +1,144 @@
+package helmchart
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.yaml from the chart")
+
+const chartDir = "../../deploy/helm/railyard"
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// variant is one set of values the chart is rendered and checked with.
+type variant struct {
+	name   string
+	values map[string]any
+}
+
+func variants() []variant {
+	return []variant{
+		{"default", nil},
+		{"networks", map[string]any{"networks": map[string]any{"create": true, "namespace": "tenant-a",
+			"infiniband": map[string]any{"pkey": "0x8001"}}}},
+		{"merged-custom-paths", map[string]any{
+			"image":   map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
+			"metrics": map[string]any{"enabled": false},
+			"cni":     map[string]any{"install": false},
+			"config": map[string]any{
+				"ncclIBHCA": "merged", "cdiSpecDir": "/var/run/cdi", "stateDir": "/var/lib/railyard",
+				"gpuMap": "/etc/railyard/gpu-map.csv", "ncclTopologyFile": "/etc/railyard/topo.xml",
+				"pluginDir":          "/var/lib/k0s/kubelet/device-plugins",
+				"podResourcesSocket": "/var/lib/k0s/kubelet/pod-resources/kubelet.sock",
+				"pools": []any{map[string]any{"name": "railyard.io/rdma_shared", "deviceKind": "shared", "sharedLimit": 16,
+					"policy": "spread", "selectors": map[string]any{"pfNames": []any{"ens113f0"}}}},
+			},
+		}},
+	}
+}
+
+// objects splits rendered manifests into kind -> documents.
+type objects struct {
+	byKind map[string][]string
+}
+
+func render(t *testing.T, values map[string]any) ([]Manifest, objects) {
+	t.Helper()
+	ms, err := Render(loadChart(t), Options{Release: "railyard", Namespace: "railyard-system", Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := objects{byKind: map[string][]string{}}
+	for _, m := range ms {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(m.Content), &head); err != nil {
+			t.Fatalf("%s: %v", m.Source, err)
+		}
+		o.byKind[head.Kind] = append(o.byKind[head.Kind], m.Content)
+	}
+	return ms, o
+}
+
+func (o objects) one(t *testing.T, kind string, into any) {
+	t.Helper()
+	docs := o.byKind[kind]
+	if len(docs) != 1 {
+		t.Fatalf("%d objects of kind %s, want 1", len(docs), kind)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), into); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+}
+
+func (o objects) daemonSet(t *testing.T) *appsv1.DaemonSet {
+	t.Helper()
+	var ds appsv1.DaemonSet
+	o.one(t, "DaemonSet", &ds)
+	return &ds
+}
+
+func (o objects) configMap(t *testing.T) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	o.one(t, "ConfigMap", &cm)
+	return &cm
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".yaml")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/helmchart -update)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("rendering %s differs from %s (run go test ./internal/helmchart -update and review the diff):\n%s", name, path, firstDiff(string(want), got))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + itoa(i+1) + ":\n- " + x + "\n+ " + y
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string {
+	b, _ := yaml.Marshal(i)
+	return strings.TrimSpace(string(b))
+}
