@@ -53,6 +53,7 @@ func (o Options) ReadInventory(ctx context.Context, root string) (topology.Inven
 	if o.NCCLTopology != nil {
 		applyNCCLTopology(&inv, o.NCCLTopology, o.NCCLTopologyName)
 	}
+	checkInventory(sysfs.New(root), &inv)
 	return inv, nil
 }
 
@@ -318,6 +319,8 @@ func (r *reader) readIdentity(addr, dir string) (*fn, error) {
 		if f.dev.NUMA, err = sysfs.ParseNUMANode(s); err != nil {
 			f.warn(addr, err.Error())
 		}
+	} else if !errors.Is(err, sysfs.ErrNotFound) {
+		f.warn(addr, "numa_node: "+err.Error())
 	}
 	if drv, err := r.fs.LinkBase(filepath.Join(dir, "driver")); err == nil {
 		f.dev.Driver = drv
@@ -355,7 +358,8 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 			continue
 		}
 		i, err := strconv.Atoi(idx)
-		if err != nil {
+		if err != nil || i < 0 {
+			r.warn(n.PCI, fmt.Sprintf("%s: not a VF link (virtfnN): ignored", sysfs.Quote(e)))
 			continue
 		}
 		addr, err := r.fs.LinkBase(filepath.Join(f.dir, e))
@@ -459,7 +463,8 @@ func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {
 	var ports []topology.Port
 	for _, name := range names {
 		num, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || num < 0 {
+			f.warn(addr, fmt.Sprintf("ports/%s: not a port number: ignored", sysfs.Quote(name)))
 			continue
 		}
 		pd := filepath.Join(ibDir, "ports", name)
@@ -474,15 +479,26 @@ func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {
 			if p.PhysState, err = sysfs.ParsePortState(s); err != nil {
 				errs = append(errs, err)
 			}
+		} else if !errors.Is(err, sysfs.ErrNotFound) {
+			errs = append(errs, err)
 		}
 		if s, err := r.fs.ReadString(filepath.Join(pd, "rate")); err == nil {
-			p.Rate = s
 			if p.RateGbps, err = sysfs.ParseRate(s); err != nil {
 				errs = append(errs, err)
+			} else {
+				p.Rate = s
 			}
+		} else if !errors.Is(err, sysfs.ErrNotFound) {
+			errs = append(errs, err)
 		}
 		if s, err := r.fs.ReadString(filepath.Join(pd, "link_layer")); err == nil {
-			p.LinkLayer = s
+			if sysfs.NeedsEscape(s) {
+				errs = append(errs, fmt.Errorf("link_layer %s: not a name", sysfs.Quote(s)))
+			} else {
+				p.LinkLayer = s // InfiniBand, Ethernet or Unknown
+			}
+		} else if !errors.Is(err, sysfs.ErrNotFound) {
+			errs = append(errs, err)
 		}
 		if p.LinkLayer == "Ethernet" {
 			p.RoCEv2GIDs = r.roceV2GIDs(pd)
