@@ -7,8 +7,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
+
+// maxWarning bounds a printed warning (discovery bounds its own; warnings
+// from elsewhere pass through the same clip).
+const maxWarning = 1024
 
 func numa(n int) string {
 	if n < 0 {
@@ -24,7 +29,7 @@ func render(w io.Writer, t *topology.Topology, from string) {
 		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 		fmt.Fprint(tw, "\t")
 		for _, n := range t.NICs {
-			fmt.Fprintf(tw, "%s\t", n.RDMA)
+			fmt.Fprintf(tw, "%s\t", sysfs.Printable(n.RDMA))
 		}
 		fmt.Fprintln(tw, "NUMA\tPCI")
 		for i, g := range t.GPUs {
@@ -61,7 +66,7 @@ func render(w io.Writer, t *topology.Topology, from string) {
 					rate = p.Rate
 				}
 			}
-			netdev := n.Netdev
+			netdev := sysfs.Printable(n.Netdev)
 			if netdev == "" {
 				netdev = "-"
 			}
@@ -72,7 +77,8 @@ func render(w io.Writer, t *topology.Topology, from string) {
 			if n.TotalVFs > 0 {
 				vfs = fmt.Sprintf("%d/%d", len(n.VFs), n.TotalVFs)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.RDMA, n.PCI, netdev, n.LinkLayer, rate, strings.Join(ports, ","), numa(n.NUMA), vfs)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sysfs.Printable(n.RDMA), n.PCI, netdev, sysfs.Printable(n.LinkLayer),
+				sysfs.Printable(rate), sysfs.Printable(strings.Join(ports, ",")), numa(n.NUMA), vfs)
 		}
 		tw.Flush()
 	}
@@ -82,14 +88,14 @@ func render(w io.Writer, t *topology.Topology, from string) {
 		fmt.Fprintln(tw, "  GPU\tGPU PCI\tNIC\tNIC PCI\tNETDEV\tCLASS")
 		for i, r := range t.Rails {
 			n, _ := t.NIC(r.NIC)
-			fmt.Fprintf(tw, "  GPU%d\t%s\t%s\t%s\t%s\t%s\n", i, r.GPU, n.RDMA, r.NIC, n.Netdev, r.Class)
+			fmt.Fprintf(tw, "  GPU%d\t%s\t%s\t%s\t%s\t%s\n", i, r.GPU, sysfs.Printable(n.RDMA), r.NIC, sysfs.Printable(n.Netdev), r.Class)
 		}
 		tw.Flush()
 	}
 	if len(t.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, wn := range t.Warnings {
-			fmt.Fprintf(w, "  - %s\n", wn)
+			fmt.Fprintf(w, "  - %s\n", sysfs.Clip(wn.String(), maxWarning))
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/nccltopo"
+	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
@@ -219,7 +220,7 @@ func writeJSON(w io.Writer, t *topology.Topology) error {
 		v.Rails = append(v.Rails, jsonLink{GPU: l.GPU, NIC: l.NIC, Class: l.Class.String(), Source: l.Source})
 	}
 	for _, w := range t.Warnings {
-		v.Warnings = append(v.Warnings, w.String())
+		v.Warnings = append(v.Warnings, sysfs.Clip(w.String(), maxWarning))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
