@@ -215,12 +215,12 @@ func TestNetworksNameDefaultPoolsAndParseAsRailyardCNI(t *testing.T) {
 		if parsed.Name != nad.Metadata.Name || parsed.DeviceID != "0000:18:00.2" || !parsed.RDMA {
 			t.Errorf("NAD %s parsed as %+v", nad.Metadata.Name, parsed)
 		}
-		if nad.Metadata.Name == "roce-vlan100" && (parsed.MTU != 9000 || conf["vlan"] != float64(100)) {
+		if nad.Metadata.Name == "railyard-roce" && (parsed.MTU != 9000 || conf["vlan"] != float64(100)) {
 			t.Errorf("RoCE NAD: mtu %d vlan %v", parsed.MTU, conf["vlan"])
 		}
 	}
 	sort.Strings(names)
-	if !reflect.DeepEqual(names, []string{"ib", "roce-vlan100"}) {
+	if !reflect.DeepEqual(names, []string{"railyard-rdma", "railyard-roce"}) {
 		t.Fatalf("NADs %v", names)
 	}
 }
