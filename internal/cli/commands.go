@@ -4,9 +4,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/cli/bench"
+	"github.com/railyard-io/railyard/internal/cli/doctor"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
 	"github.com/railyard-io/railyard/internal/cli/migrate"
+	"github.com/railyard-io/railyard/internal/cli/node"
 	"github.com/railyard-io/railyard/internal/cli/simulate"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 )
@@ -20,5 +22,7 @@ func commands(s iostreams.Streams) []*cobra.Command {
 		simulate.NewCommand(s),
 		bench.NewCommand(s),
 		migrate.NewCommand(s),
+		doctor.NewCommand(s),
+		node.NewCommand(s),
 	}
 }

@@ -88,7 +88,7 @@ type Result struct {
 // Apply makes the node match p. It handles every PF of the policy even
 // when one fails, and returns the errors of all failed PFs joined.
 func (a *Applier) Apply(ctx context.Context, p *v1alpha1.NodePolicy) (Result, error) {
-	var res Result
+	res := Result{Changes: []Change{}}
 	var errs []error
 	for i := range p.PFs {
 		if err := ctx.Err(); err != nil {

@@ -1,0 +1,91 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/doctor"
+	"github.com/railyard-io/railyard/internal/netops"
+)
+
+// ExitError carries the exit code (1 warnings, 2 failures); cmd/railyard
+// exits with it.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string {
+	if e.Code == doctor.ExitWarnings {
+		return "the node has warnings"
+	}
+	return "the node is not ready for GPU RDMA"
+}
+
+// ExitCode is the code the process should exit with.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// NewCommand returns the `railyard doctor` command.
+func NewCommand(s iostreams.Streams) *cobra.Command {
+	var opt doctor.Options
+	var jsonOut bool
+	var policy, hostRoot string
+	cmd := &cobra.Command{
+		Use:   "doctor [--policy FILE] [--json]",
+		Short: "Tell whether this node is ready for GPU RDMA, and how to fix it",
+		Long: `doctor checks the node: GPUs and RDMA NICs present, a NIC within PXB of each
+GPU, ports ACTIVE with the expected link layer, RoCE v2 GIDs, netdev vs RDMA
+MTU, SR-IOV VF counts and link layers against the node policy (--policy),
+InfiniBand VF GUIDs non-zero and unique, the RDMA netns mode, the container
+runtime's memlock limit, nvidia_peermem or DMA-BUF, PCIe ACS on the bridges
+between each GPU and its NIC, and the IOMMU mode. Each check says what it
+read and how to fix what it found.
+
+It runs unprivileged; the ACS check needs root (the kernel gives other users
+only the first 64 bytes of PCI config space) and says so when skipped.
+
+Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
+/sys and / (read-only) and pass --sysfs /host/sys --host-root /host.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if policy != "" {
+				p, err := v1alpha1.Load(policy)
+				if err != nil {
+					return err
+				}
+				opt.Policy = p
+			}
+			opt.Host = doctor.HostFiles{Root: hostRoot}
+			opt.RDMA = netops.Linux{}
+			opt.Root = os.Geteuid() == 0
+			return run(cmd.Context(), s, opt, jsonOut)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opt.SysfsRoot, "sysfs", "", "sysfs root (default /sys)")
+	fl.StringVar(&hostRoot, "host-root", "/", "where the host's / is (for /proc, /etc, /lib)")
+	fl.StringVar(&policy, "policy", "", "node policy (railyard.io/v1alpha1 NodePolicy) to check VF counts and link layers against")
+	fl.BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func run(ctx context.Context, s iostreams.Streams, opt doctor.Options, jsonOut bool) error {
+	r, err := doctor.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		err = r.WriteJSON(s.Out)
+	} else {
+		err = r.WriteTable(s.Out)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	if code := r.ExitCode(); code != doctor.ExitOK {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
