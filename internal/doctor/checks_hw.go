@@ -263,3 +263,39 @@ func (n *node) bridgesBetween(a, b string) []string {
 	}
 	return nil // no common bridge: the path crosses the host bridge
 }
+
+// pkeys checks that the VFs of a PF whose policy names a pkey have it in
+// their port's pkey table: the subnet manager adds it once their GUIDs are
+// members of the partition.
+func (n *node) pkeys(context.Context) []Check {
+	var out []Check
+	for _, x := range n.topo.NICs {
+		pf := n.policyPF(x)
+		if pf == nil || pf.PKey == "" || x.LinkLayer != v1alpha1.LinkLayerInfiniBand {
+			continue
+		}
+		want, err := v1alpha1.ParsePKey(pf.PKey)
+		if err != nil {
+			continue
+		}
+		c := Check{ID: "pkey", Subject: x.RDMA, Status: OK, Read: []string{fmt.Sprintf("sysfs class/infiniband/<vf>/ports/1/pkeys/* of the VFs of %s", x.RDMA)}}
+		var missing []string
+		for _, v := range x.VFs {
+			if v.RDMA == "" {
+				continue
+			}
+			keys, _ := n.fs.PortPKeys(v.RDMA, 1)
+			if !slices.ContainsFunc(keys, func(k uint16) bool { return k&0x7fff == want&0x7fff }) {
+				missing = append(missing, fmt.Sprintf("VF %d (%s)", v.Index, v.RDMA))
+			}
+		}
+		c.Summary = fmt.Sprintf("every VF has pkey %#04x", want)
+		if len(missing) > 0 {
+			c.Status = Warn
+			c.Summary = fmt.Sprintf("pkey %#04x missing on %s", want, strings.Join(missing, ", "))
+			c.Fix = "add the VFs' GUIDs to the partition on the subnet manager: railyard node apply prints the OpenSM partitions.conf line"
+		}
+		out = append(out, c)
+	}
+	return out
+}
