@@ -3,9 +3,9 @@
 // GPUs and RDMA NICs present, a NIC within PXB of every GPU, ports ACTIVE
 // with the expected link layer, RoCE v2 GIDs, netdev vs RDMA MTU, SR-IOV
 // VF counts against the node policy, InfiniBand VF GUIDs non-zero and
-// unique, the RDMA netns mode, the container runtime's memlock limit, the
-// GPUDirect kernel module (nvidia_peermem) or DMA-BUF, PCIe ACS on the
-// bridges between each GPU and its NIC, and the IOMMU mode.
+// unique, VF pkey tables, the RDMA netns mode, the container runtime's
+// memlock limit, the GPUDirect kernel module (nvidia_peermem) or DMA-BUF,
+// PCIe ACS on the bridges between each GPU and its NIC, and the IOMMU mode.
 //
 // Hardware facts come from internal/discovery and internal/sysfs (the only
 // sysfs readers); /proc, /etc and /lib files are read through HostFiles, a
