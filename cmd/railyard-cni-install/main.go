@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cniinstall"
 )
 
 func main() {
-	if err := cniinstall.Run(context.Background(), os.Args[1:], iostreams.Std()); err != nil {
+	if err := cniinstall.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "railyard-cni-install:", err)
 		os.Exit(1)
 	}

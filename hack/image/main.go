@@ -11,14 +11,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/image"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := image.Run(ctx, os.Args[1:], os.LookupEnv, iostreams.Std()); err != nil {
+	if err := image.Run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}

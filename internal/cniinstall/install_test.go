@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 func writeFile(t *testing.T, path string, data string, mode os.FileMode) {
@@ -264,12 +262,11 @@ func TestInstallRemovesOnlyItsOwnStaleTemps(t *testing.T) {
 func TestRunPrintsWhatItDid(t *testing.T) {
 	src, dir := setup(t)
 	var out, errOut bytes.Buffer
-	s := iostreams.Streams{Out: &out, ErrOut: &errOut}
 	args := []string{"--source", src, "--cni-bin-dir", dir}
-	if err := Run(t.Context(), args, s); err != nil {
+	if err := Run(t.Context(), args, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if err := Run(t.Context(), args, s); err != nil {
+	if err := Run(t.Context(), args, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -278,7 +275,7 @@ func TestRunPrintsWhatItDid(t *testing.T) {
 		!strings.Contains(lines[0], " 10 bytes (railyard-cni-install dev (unknown))") {
 		t.Fatalf("output:\n%s", out.String())
 	}
-	if err := Run(t.Context(), []string{"extra"}, s); err == nil {
+	if err := Run(t.Context(), []string{"extra"}, &out, &errOut); err == nil {
 		t.Fatal("extra argument accepted")
 	}
 }

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/version"
 )
 
 // Run is railyard-cni-install's main.
-func Run(_ context.Context, args []string, s iostreams.Streams) error {
+func Run(_ context.Context, args []string, out, errOut io.Writer) error {
 	fs := pflag.NewFlagSet("railyard-cni-install", pflag.ContinueOnError)
-	fs.SetOutput(s.ErrOut)
+	fs.SetOutput(errOut)
 	o := Options{}
 	fs.StringVar(&o.Source, "source", "/usr/local/bin/railyard-cni", "the binary to install")
 	fs.StringVar(&o.DestDir, "cni-bin-dir", "/host/opt/cni/bin", "the node's CNI bin directory, as mounted")
@@ -30,7 +30,7 @@ func Run(_ context.Context, args []string, s iostreams.Streams) error {
 	}
 	res, err := Install(o)
 	for _, p := range res.RemovedTemps {
-		fmt.Fprintf(s.Out, "removed %s (left by an earlier run)\n", p)
+		fmt.Fprintf(out, "removed %s (left by an earlier run)\n", p)
 	}
 	if err != nil {
 		return err
@@ -39,6 +39,6 @@ func Run(_ context.Context, args []string, s iostreams.Streams) error {
 	if !res.Changed {
 		what = "unchanged"
 	}
-	fmt.Fprintf(s.Out, "%s %s sha256:%s %d bytes (railyard-cni-install %s)\n", what, res.Path, res.SHA256, res.Size, version.String())
+	fmt.Fprintf(out, "%s %s sha256:%s %d bytes (railyard-cni-install %s)\n", what, res.Path, res.SHA256, res.Size, version.String())
 	return nil
 }

@@ -5,17 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
-
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 // Run is hack/manifests' main: render the static manifests into deploy/
 // (`make manifests`), or with --check only report drift.
-func Run(_ context.Context, args []string, s iostreams.Streams) error {
+func Run(_ context.Context, args []string, out, errOut io.Writer) error {
 	fs := pflag.NewFlagSet("manifests", pflag.ContinueOnError)
-	fs.SetOutput(s.ErrOut)
+	fs.SetOutput(errOut)
 	chartDir := fs.String("chart", "deploy/helm/railyard", "chart directory")
 	deployDir := fs.String("out", "deploy", "directory of the static manifests")
 	check := fs.Bool("check", false, "only check that the files are up to date")
@@ -30,7 +29,7 @@ func Run(_ context.Context, args []string, s iostreams.Streams) error {
 	}
 	if msgs := Lint(*chartDir, StaticNamespace, nil); hasProblems(msgs) {
 		for _, m := range msgs {
-			fmt.Fprintln(s.ErrOut, m)
+			fmt.Fprintln(errOut, m)
 		}
 		return fmt.Errorf("helm lint %s failed", *chartDir)
 	}
@@ -39,10 +38,10 @@ func Run(_ context.Context, args []string, s iostreams.Streams) error {
 		return err
 	}
 	for _, p := range written {
-		fmt.Fprintln(s.Out, "wrote", p)
+		fmt.Fprintln(out, "wrote", p)
 	}
 	if len(written) == 0 {
-		fmt.Fprintln(s.Out, "deploy/ manifests are up to date")
+		fmt.Fprintln(out, "deploy/ manifests are up to date")
 	}
 	return nil
 }

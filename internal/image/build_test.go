@@ -110,7 +110,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"--version", "0.1.0", "--revision", "abc", "extra"},
 	} {
 		var out, errOut bytes.Buffer
-		err := Run(t.Context(), args, none, streams(&out, &errOut))
+		err := Run(t.Context(), args, none, &out, &errOut)
 		if err == nil {
 			t.Errorf("%q accepted", args)
 		}
@@ -120,7 +120,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 	}
 	bad := func(k string) (string, bool) { return "soon", k == "SOURCE_DATE_EPOCH" }
 	var out, errOut bytes.Buffer
-	if err := Run(t.Context(), []string{"--version", "0.1.0", "--revision", "abc"}, bad, streams(&out, &errOut)); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+	if err := Run(t.Context(), []string{"--version", "0.1.0", "--revision", "abc"}, bad, &out, &errOut); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
 		t.Fatalf("bad SOURCE_DATE_EPOCH: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,8 +14,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
-
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 // Options are the inputs of Build.
@@ -117,9 +116,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 }
 
 // Run is hack/image's main: parse flags, Build, print a summary.
-func Run(ctx context.Context, args []string, env func(string) (string, bool), s iostreams.Streams) error {
+func Run(ctx context.Context, args []string, env func(string) (string, bool), out, errOut io.Writer) error {
 	fs := pflag.NewFlagSet("image", pflag.ContinueOnError)
-	fs.SetOutput(s.ErrOut)
+	fs.SetOutput(errOut)
 	var o Options
 	var created string
 	fs.StringVar(&o.Dir, "dir", ".", "module root to build from")
@@ -164,10 +163,10 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), s 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.Out, "%s\n  name    %s\n  digest  %s\n  archive %s, layer %s gzip (%s unpacked)\n", o.Out, res.Name, res.Digest, mib(res.Archive), mib(res.Layer), mib(res.Unpacked))
+	fmt.Fprintf(out, "%s\n  name    %s\n  digest  %s\n  archive %s, layer %s gzip (%s unpacked)\n", o.Out, res.Name, res.Digest, mib(res.Archive), mib(res.Layer), mib(res.Unpacked))
 	for _, p := range o.Packages {
 		b := path.Base(p)
-		fmt.Fprintf(s.Out, "  /%s/%s %s\n", BinDir, b, mib(res.Sizes[b]))
+		fmt.Fprintf(out, "  /%s/%s %s\n", BinDir, b, mib(res.Sizes[b]))
 	}
 	return nil
 }
