@@ -1,0 +1,289 @@
+package binding
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// CDIKind is the CDI kind of the per-token devices: a container that holds
+// token T gets the CDI device "railyard.io/binding=T".
+const CDIKind = "railyard.io/binding"
+
+// cdiSpecPrefix starts the name of every per-token spec file.
+const cdiSpecPrefix = "railyard.io-binding-"
+
+// CDIName is the fully qualified CDI device name of a token.
+func CDIName(token string) string { return CDIKind + "=" + token }
+
+// CDISpecPath is the spec file of a token in dir.
+func CDISpecPath(dir, token string) string {
+	return filepath.Join(dir, cdiSpecPrefix+token+".json")
+}
+
+// DevInfoPath is the device-info-spec file of a device, named the way
+// Multus (network-attachment-definition-client) looks it up:
+// <dir>/<resource with / as ->-<id>-device.json.
+func DevInfoPath(dir, resource, id string) string {
+	return filepath.Join(dir, strings.ReplaceAll(resource, "/", "-")+"-"+strings.ReplaceAll(id, "/", "-")+"-device.json")
+}
+
+// EnvName is the SR-IOV device plugin's variable for a resource:
+// "railyard.io/rdma_vf-a" -> "PCIDEVICE_RAILYARD_IO_RDMA_VF_A".
+func EnvName(resource string) string {
+	r := strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(resource)
+	return "PCIDEVICE_" + strings.ToUpper(r)
+}
+
+// RDMAEnvName is the per-pool variable listing a container's RDMA devices
+// of a resource in rail order ("RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF_A").
+func RDMAEnvName(resource string) string {
+	return "RAILYARD_RDMA_DEVICES_" + strings.TrimPrefix(EnvName(resource), "PCIDEVICE_")
+}
+
+// containerIB is where RDMA device nodes appear in a container.
+const containerIB = "/dev/infiniband"
+
+// cdiSpec is the subset of a CDI spec (github.com/cncf-tags/container-device-interface,
+// specs-go) written per token.
+type cdiSpec struct {
+	Version string      `json:"cdiVersion"`
+	Kind    string      `json:"kind"`
+	Devices []cdiDevice `json:"devices"`
+}
+
+type cdiDevice struct {
+	Name           string   `json:"name"`
+	ContainerEdits cdiEdits `json:"containerEdits"`
+}
+
+type cdiEdits struct {
+	Env         []string        `json:"env,omitempty"`
+	DeviceNodes []cdiDeviceNode `json:"deviceNodes,omitempty"`
+}
+
+// cdiDeviceNode leaves type, major and minor out: the CDI library fills
+// them from the host path when it injects the device.
+type cdiDeviceNode struct {
+	Path        string `json:"path"`
+	HostPath    string `json:"hostPath"`
+	Permissions string `json:"permissions"`
+}
+
+// boundDevice is a binding with its device's details (empty when the
+// device left the view).
+type boundDevice struct {
+	Binding
+	dev  Device
+	pool *Pool
+}
+
+// containerDevices returns the bindings of b's container (same pod and
+// container), in rail order: rail index (no rail last), PF, device.
+func containerDevices(v *View, all []Binding, b Binding) []boundDevice {
+	var out []boundDevice
+	for _, o := range all {
+		if o.Pod != b.Pod || o.Container != b.Container {
+			continue
+		}
+		bd := boundDevice{Binding: o, dev: Device{ID: o.Device, PF: o.Device, NUMA: -1, Rail: -1}}
+		if p, ok := v.PoolByResource(o.Resource); ok {
+			bd.pool = p
+			if d, ok := p.Device(o.Device); ok {
+				bd.dev = d
+			}
+		}
+		out = append(out, bd)
+	}
+	rail := func(r int) int {
+		if r < 0 {
+			return int(^uint(0) >> 1)
+		}
+		return r
+	}
+	slices.SortFunc(out, func(a, b boundDevice) int {
+		return cmp.Or(cmp.Compare(rail(a.dev.Rail), rail(b.dev.Rail)), strings.Compare(a.dev.PF, b.dev.PF), strings.Compare(a.Device, b.Device))
+	})
+	return out
+}
+
+// nodes returns a bound device's device nodes: its own uverbs, then what
+// its pool asks for.
+func (bd boundDevice) nodes() []string {
+	var out []string
+	if bd.dev.Uverbs != "" {
+		out = append(out, bd.dev.Uverbs)
+	}
+	if bd.pool == nil {
+		return out
+	}
+	if bd.pool.RDMACM {
+		out = append(out, "rdma_cm")
+	}
+	if bd.pool.UMAD && bd.dev.UMAD != "" {
+		out = append(out, bd.dev.UMAD)
+	}
+	if bd.pool.ISSM && bd.dev.ISSM != "" {
+		out = append(out, bd.dev.ISSM)
+	}
+	return out
+}
+
+// renderSpec is the CDI spec of token b: b's device nodes, and the
+// environment of b's whole container, so every token of a container sets
+// the same values and no variable conflicts.
+func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
+	cds := containerDevices(v, all, b)
+	dev := cdiDevice{Name: b.Token}
+	type infoEntry struct {
+		Generic map[string]string `json:"generic"`
+		RDMA    map[string]string `json:"rdma,omitempty"`
+	}
+	perPool := map[string][]boundDevice{}
+	var hcas []string
+	for _, cd := range cds {
+		perPool[cd.Resource] = append(perPool[cd.Resource], cd)
+		if cd.dev.RDMA != "" && !slices.Contains(hcas, cd.dev.RDMA) {
+			hcas = append(hcas, cd.dev.RDMA)
+		}
+		if cd.Token == b.Token {
+			for _, n := range cd.nodes() {
+				dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, cdiDeviceNode{
+					Path: containerIB + "/" + n, HostPath: filepath.Join(v.DevRoot, "infiniband", n), Permissions: "rw"})
+			}
+		}
+	}
+	resources := make([]string, 0, len(perPool))
+	for r := range perPool {
+		resources = append(resources, r)
+	}
+	slices.Sort(resources)
+	var env []string
+	for _, r := range resources {
+		var pcis, rdmas []string
+		info := map[string]infoEntry{}
+		for _, cd := range perPool[r] {
+			pcis = append(pcis, cd.Device)
+			e := infoEntry{Generic: map[string]string{"deviceID": cd.Device}}
+			if cd.dev.RDMA != "" {
+				rdmas = append(rdmas, cd.dev.RDMA)
+				e.RDMA = map[string]string{"rdma_dev": cd.dev.RDMA}
+				for _, n := range cd.nodes() {
+					key := strings.TrimRight(n, "0123456789")
+					e.RDMA[key] = containerIB + "/" + n
+				}
+			}
+			info[cd.Device] = e
+		}
+		ij, err := json.Marshal(info)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s_INFO: %w", EnvName(r), err)
+		}
+		env = append(env, EnvName(r)+"="+strings.Join(pcis, ","), EnvName(r)+"_INFO="+string(ij))
+		if len(rdmas) > 0 {
+			env = append(env, RDMAEnvName(r)+"="+strings.Join(rdmas, ","))
+		}
+	}
+	if v.NCCLIBHCA && len(hcas) > 0 {
+		// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
+		env = append(env, "NCCL_IB_HCA=="+strings.Join(hcas, ","))
+	}
+	dev.ContainerEdits.Env = env
+	b2, err := json.Marshal(cdiSpec{Version: "0.5.0", Kind: CDIKind, Devices: []cdiDevice{dev}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding CDI spec: %w", err)
+	}
+	return b2, nil
+}
+
+// renderDevInfo is the device-info-spec 1.1 document of a bound token.
+func renderDevInfo(v *View, b Binding) ([]byte, error) {
+	type pci struct {
+		PCIAddress   string `json:"pci-address"`
+		RDMADevice   string `json:"rdma-device,omitempty"`
+		PFPCIAddress string `json:"pf-pci-address,omitempty"`
+	}
+	doc := struct {
+		Type    string `json:"type"`
+		Version string `json:"version"`
+		PCI     pci    `json:"pci"`
+	}{Type: "pci", Version: "1.1.0", PCI: pci{PCIAddress: b.Device}}
+	if p, ok := v.PoolByResource(b.Resource); ok {
+		if d, ok := p.Device(b.Device); ok {
+			doc.PCI.RDMADevice = d.RDMA
+			if d.PF != d.ID {
+				doc.PCI.PFPCIAddress = d.PF
+			}
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// writeFiles writes the CDI spec and device-info file of each binding of
+// which, skipping files that already hold the right content.
+func (s *Store) writeFiles(v *View, all, which []Binding) error {
+	for _, b := range which {
+		if v.CDISpecDir != "" {
+			spec, err := renderSpec(v, all, b)
+			if err != nil {
+				return err
+			}
+			if err := s.writeIfChanged(v.CDISpecDir, CDISpecPath(v.CDISpecDir, b.Token), spec, StepWriteSpec); err != nil {
+				return err
+			}
+		}
+		if v.DevInfoDir != "" {
+			info, err := renderDevInfo(v, b)
+			if err != nil {
+				return err
+			}
+			if err := s.writeIfChanged(v.DevInfoDir, DevInfoPath(v.DevInfoDir, b.Resource, b.Token), info, StepWriteDevInfo); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) writeIfChanged(dir, path string, b []byte, step string) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	if err := s.fault(step); err != nil {
+		return err
+	}
+	return s.writeAtomic(dir, path, b, false)
+}
+
+// removeFiles removes the CDI spec and device-info file of a released
+// binding, before the release is committed: a spec never outlives its
+// binding, so a container can never get a released device.
+func (s *Store) removeFiles(v *View, b Binding) error {
+	if v == nil {
+		return nil
+	}
+	if err := s.fault(StepRemoveSpec); err != nil {
+		return err
+	}
+	var errs []error
+	if v.CDISpecDir != "" {
+		errs = append(errs, removeIfExists(CDISpecPath(v.CDISpecDir, b.Token)))
+	}
+	if v.DevInfoDir != "" {
+		errs = append(errs, removeIfExists(DevInfoPath(v.DevInfoDir, b.Resource, b.Token)))
+	}
+	return errors.Join(errs...)
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("binding store: %w", err)
+	}
+	return nil
+}
