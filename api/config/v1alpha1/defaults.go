@@ -62,6 +62,7 @@ func Default(c *AgentConfig) {
 		p := &c.Pools[i]
 		setString(&p.DeviceKind, DefaultDeviceKind)
 		setString(&p.Policy, DefaultPolicy)
+		setString(&p.Binding, BindingAllocate)
 		if p.DeviceKind == KindShared && p.SharedLimit == nil {
 			n := DefaultSharedLimit
 			p.SharedLimit = &n

@@ -33,6 +33,17 @@ const (
 	NCCLIBHCAMerged = "merged"
 )
 
+// When a pool's devices are chosen (Pool.Binding).
+const (
+	// BindingAllocate: Allocate hands out the device kubelet chose (device
+	// IDs are PCI addresses).
+	BindingAllocate = "allocate"
+	// BindingSandbox: kubelet gets fungible tokens; the device behind each
+	// is chosen when the pod's sandbox is created, knowing the pod's GPUs,
+	// and reaches the container through CDI (needs cdiSpecDir).
+	BindingSandbox = "sandbox"
+)
+
 // Allocation policy names (see internal/alloc).
 const (
 	PolicySpread   = "spread"
@@ -122,6 +133,9 @@ type Pool struct {
 	// CDIKind, when set ("railyard.io/rdma"), makes Allocate also return
 	// CDI device names "<CDIKind>=<device id>".
 	CDIKind string `json:"cdiKind,omitempty"`
+	// Binding is "allocate" (default) or "sandbox" (late binding: see
+	// docs/agent.md).
+	Binding string `json:"binding,omitempty"`
 }
 
 // Selectors choose the devices of a pool. Empty selectors match anything.

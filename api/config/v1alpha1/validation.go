@@ -57,6 +57,7 @@ func Validate(c *AgentConfig) field.ErrorList {
 	for i := range c.Pools {
 		p := field.NewPath("pools").Index(i)
 		errs = append(errs, validatePool(p, &c.Pools[i])...)
+		errs = append(errs, validateBinding(p, c, &c.Pools[i])...)
 		if j, dup := seen[c.Pools[i].Name]; dup {
 			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also pools[%d])", c.Pools[i].Name, j)))
 		} else {
@@ -77,9 +78,41 @@ func validateNCCL(c *AgentConfig) field.ErrorList {
 		if !strings.HasPrefix(c.CDISpecDir, "/") {
 			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "must be an absolute path"))
 		}
-		if c.NCCLIBHCA != NCCLIBHCAMerged {
-			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "is used only with ncclIBHCA: merged"))
+		if c.NCCLIBHCA != NCCLIBHCAMerged && !anySandbox(c) {
+			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "is used only with ncclIBHCA: merged or a pool with binding: sandbox"))
 		}
+	}
+	return errs
+}
+
+func anySandbox(c *AgentConfig) bool {
+	for _, p := range c.Pools {
+		if p.Binding == BindingSandbox {
+			return true
+		}
+	}
+	return false
+}
+
+// validateBinding checks a pool's binding mode against the pool and the
+// configuration.
+func validateBinding(path *field.Path, c *AgentConfig, p *Pool) field.ErrorList {
+	modes := []string{BindingAllocate, BindingSandbox}
+	if !contains(modes, p.Binding) {
+		return field.ErrorList{field.NotSupported(path.Child("binding"), p.Binding, modes)}
+	}
+	if p.Binding != BindingSandbox {
+		return nil
+	}
+	var errs field.ErrorList
+	if p.DeviceKind == KindShared {
+		errs = append(errs, field.Invalid(path.Child("binding"), p.Binding, "a shared pool's shares each name their NIC: only vf and pf pools bind late"))
+	}
+	if c.CDISpecDir == "" {
+		errs = append(errs, field.Invalid(path.Child("binding"), p.Binding, "the bound device reaches the container through CDI: set cdiSpecDir (containerd >= 1.7 or CRI-O)"))
+	}
+	if p.CDIKind != "" {
+		errs = append(errs, field.Invalid(path.Child("cdiKind"), p.CDIKind, "a sandbox pool's containers get the CDI devices railyard.io/binding=<token>: leave cdiKind unset"))
 	}
 	return errs
 }
