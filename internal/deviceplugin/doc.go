@@ -12,5 +12,8 @@
 // device-info file and optional CDI device names.
 //
 // Device IDs are PCI addresses (or "<PCI address>-s<k>" for shares), so
-// they survive agent restarts.
+// they survive agent restarts. A pool in sandbox binding mode (Config.Binder)
+// advertises tokens instead (internal/binding): Allocate returns one CDI
+// device per token, and PreStartContainer binds the tokens to devices
+// before the container is created (tokens.go).
 package deviceplugin

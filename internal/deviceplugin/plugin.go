@@ -67,6 +67,10 @@ type Config struct {
 	Policy alloc.Policy
 	// GPUs finds the pod's GPUs for gpu-aware (nil: never known).
 	GPUs GPUFinder
+	// Binder, when set, makes the pool a sandbox-binding pool: its devices
+	// are tokens, Allocate returns a CDI device per token, and
+	// PreStartContainer binds them (see tokens.go).
+	Binder Binder
 	// VanishedGrace: see DefaultVanishedGrace (0 = default).
 	VanishedGrace time.Duration
 	// Log receives the plugin's log lines (nil: discarded).

@@ -25,7 +25,7 @@ type rpcServer struct {
 var _ pluginapi.DevicePluginServer = (*rpcServer)(nil)
 
 func (s *rpcServer) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
-	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+	return s.p.options(), nil
 }
 
 // ListAndWatch sends the device list, then every changed list, until the
@@ -59,8 +59,16 @@ func (s *rpcServer) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 	return resp, err
 }
 
-func (s *rpcServer) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
-	return &pluginapi.PreStartContainerResponse{}, nil
+func (s *rpcServer) PreStartContainer(ctx context.Context, req *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	start := time.Now()
+	resp, err := s.p.preStart(ctx, req)
+	s.p.cfg.Metrics.ObserveRPC(s.p.cfg.Resource, "PreStartContainer", time.Since(start), err)
+	return resp, err
+}
+
+// options are the plugin's options: PreStartContainer only with a binder.
+func (p *Plugin) options() *pluginapi.DevicePluginOptions {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true, PreStartRequired: p.cfg.Binder != nil}
 }
 
 // preferred answers GetPreferredAllocation through the pool's policy. It
@@ -68,6 +76,9 @@ func (s *rpcServer) PreStartContainer(context.Context, *pluginapi.PreStartContai
 // answers with the must-include devices and then the first available ones.
 func (p *Plugin) preferred(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	snap := p.current()
+	if p.cfg.Binder != nil {
+		return p.preferTokens(ctx, snap, req)
+	}
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.GetContainerRequests() {
 		size := int(cr.GetAllocationSize())
@@ -178,6 +189,9 @@ func classes(t *topology.Topology, gpus, devices []string) []topology.Class {
 // allocate builds the container responses: device nodes, env, devinfo, CDI.
 func (p *Plugin) allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	snap := p.current()
+	if p.cfg.Binder != nil {
+		return p.allocateTokens(snap, req)
+	}
 	resp := &pluginapi.AllocateResponse{}
 	for _, cr := range req.GetContainerRequests() {
 		ids := cr.GetDevicesIds()

@@ -127,7 +127,7 @@ func (p *Plugin) register(ctx context.Context) error {
 		Version:      pluginapi.Version,
 		Endpoint:     SocketName(p.cfg.Resource),
 		ResourceName: p.cfg.Resource,
-		Options:      &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
+		Options:      p.options(),
 	})
 	if err != nil {
 		return fmt.Errorf("registering %s with kubelet at %s: %w", p.cfg.Resource, kubelet, err)
