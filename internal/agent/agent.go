@@ -40,6 +40,7 @@ type Agent struct {
 	metrics  *Metrics
 	finder   *podresources.Finder
 	pools    []*poolPlugin
+	late     *lateBinding // nil when no pool binds late
 
 	mu      sync.Mutex
 	topo    *topology.Topology
@@ -70,6 +71,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 		return nil, err
 	}
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
+	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg)
 	groups, err := railGroups(cfg, lister)
 	if err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir,
 			RDMACM: rdmaCM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM, CDIKind: pc.CDIKind,
 			Policy: pol, GPUs: a.finder, Log: log, Metrics: a.metrics,
-			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups,
+			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups, Binder: a.binderFor(pc),
 		})
 		a.pools = append(a.pools, &poolPlugin{cfg: pc, sel: sel, plugin: p})
 	}
@@ -128,7 +130,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 			}
 			owner[d.ID] = pp.cfg.Name
 		}
-		changed := pp.plugin.Update(topo, devs)
+		changed := a.updatePlugin(pp, topo, devs)
 		healthy := 0
 		for _, d := range pp.plugin.Devices() {
 			if d.Health == "Healthy" {
@@ -154,6 +156,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 			a.log.Warn("pools overlap: a device served by two pools can be given to two pods", "devices", o)
 		}
 	}
+	a.publishBindingView(ctx)
 	a.log.Debug("discovered", "why", why, "took", time.Since(start), "nics", len(topo.NICs), "gpus", len(topo.GPUs))
 	return nil
 }

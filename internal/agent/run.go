@@ -117,6 +117,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 		}()
 	}
 	a.primeFinder(ctx)
+	a.startLateBinding(ctx)
 	a.log.Info("railyard-agent serving", "pools", len(a.pools), "plugin_dir", a.cfg.PluginDir, "metrics", addr)
 	if ready != nil {
 		ready(a, addr)

@@ -119,6 +119,7 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 		case <-resync.C:
 			rediscover("periodic resync")
 			a.primeFinder(ctx)
+			a.collectBindings(ctx)
 		}
 	}
 }

@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/pool"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// BindingDir is the binding store under the agent's stateDir; railyard-cni
+// reads the same directory (its bindingDir, /var/lib/railyard/binding by
+// default).
+func BindingDir(stateDir string) string { return filepath.Join(stateDir, "binding") }
+
+// heldFor is how long a token Allocate handed out counts as held by
+// kubelet before PodResources shows it.
+const heldFor = time.Minute
+
+// lateBinding is the agent's side of late binding: it publishes the node
+// view for binders, turns each sandbox pool's devices into tokens, binds
+// at PreStartContainer, and collects the bindings of ended pods.
+type lateBinding struct {
+	cfg      *v1alpha1.AgentConfig
+	store    *binding.Store
+	binder   *binding.Binder
+	lister   podresources.Lister
+	resolver podresources.Map
+	log      *slog.Logger
+	m        *bindingMetrics
+
+	mu    sync.Mutex
+	pools map[string]binding.Pool // latest devices of each sandbox pool
+	topo  *topology.Topology
+	held  map[string]time.Time // tokens Allocate handed out, until PodResources lists them
+	// listed are the tokens the last PodResources list showed held.
+	listed map[string]bool
+	// refresh recomputes the pools' tokens (set by the agent).
+	refresh func()
+}
+
+var _ deviceplugin.Binder = (*lateBinding)(nil)
+
+// newLateBinding returns nil when no pool binds late.
+func newLateBinding(cfg *v1alpha1.AgentConfig, lister podresources.Lister, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
+	late := false
+	for _, p := range cfg.Pools {
+		late = late || p.Binding == v1alpha1.BindingSandbox
+	}
+	if !late {
+		return nil
+	}
+	store := binding.NewStore(BindingDir(cfg.StateDir), binding.Options{})
+	return &lateBinding{
+		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
+		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
+	}
+}
+
+// BindTokens implements deviceplugin.Binder (PreStartContainer).
+func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []string) error {
+	start := time.Now()
+	res, err := b.binder.BindTokens(ctx, tokens, binding.ByAgent)
+	b.m.observeBind(time.Since(start), err)
+	if err != nil {
+		return err
+	}
+	b.m.released(binding.ReasonReassigned, len(res.Released))
+	b.m.released(binding.ReasonPodGone, len(res.Collected))
+	for _, n := range res.Notes {
+		b.log.Warn("late binding", "resource", resource, "note", n)
+	}
+	if res.Bound > 0 {
+		for _, bd := range res.Bindings {
+			b.log.Info("token bound", "resource", bd.Resource, "token", bd.Token, "device", bd.Device, "pod", bd.Pod.String(),
+				"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "took", time.Since(start))
+		}
+		if b.refresh != nil {
+			b.refresh()
+		}
+	}
+	b.updateGauge()
+	return nil
+}
+
+// Allocated implements deviceplugin.Binder.
+func (b *lateBinding) Allocated(_ string, tokens []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	for _, t := range tokens {
+		b.held[t] = now
+	}
+}
+
+// inUse is what kubelet holds: listed by PodResources, or handed out by
+// Allocate within heldFor.
+func (b *lateBinding) inUse() map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]bool, len(b.listed)+len(b.held))
+	for t := range b.listed {
+		out[t] = true
+	}
+	for t, at := range b.held {
+		if time.Since(at) < heldFor {
+			out[t] = true
+		} else {
+			delete(b.held, t)
+		}
+	}
+	return out
+}
+
+// setPool records a sandbox pool's devices from a discovery.
+func (b *lateBinding) setPool(pc v1alpha1.Pool, topo *topology.Topology, devs []deviceplugin.Device) {
+	p := binding.Pool{Resource: pc.Name, Tag: binding.PoolTag(pc.Name), Policy: pc.Policy,
+		RDMACM: pc.DeviceNodes.RDMACM == nil || *pc.DeviceNodes.RDMACM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM}
+	for _, d := range devs {
+		p.Devices = append(p.Devices, binding.Device{ID: d.ID, PF: d.PF, NUMA: d.NUMA, Rail: d.Rail, RDMA: d.RDMA,
+			Uverbs: d.Uverbs, UMAD: d.UMAD, ISSM: d.ISSM, Healthy: d.Healthy, Reason: d.Reason})
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pools[pc.Name] = p
+	b.topo = topo
+}
+
+// tokens returns the devices (tokens) a sandbox pool advertises now.
+func (b *lateBinding) tokens(pc v1alpha1.Pool) []deviceplugin.Device {
+	b.mu.Lock()
+	p, ok := b.pools[pc.Name]
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	bs, err := b.store.Bindings()
+	if err != nil {
+		b.log.Error("reading bindings: advertising every token of the pool as unbound", "resource", pc.Name, "err", err)
+	}
+	ts := binding.Tokens(&p, bs, b.inUse())
+	out := make([]deviceplugin.Device, len(ts))
+	for i, t := range ts {
+		out[i] = deviceplugin.Device{Device: pool.Device{ID: t.ID, Kind: pc.DeviceKind, Share: -1, Rail: -1, VFIndex: -1,
+			NUMA: t.NUMA, Healthy: t.Healthy, Reason: t.Reason, PF: t.Device}}
+	}
+	return out
+}
+
+// publish writes the node view for binders (railyard-cni reads it).
+func (b *lateBinding) publish(ctx context.Context) error {
+	b.mu.Lock()
+	if b.topo == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	v := binding.ViewFromTopology(b.topo)
+	for _, pc := range b.cfg.Pools {
+		if p, ok := b.pools[pc.Name]; ok {
+			v.Pools = append(v.Pools, p)
+		}
+	}
+	b.mu.Unlock()
+	v.PodResourcesSocket = b.cfg.PodResourcesSocket
+	v.GPUResourceNames = b.cfg.GPUResourceNames
+	v.GPUMap = b.resolver
+	v.CDISpecDir = b.cfg.CDISpecDir
+	v.DevRoot = b.cfg.DevRoot
+	v.DevInfoDir = b.cfg.DevInfoDir
+	v.NCCLIBHCA = true
+	return b.store.Publish(ctx, v)
+}
+
+// collect releases the bindings of pods kubelet no longer lists, heals
+// files (Reconcile), and records what kubelet holds.
+func (b *lateBinding) collect(ctx context.Context) {
+	v, err := b.store.View()
+	if err != nil {
+		b.log.Debug("no binding view yet", "err", err)
+		return
+	}
+	at := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	resp, err := b.lister.List(lctx, &podresourcesapi.ListPodResourcesRequest{})
+	cancel()
+	if err != nil {
+		b.log.Debug("pod resources not readable: bindings not collected", "err", err)
+		return
+	}
+	h := binding.HoldersFrom(resp, v, at)
+	gone, err := b.store.ReleaseGone(ctx, h, binding.AnonymousGrace)
+	if err != nil {
+		b.log.Error("collecting bindings of ended pods", "err", err)
+	}
+	for _, g := range gone {
+		b.log.Info("binding released: pod ended", "resource", g.Resource, "token", g.Token, "device", g.Device, "pod", g.Pod.String())
+	}
+	b.m.released(binding.ReasonPodGone, len(gone))
+	if err := b.store.Reconcile(ctx); err != nil {
+		b.log.Error("reconciling binding files", "err", err)
+	}
+	b.mu.Lock()
+	b.listed = map[string]bool{}
+	for t := range h.Pods {
+		b.listed[t] = true
+	}
+	b.mu.Unlock()
+	b.updateGauge()
+	if len(gone) > 0 && b.refresh != nil {
+		b.refresh()
+	}
+}
+
+func (b *lateBinding) updateGauge() {
+	bs, err := b.store.Bindings()
+	if err != nil {
+		return
+	}
+	b.m.setBindings(bs)
+}
+
+// bindingMetrics are late binding's metrics, on the agent's registry.
+type bindingMetrics struct {
+	bindings *prometheus.GaugeVec
+	duration *prometheus.HistogramVec
+	releases *prometheus.CounterVec
+}
+
+func newBindingMetrics(reg *prometheus.Registry) *bindingMetrics {
+	m := &bindingMetrics{
+		bindings: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_bindings", Help: "Tokens bound to a device, per pool, binder (cni, agent) and distance class to the pod's GPUs (NONE without GPUs).",
+		}, []string{"resource", "by", "class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "railyard_bind_duration_seconds", Help: "Time to bind a pod's tokens at PreStartContainer (PodResources list, policy, store, CDI specs).",
+			Buckets: prometheus.ExponentialBuckets(250e-6, 2, 14),
+		}, []string{"result"}),
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "railyard_bindings_released_total", Help: "Bindings the agent released, by reason (pod-gone, reassigned); railyard-cni's DEL releases are not counted here.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.bindings, m.duration, m.releases)
+	for _, r := range []string{binding.ReasonPodGone, binding.ReasonReassigned} {
+		m.releases.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *bindingMetrics) observeBind(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.duration.WithLabelValues(result).Observe(d.Seconds())
+}
+
+func (m *bindingMetrics) released(reason string, n int) {
+	if n > 0 {
+		m.releases.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+func (m *bindingMetrics) setBindings(bs []binding.Binding) {
+	m.bindings.Reset()
+	for _, b := range bs {
+		class := b.Class
+		if class == "" {
+			class = "NONE"
+		}
+		m.bindings.WithLabelValues(b.Resource, b.By, class).Inc()
+	}
+}
+
+// binderFor is the binder of a sandbox pool (nil otherwise: a typed nil
+// would make the plugin think it binds).
+func (a *Agent) binderFor(pc v1alpha1.Pool) deviceplugin.Binder {
+	if a.late == nil || pc.Binding != v1alpha1.BindingSandbox {
+		return nil
+	}
+	return a.late
+}
+
+// updatePlugin feeds a pool's devices to its plugin: the devices, or for a
+// sandbox pool its tokens. It reports whether the advertised list changed.
+func (a *Agent) updatePlugin(pp *poolPlugin, topo *topology.Topology, devs []deviceplugin.Device) bool {
+	if a.late == nil || pp.cfg.Binding != v1alpha1.BindingSandbox {
+		return pp.plugin.Update(topo, devs)
+	}
+	a.late.setPool(pp.cfg, topo, devs)
+	return pp.plugin.Update(topo, a.late.tokens(pp.cfg))
+}
+
+// refreshTokens recomputes the tokens of every sandbox pool (after binds
+// and releases change which are bound).
+func (a *Agent) refreshTokens() {
+	topo := a.Topology()
+	for _, pp := range a.pools {
+		if pp.cfg.Binding == v1alpha1.BindingSandbox {
+			pp.plugin.Update(topo, a.late.tokens(pp.cfg))
+		}
+	}
+}
+
+// publishBindingView publishes the node view for binders.
+func (a *Agent) publishBindingView(ctx context.Context) {
+	if a.late == nil {
+		return
+	}
+	if err := a.late.publish(ctx); err != nil {
+		a.log.Error("publishing the binding view: railyard-cni binds against the previous one", "err", err)
+	}
+}
+
+// startLateBinding heals the binding files (a process may have died
+// between a commit and its files, or a reboot emptied /var/run/cdi) and
+// collects ended pods once, at start.
+func (a *Agent) startLateBinding(ctx context.Context) {
+	if a.late == nil {
+		return
+	}
+	a.late.refresh = a.refreshTokens
+	a.late.collect(ctx)
+	a.refreshTokens()
+}
+
+// collectBindings runs the binding GC (every resync).
+func (a *Agent) collectBindings(ctx context.Context) {
+	if a.late != nil {
+		a.late.collect(ctx)
+	}
+}
