@@ -100,7 +100,11 @@ func TestHostPathsAreExactlyThoseTheAgentConfigNames(t *testing.T) {
 			path.Dir(cfg.PodResourcesSocket): {path.Dir(cfg.PodResourcesSocket), false},
 			cfg.DevInfoDir:                   {cfg.DevInfoDir, false},
 		}
-		if cfg.NCCLIBHCA == "merged" {
+		sandbox := false
+		for _, p := range cfg.Pools {
+			sandbox = sandbox || p.Binding == v1alpha1.BindingSandbox
+		}
+		if cfg.NCCLIBHCA == "merged" || sandbox {
 			want[cfg.StateDir] = mount{cfg.StateDir, false}
 			if cfg.CDISpecDir != "" {
 				want[cfg.CDISpecDir] = mount{cfg.CDISpecDir, false}

@@ -50,6 +50,13 @@ func variants() []variant {
 					"policy": "spread", "selectors": map[string]any{"pfNames": []any{"ens113f0"}}}},
 			},
 		}},
+		{"sandbox-binding", map[string]any{
+			"config": map[string]any{
+				"cdiSpecDir": "/var/run/cdi",
+				"pools": []any{map[string]any{"name": "railyard.io/rdma_vf", "binding": "sandbox",
+					"selectors": map[string]any{"vendors": []any{"15b3"}, "linkLayers": []any{"InfiniBand"}}}},
+			},
+		}},
 	}
 }
 

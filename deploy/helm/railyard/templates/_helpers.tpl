@@ -49,6 +49,8 @@ kind: AgentConfig
 {{/*
 The agent's host paths: exactly the directories its configuration names
 (defaults as in api/config/v1alpha1), each mounted at the same path.
+stateDir and cdiSpecDir are used with ncclIBHCA merged or a pool with
+binding sandbox (the binding store is <stateDir>/binding).
 Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
 */}}
 {{- define "railyard.agentMounts" -}}
@@ -60,7 +62,11 @@ Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
   (dict "name" "pod-resources" "path" (dir ($c.podResourcesSocket | default "/var/lib/kubelet/pod-resources/kubelet.sock")) "readOnly" false "type" "Directory")
   (dict "name" "devinfo" "path" ($c.devInfoDir | default "/var/run/k8s.cni.cncf.io/devinfo/dp") "readOnly" false "type" "DirectoryOrCreate")
 -}}
-{{- if eq ($c.ncclIBHCA | default "env") "merged" -}}
+{{- $sandbox := false -}}
+{{- range $c.pools -}}
+{{- if eq (.binding | default "allocate") "sandbox" -}}{{- $sandbox = true -}}{{- end -}}
+{{- end -}}
+{{- if or (eq ($c.ncclIBHCA | default "env") "merged") $sandbox -}}
 {{- $all = append $all (dict "name" "state" "path" ($c.stateDir | default "/var/lib/railyard") "readOnly" false "type" "DirectoryOrCreate") -}}
 {{- if $c.cdiSpecDir -}}
 {{- $all = append $all (dict "name" "cdi" "path" $c.cdiSpecDir "readOnly" false "type" "DirectoryOrCreate") -}}
