@@ -10,13 +10,12 @@ import (
 	"syscall"
 
 	"github.com/railyard-io/railyard/internal/agent"
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := agent.Run(ctx, os.Args[1:], iostreams.Std()); err != nil {
+	if err := agent.Run(ctx, os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "railyard-agent:", err)
 		os.Exit(1)
 	}

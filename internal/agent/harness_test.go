@@ -14,7 +14,6 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -141,7 +140,7 @@ func start(t testing.TB, args []string, environ map[string]string) *running {
 	done := make(chan error, 1)
 	lookup := func(k string) (string, bool) { v, ok := environ[k]; return v, ok }
 	go func() {
-		done <- run(ctx, args, lookup, iostreams.Streams{In: bytes.NewReader(nil), Out: r.log, ErrOut: r.log}, discovery.Discover,
+		done <- run(ctx, args, lookup, r.log, discovery.Discover,
 			func(a *Agent, addr net.Addr) { r.agent, r.metrics = a, addr; close(readyc) })
 	}()
 	select {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,12 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
-func testStreams() iostreams.Streams {
-	return iostreams.Streams{In: bytes.NewReader(nil), Out: io.Discard, ErrOut: io.Discard}
+func testStreams() io.Writer {
+	return io.Discard
 }
 
 // TestPrecedence: flags > RAILYARD_* > file > defaults.

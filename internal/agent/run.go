@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,15 +16,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/nccltopo"
 )
 
 // Run is railyard-agent's main: it parses args (without the program name)
 // and the RAILYARD_* environment, and serves until ctx is done.
-func Run(ctx context.Context, args []string, s iostreams.Streams) error {
-	return run(ctx, args, os.LookupEnv, s, nil, nil)
+func Run(ctx context.Context, args []string, stderr io.Writer) error {
+	return run(ctx, args, os.LookupEnv, stderr, nil, nil)
 }
 
 // discoverFor is the discovery the configuration asks for: sysfs, and the
@@ -42,9 +42,9 @@ func discoverFor(cfg *v1alpha1.AgentConfig) (DiscoverFunc, error) {
 // run is Run with its environment and discovery injected (nil: what the
 // configuration asks for); ready, when not nil, receives the agent once it
 // serves.
-func run(ctx context.Context, args []string, env LookupEnv, s iostreams.Streams, discover DiscoverFunc, ready func(*Agent, net.Addr)) error {
+func run(ctx context.Context, args []string, env LookupEnv, stderr io.Writer, discover DiscoverFunc, ready func(*Agent, net.Addr)) error {
 	fs := pflag.NewFlagSet("railyard-agent", pflag.ContinueOnError)
-	fs.SetOutput(s.ErrOut)
+	fs.SetOutput(stderr)
 	opt, err := ParseOptions(args, env, fs)
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, env LookupEnv, s iostreams.Streams,
 		}
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(s.ErrOut, &slog.HandlerOptions{Level: opt.LogLevel}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: opt.LogLevel}))
 	if opt.Config.NodeName != "" {
 		log = log.With("node", opt.Config.NodeName)
 	}
