@@ -135,15 +135,21 @@ func (in *JudgeInput) defaults() {
 	if *t == (Thresholds{}) {
 		*t = d
 	}
-	if t.LineRateFraction <= 0 {
+	// Written as !(x > 0) so that NaN takes the default too.
+	if !(t.LineRateFraction > 0) || math.IsInf(t.LineRateFraction, 0) {
 		t.LineRateFraction = d.LineRateFraction
 	}
-	t.PodTolerance = max(t.PodTolerance, 0)
-	if t.MinSpeedup <= 0 {
+	if !(t.PodTolerance > 0) || math.IsInf(t.PodTolerance, 0) {
+		t.PodTolerance = 0
+	}
+	if !(t.MinSpeedup > 0) || math.IsInf(t.MinSpeedup, 0) {
 		t.MinSpeedup = d.MinSpeedup
 	}
-	if t.NCCLFraction <= 0 {
+	if !(t.NCCLFraction > 0) || math.IsInf(t.NCCLFraction, 0) {
 		t.NCCLFraction = d.NCCLFraction
+	}
+	if !(in.LineRateGbps > 0) || math.IsInf(in.LineRateGbps, 0) {
+		in.LineRateGbps = 0 // unknown: line-rate checks are skipped
 	}
 	if t.LargeMessageBytes <= 0 {
 		t.LargeMessageBytes = d.LargeMessageBytes
@@ -181,7 +187,25 @@ func Judge(in JudgeInput) []Verdict {
 	}
 	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
+	for i := range out {
+		// A ratio of extreme but finite inputs (a speed-up over a TCP run
+		// of 1e-300 Gb/s) can overflow; JSON has no infinity.
+		out[i].Measured, out[i].Target = finite(out[i].Measured), finite(out[i].Target)
+	}
 	return out
+}
+
+// finite maps ±Inf to the largest float of that sign and NaN to 0.
+func finite(v float64) float64 {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case math.IsInf(v, 1):
+		return math.MaxFloat64
+	case math.IsInf(v, -1):
+		return -math.MaxFloat64
+	}
+	return v
 }
 
 // LargeMessageBW is the best average bandwidth (Gb/s) over rows of at least

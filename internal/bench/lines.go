@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -126,9 +127,11 @@ func launcherError(t string) bool {
 	return false
 }
 
+// parseFloat parses a table cell; "nan", "inf" and overflowing numbers
+// are no measurement (and could not be written as JSON).
 func parseFloat(s string) (float64, bool) {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v != v { // reject NaN
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
 	}
 	return v, true

@@ -73,10 +73,64 @@ type chartFile struct {
 
 // Write renders the report into dir: report.html, report.json and one
 // PNG and SVG per chart that has data. It returns the files written.
+//
+// Nothing partial is left behind: the files are rendered into a staging
+// directory and moved into dir only when all of them are written. A new
+// dir appears whole (one rename); in an existing dir each file is
+// replaced by a rename and other files are left alone.
 func Write(dir string, in Input) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	js, err := json.MarshalIndent(jsonReport(in), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("report json: %w", err)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("report dir: %w", err)
 	}
+	_, statErr := os.Stat(dir)
+	exists := statErr == nil
+	stageIn := parent
+	if exists {
+		stageIn = dir // same file system as the files it replaces
+	}
+	stage, err := os.MkdirTemp(stageIn, ".railyard-report-")
+	if err != nil {
+		return nil, fmt.Errorf("report dir: %w", err)
+	}
+	defer os.RemoveAll(stage) // gone after the move; on failure, everything
+	names, err := render(stage, in, js)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		if err := os.Chmod(stage, 0o755); err != nil {
+			return nil, fmt.Errorf("report dir: %w", err)
+		}
+		if err := os.Rename(stage, dir); err != nil {
+			return nil, fmt.Errorf("report dir: %w", err)
+		}
+	} else {
+		for _, n := range names { // a rename onto a directory would fail half-way
+			if st, err := os.Lstat(filepath.Join(dir, n)); err == nil && st.IsDir() {
+				return nil, fmt.Errorf("write report: %s is a directory", filepath.Join(dir, n))
+			}
+		}
+		for _, n := range names {
+			if err := os.Rename(filepath.Join(stage, n), filepath.Join(dir, n)); err != nil {
+				return nil, fmt.Errorf("write report: %w", err)
+			}
+		}
+	}
+	files := make([]string, len(names))
+	for i, n := range names {
+		files[i] = filepath.Join(dir, n)
+	}
+	return files, nil
+}
+
+// render writes every file of the report into dir and returns their
+// names, report.json last.
+func render(dir string, in Input, js []byte) ([]string, error) {
 	var files []string
 	var charts []chartFile
 	add := func(base string, c chart.LineChart, ok bool) error {
@@ -84,11 +138,10 @@ func Write(dir string, in Input) ([]string, error) {
 			return nil
 		}
 		for _, ext := range []string{".png", ".svg"} {
-			path := filepath.Join(dir, base+ext)
-			if err := chart.Save(path, c, chart.Size{}); err != nil {
+			if err := chart.Save(filepath.Join(dir, base+ext), c, chart.Size{}); err != nil {
 				return fmt.Errorf("chart %s: %w", base, err)
 			}
-			files = append(files, path)
+			files = append(files, base+ext)
 		}
 		charts = append(charts, chartFile{Title: c.Title, Base: base})
 		return nil
@@ -110,21 +163,14 @@ func Write(dir string, in Input) ([]string, error) {
 	if err := renderHTML(&html, in, charts); err != nil {
 		return files, err
 	}
-	path := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(path, html.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.html"), html.Bytes(), 0o644); err != nil {
 		return files, fmt.Errorf("write report: %w", err)
 	}
-	files = append(files, path)
-
-	js, err := json.MarshalIndent(jsonReport(in), "", "  ")
-	if err != nil {
-		return files, fmt.Errorf("report json: %w", err)
-	}
-	path = filepath.Join(dir, "report.json")
-	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
+	files = append(files, "report.html")
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
 		return files, fmt.Errorf("write report: %w", err)
 	}
-	return append(files, path), nil
+	return append(files, "report.json"), nil
 }
 
 type jsonScenario struct {

@@ -3,6 +3,7 @@ package benchreport
 import (
 	"bytes"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,51 @@ func TestRenderSampleForReview(t *testing.T) {
 	}
 	if _, err := Write(dir, sampleInput(t)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An input JSON cannot carry (a NaN line rate passed around Judge) fails
+// before anything is written: no directory appears.
+func TestWriteFailsWithoutPartialDirectory(t *testing.T) {
+	in := sampleInput(t)
+	in.LineRateGbps = math.NaN()
+	dir := filepath.Join(t.TempDir(), "report")
+	if _, err := Write(dir, in); err == nil {
+		t.Fatal("Write with NaN succeeded")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("report dir exists after a failed write: %v", err)
+	}
+	parent, _ := os.ReadDir(filepath.Dir(dir))
+	if len(parent) != 0 {
+		t.Errorf("staging left behind: %v", parent)
+	}
+}
+
+// A new directory appears whole; rewriting an existing one replaces the
+// report's files and keeps the others.
+func TestWriteIntoExistingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir, sampleInput(t)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.json")); !strings.Contains(string(b), `"verdicts"`) {
+		t.Errorf("report.json not replaced: %.100s", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".railyard-report-") {
+			t.Errorf("staging dir %s left behind", e.Name())
+		}
 	}
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,8 +42,12 @@ a failed run (ok false).`,
 				return err
 			}
 			failed := 0
+			var errs []error
 			for _, path := range args {
-				data, err := readInput(path, s.In)
+				if err := cmd.Context().Err(); err != nil {
+					return err
+				}
+				data, err := readInput(cmd.Context(), path, s.In)
 				if err != nil {
 					return err
 				}
@@ -53,7 +59,10 @@ a failed run (ok false).`,
 				if asJSON {
 					out, err := json.MarshalIndent(r, "", "  ")
 					if err != nil {
-						return fmt.Errorf("%s: %w", path, err)
+						// One file's problem never hides the others'
+						// results (parsers keep values JSON can carry).
+						errs = append(errs, fmt.Errorf("%s: %w", path, err))
+						continue
 					}
 					fmt.Fprintf(s.Out, "%s\n", out)
 					continue
@@ -63,9 +72,9 @@ a failed run (ok false).`,
 				}
 			}
 			if failed > 0 {
-				return fmt.Errorf("%d of %d outputs are failed runs", failed, len(args))
+				errs = append(errs, fmt.Errorf("%d of %d outputs are failed runs", failed, len(args)))
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file")
@@ -87,7 +96,9 @@ func parserFor(suite string) (func([]byte) bench.Result, error) {
 	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl or osu", suite)
 }
 
-func readInput(path string, stdin io.Reader) ([]byte, error) {
+// readInput reads a file ("-": stdin) of at most maxInput bytes, in
+// chunks, stopping when ctx is done.
+func readInput(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	var r io.Reader = stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -97,9 +108,21 @@ func readInput(path string, stdin io.Reader) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+	r = io.LimitReader(r, maxInput+1)
+	var data []byte
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		n, err := r.Read(buf)
+		data = append(data, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
 	}
 	if len(data) > maxInput {
 		return nil, fmt.Errorf("read %s: larger than %d MiB", path, maxInput>>20)
@@ -109,8 +132,8 @@ func readInput(path string, stdin io.Reader) ([]byte, error) {
 
 // loadResult reads a raw tool output or the JSON printed by `bench parse
 // --json` (its first object).
-func loadResult(path string, stdin io.Reader) (bench.Result, error) {
-	data, err := readInput(path, stdin)
+func loadResult(ctx context.Context, path string, stdin io.Reader) (bench.Result, error) {
+	data, err := readInput(ctx, path, stdin)
 	if err != nil {
 		return bench.Result{}, err
 	}

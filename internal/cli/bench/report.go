@@ -13,6 +13,13 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/topo"
 )
 
+// Bounds of the numeric flags: far above any real value, finite.
+const (
+	maxLineRateGbps = 1e6 // as sysfs.ParseRate accepts
+	maxSpeedup      = 1e6
+	maxNICs         = 1024
+)
+
 type reportFlags struct {
 	results  []string
 	lineRate float64
@@ -104,23 +111,27 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 		return benchreport.Input{}, errors.New("give at least one --result SCENARIO=FILE")
 	}
 	var errs []error
-	if f.th.LineRateFraction <= 0 || f.th.LineRateFraction > 1 {
+	// Each test is written so that NaN fails it.
+	if !(f.th.LineRateFraction > 0 && f.th.LineRateFraction <= 1) {
 		errs = append(errs, fmt.Errorf("--pass-line-rate %g: want a fraction in (0, 1]", f.th.LineRateFraction))
 	}
-	if f.th.NCCLFraction <= 0 || f.th.NCCLFraction > 1 {
+	if !(f.th.NCCLFraction > 0 && f.th.NCCLFraction <= 1) {
 		errs = append(errs, fmt.Errorf("--pass-nccl %g: want a fraction in (0, 1]", f.th.NCCLFraction))
 	}
-	if f.th.PodTolerance < 0 || f.th.PodTolerance >= 1 {
+	if !(f.th.PodTolerance >= 0 && f.th.PodTolerance < 1) {
 		errs = append(errs, fmt.Errorf("--pod-tolerance %g: want a fraction in [0, 1)", f.th.PodTolerance))
 	}
-	if f.th.MinSpeedup <= 0 {
-		errs = append(errs, fmt.Errorf("--min-speedup %g: want > 0", f.th.MinSpeedup))
+	if !(f.th.MinSpeedup > 0 && f.th.MinSpeedup <= maxSpeedup) {
+		errs = append(errs, fmt.Errorf("--min-speedup %g: want a number in (0, %g]", f.th.MinSpeedup, float64(maxSpeedup)))
 	}
 	if f.th.LargeMessageBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--large-message-bytes %d: want > 0", f.th.LargeMessageBytes))
 	}
-	if f.lineRate < 0 || f.nics < 0 {
-		errs = append(errs, errors.New("--line-rate-gbps and --nics must not be negative"))
+	if !(f.lineRate >= 0 && f.lineRate <= maxLineRateGbps) {
+		errs = append(errs, fmt.Errorf("--line-rate-gbps %g: want 0 (unknown) to %g", f.lineRate, float64(maxLineRateGbps)))
+	}
+	if f.nics < 0 || f.nics > maxNICs {
+		errs = append(errs, fmt.Errorf("--nics %d: want 0 (from the topology) to %d", f.nics, maxNICs))
 	}
 	fromTopology := f.source.Sysfs != "" || f.source.Machine != ""
 	if fromTopology && f.lineRate > 0 {
@@ -139,7 +150,10 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 			errs = append(errs, fmt.Errorf("--result %q: want SCENARIO=FILE", spec))
 			continue
 		}
-		r, err := loadResult(path, s.In)
+		if err := cmd.Context().Err(); err != nil {
+			return in, err
+		}
+		r, err := loadResult(cmd.Context(), path, s.In)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
 			continue
