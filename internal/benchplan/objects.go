@@ -92,12 +92,12 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 	var serverCmd, clientCmd string
 	switch v {
 	case RDMA:
-		args := strings.Join(o.PerftestArgs, " ")
-		serverCmd = fmt.Sprintf("exec %s %s", o.Perftest, args)
-		clientCmd = retry(fmt.Sprintf("%s %s %s", o.Perftest, args, addr))
+		words := append([]string{o.Perftest}, o.PerftestArgs...)
+		serverCmd = "exec " + shellLine(words...)
+		clientCmd = retry(shellLine(append(words, addr)...))
 	case TCP:
 		serverCmd = "exec iperf3 --server --one-off"
-		clientCmd = retry(fmt.Sprintf("iperf3 --client %s --parallel 8 --time 30 --format g", addr))
+		clientCmd = retry("iperf3 --client " + shellWord(addr) + " --parallel 8 --time 30 --format g")
 	}
 	pod := func(podName, component, node, cmd string) *corev1.Pod {
 		return &corev1.Pod{

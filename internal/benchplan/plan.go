@@ -170,7 +170,7 @@ func (o Options) withDefaults() (Options, error) {
 			errs = append(errs, fmt.Errorf("test %q: want perftest or nccl", t))
 		}
 	}
-	if !strings.HasPrefix(o.Perftest, "ib_") {
+	if !perftestBinary.MatchString(o.Perftest) {
 		errs = append(errs, fmt.Errorf("perftest %q: want an ib_* binary such as ib_write_bw", o.Perftest))
 	}
 	if strings.ContainsAny(o.NCCLTest, "/ ") {
@@ -180,6 +180,12 @@ func (o Options) withDefaults() (Options, error) {
 		errs = append(errs, errors.New("counts must not be negative"))
 	}
 	errs = append(errs, validateRails(o.Rails)...)
+	errs = append(errs, validateNodes(o.Nodes)...)
+	if o.ServerAddress != "" {
+		if err := validateAddress(o.ServerAddress); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, msg := range validation.IsDNS1123Label(o.Name + "-nccl-" + string(TCP) + "-launcher") {
 		errs = append(errs, fmt.Errorf("name %q: %s", o.Name, msg))
 	}
@@ -189,6 +195,8 @@ func (o Options) withDefaults() (Options, error) {
 	for _, e := range o.NCCLEnv {
 		if e.Name == "" {
 			errs = append(errs, errors.New("nccl env: empty name"))
+		} else if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("nccl env %q: %s", e.Name, strings.Join(msgs, "; ")))
 		}
 	}
 	return o, errors.Join(errs...)
