@@ -18,8 +18,9 @@ var perftestBinary = regexp.MustCompile(`^ib_[a-z_]+$`)
 
 // shellWord quotes s for sh -c: unchanged when it holds only characters
 // sh does not interpret, otherwise in single quotes (a single quote
-// inside becomes quote, backslash, quote, quote). Every user-given value in a command line passes through
-// it, so "1.2.3.4; id #" stays one argument.
+// inside becomes quote, backslash, quote, quote). Every user-given value
+// in a command line passes through it, so "1.2.3.4; id #" stays one
+// argument.
 func shellWord(s string) string {
 	if shellSafe.MatchString(s) {
 		return s
