@@ -8,10 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
@@ -93,32 +91,32 @@ func gpusOf(tp *topology.Topology) []topology.GPU { return slices.Clone(tp.GPUs)
 // fakeLister is kubelet's PodResources List with a set answer.
 type fakeLister struct {
 	mu   sync.Mutex
-	resp *podresourcesapi.ListPodResourcesResponse
+	resp []podlist.Pod
 	err  error
 }
 
-func (f *fakeLister) List(context.Context, *podresourcesapi.ListPodResourcesRequest, ...grpc.CallOption) (*podresourcesapi.ListPodResourcesResponse, error) {
+func (f *fakeLister) List(context.Context) ([]podlist.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.resp, f.err
 }
 
-func (f *fakeLister) set(pods ...*podresourcesapi.PodResources) {
+func (f *fakeLister) set(pods ...podlist.Pod) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.resp = &podresourcesapi.ListPodResourcesResponse{PodResources: pods}
+	f.resp = pods
 }
 
 // podRes is a PodResources entry with one container holding gpus and tokens.
-func podRes(ns, name string, gpus, tokens []string) *podresourcesapi.PodResources {
-	c := &podresourcesapi.ContainerResources{Name: "main"}
+func podRes(ns, name string, gpus, tokens []string) podlist.Pod {
+	c := podlist.Container{Name: "main"}
 	if len(gpus) > 0 {
-		c.Devices = append(c.Devices, &podresourcesapi.ContainerDevices{ResourceName: "nvidia.com/gpu", DeviceIds: gpus})
+		c.Devices = append(c.Devices, podlist.Devices{Resource: "nvidia.com/gpu", IDs: gpus})
 	}
 	if len(tokens) > 0 {
-		c.Devices = append(c.Devices, &podresourcesapi.ContainerDevices{ResourceName: testResource, DeviceIds: tokens})
+		c.Devices = append(c.Devices, podlist.Devices{Resource: testResource, IDs: tokens})
 	}
-	return &podresourcesapi.PodResources{Namespace: ns, Name: name, Containers: []*podresourcesapi.ContainerResources{c}}
+	return podlist.Pod{Namespace: ns, Name: name, Containers: []podlist.Container{c}}
 }
 
 func readFile(t testing.TB, path string) []byte {

@@ -2,63 +2,69 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
-	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 // listTimeout bounds one PodResources List.
 const listTimeout = 5 * time.Second
 
+// PodLister lists kubelet's pods and their devices (PodResources List);
+// *podlist.Client is one.
+type PodLister interface {
+	List(ctx context.Context) ([]podlist.Pod, error)
+}
+
+var _ PodLister = (*podlist.Client)(nil)
+
 // Binder binds through PodResources: it finds a pod's tokens and GPUs in
 // kubelet's List and asks the store to bind them.
 type Binder struct {
 	Store *Store
-	// Lister is kubelet's PodResources; nil dials the socket the view names
-	// (railyard-cni, one call per process).
-	Lister podresources.Lister
+	// Lister is kubelet's PodResources; nil dials the socket the view
+	// names (railyard-cni, one call per process).
+	Lister PodLister
 }
 
-func (b *Binder) list(ctx context.Context, v *View) (*podresourcesapi.ListPodResourcesResponse, error) {
+func (b *Binder) list(ctx context.Context, v *View) ([]podlist.Pod, error) {
 	lister := b.Lister
 	if lister == nil {
-		c, conn, err := podresources.Dial(v.PodResourcesSocket)
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close()
+		c := podlist.New(v.PodResourcesSocket)
+		defer c.Close()
 		lister = c
 	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	resp, err := lister.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	pods, err := lister.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pod resources: %w", err)
 	}
-	return resp, nil
+	return pods, nil
 }
 
 // BindPod binds every token of pod (railyard-cni ADD). ErrPodNotListed
-// when PodResources does not list the pod.
+// when PodResources does not list the pod. Bindings of pods the list
+// shows ended are released in the same change.
 func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (Result, error) {
 	v, err := b.Store.View()
 	if err != nil {
 		return Result{}, err
 	}
 	at := b.Store.opt.Now()
-	resp, err := b.list(ctx, v)
+	pods, err := b.list(ctx, v)
 	if err != nil {
 		return Result{}, err
 	}
-	req, ok := PodRequest(resp, v, pod)
+	req, ok := PodRequest(pods, v, pod)
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %s", ErrPodNotListed, pod)
 	}
-	h := HoldersFrom(resp, v, at)
+	h := HoldersFrom(pods, v, at)
 	req.Sandbox, req.By, req.Holders = sandbox, by, &h
 	return b.Store.Bind(ctx, req)
 }
@@ -73,28 +79,28 @@ func (b *Binder) BindTokens(ctx context.Context, tokens []string, by string) (Re
 		return Result{}, err
 	}
 	at := b.Store.opt.Now()
-	resp, err := b.list(ctx, v)
+	pods, err := b.list(ctx, v)
 	if err != nil {
 		return Result{}, err
 	}
-	req, ok := TokensRequest(resp, v, tokens)
+	req, ok := TokensRequest(pods, v, tokens)
 	if !ok {
 		req = Request{Containers: []ContainerTokens{{Tokens: tokens}}}
 	}
-	h := HoldersFrom(resp, v, at)
+	h := HoldersFrom(pods, v, at)
 	req.By, req.Holders = by, &h
 	return b.Store.Bind(ctx, req)
 }
 
 // ErrPodNotListed: PodResources does not list the pod.
-var ErrPodNotListed = fmt.Errorf("binding: pod not listed by kubelet's PodResources")
+var ErrPodNotListed = errors.New("binding: pod not listed by kubelet's PodResources")
 
 // PodRequest builds the request binding every token of pod from a
 // PodResources list: each container's tokens of the view's pools and its
 // GPUs (mapped to PCI addresses through the view's GPU map).
-func PodRequest(resp *podresourcesapi.ListPodResourcesResponse, v *View, pod PodRef) (Request, bool) {
-	for _, p := range resp.GetPodResources() {
-		if p.GetNamespace() == pod.Namespace && p.GetName() == pod.Name {
+func PodRequest(pods []podlist.Pod, v *View, pod PodRef) (Request, bool) {
+	for _, p := range pods {
+		if p.Namespace == pod.Namespace && p.Name == pod.Name {
 			return podRequest(p, v, pod), true
 		}
 	}
@@ -102,13 +108,13 @@ func PodRequest(resp *podresourcesapi.ListPodResourcesResponse, v *View, pod Pod
 }
 
 // TokensRequest is PodRequest for the pod whose container holds tokens.
-func TokensRequest(resp *podresourcesapi.ListPodResourcesResponse, v *View, tokens []string) (Request, bool) {
-	for _, p := range resp.GetPodResources() {
-		for _, c := range p.GetContainers() {
-			for _, d := range c.GetDevices() {
-				for _, id := range d.GetDeviceIds() {
+func TokensRequest(pods []podlist.Pod, v *View, tokens []string) (Request, bool) {
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				for _, id := range d.IDs {
 					if slices.Contains(tokens, id) {
-						return podRequest(p, v, PodRef{Namespace: p.GetNamespace(), Name: p.GetName()}), true
+						return podRequest(p, v, PodRef{Namespace: p.Namespace, Name: p.Name}), true
 					}
 				}
 			}
@@ -117,19 +123,18 @@ func TokensRequest(resp *podresourcesapi.ListPodResourcesResponse, v *View, toke
 	return Request{}, false
 }
 
-func podRequest(p *podresourcesapi.PodResources, v *View, pod PodRef) Request {
-	resolver := podresources.Map(v.GPUMap)
+func podRequest(p podlist.Pod, v *View, pod PodRef) Request {
 	req := Request{Pod: pod}
-	for _, c := range p.GetContainers() {
-		ct := ContainerTokens{Name: c.GetName()}
-		for _, d := range c.GetDevices() {
-			if _, ok := v.PoolByResource(d.GetResourceName()); ok {
-				ct.Tokens = append(ct.Tokens, d.GetDeviceIds()...)
+	for _, c := range p.Containers {
+		ct := ContainerTokens{Name: c.Name}
+		for _, d := range c.Devices {
+			if _, ok := v.PoolByResource(d.Resource); ok {
+				ct.Tokens = append(ct.Tokens, d.IDs...)
 				continue
 			}
-			if slices.Contains(v.GPUResourceNames, d.GetResourceName()) {
-				for _, id := range d.GetDeviceIds() {
-					if pci, ok := resolver.PCIAddress(id); ok {
+			if slices.Contains(v.GPUResourceNames, d.Resource) {
+				for _, id := range d.IDs {
+					if pci, ok := v.gpuPCI(id); ok {
 						ct.GPUs = append(ct.GPUs, pci)
 					}
 				}
@@ -144,18 +149,48 @@ func podRequest(p *podresourcesapi.PodResources, v *View, pod PodRef) Request {
 	return req
 }
 
+// gpuPCI maps a GPU device ID to its PCI address: the view's GPU map
+// (NVIDIA UUIDs), or the ID itself when it is a PCI address (amd.com/gpu).
+func (v *View) gpuPCI(id string) (string, bool) {
+	if pci, ok := v.GPUMap[id]; ok {
+		return pci, true
+	}
+	return normalizePCI(id)
+}
+
+// normalizePCI returns a PCI address in sysfs form (4-digit domain, lower
+// case) from "0000:1b:00.0" or nvidia-smi's "00000000:1B:00.0".
+func normalizePCI(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if len(s) == 16 && strings.HasPrefix(s, "0000") {
+		s = s[4:]
+	}
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' || s[11] < '0' || s[11] > '7' {
+		return "", false
+	}
+	for i, c := range []byte(s) {
+		if i == 4 || i == 7 || i == 10 || i == 11 {
+			continue
+		}
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", false
+		}
+	}
+	return s, true
+}
+
 // HoldersFrom returns who holds each token of the view's pools in a
 // PodResources list taken at at.
-func HoldersFrom(resp *podresourcesapi.ListPodResourcesResponse, v *View, at time.Time) Holders {
+func HoldersFrom(pods []podlist.Pod, v *View, at time.Time) Holders {
 	h := Holders{At: at, Pods: map[string]PodRef{}}
-	for _, p := range resp.GetPodResources() {
-		for _, c := range p.GetContainers() {
-			for _, d := range c.GetDevices() {
-				if _, ok := v.PoolByResource(d.GetResourceName()); !ok {
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				if _, ok := v.PoolByResource(d.Resource); !ok {
 					continue
 				}
-				for _, id := range d.GetDeviceIds() {
-					h.Pods[id] = PodRef{Namespace: p.GetNamespace(), Name: p.GetName()}
+				for _, id := range d.IDs {
+					h.Pods[id] = PodRef{Namespace: p.Namespace, Name: p.Name}
 				}
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -56,7 +56,7 @@ func (w *world) store() *Store {
 }
 
 func (w *world) publishList() {
-	var prs []*podresourcesapi.PodResources
+	var prs []podlist.Pod
 	for _, p := range w.pods {
 		prs = append(prs, podRes("ns", p.name, p.gpus, p.tokens))
 	}

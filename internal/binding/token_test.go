@@ -67,3 +67,16 @@ func FuzzParseToken(f *testing.F) {
 		}
 	})
 }
+
+func TestGPUPCI(t *testing.T) {
+	v := &View{GPUMap: map[string]string{"GPU-1": "0000:1b:00.0"}}
+	for id, want := range map[string]string{
+		"GPU-1": "0000:1b:00.0", "0000:1B:00.0": "0000:1b:00.0", "00000000:1B:00.0": "0000:1b:00.0",
+		"GPU-2": "", "0000:1b:00.8": "", "0001:1b:00": "", "00010000:1b:00.0": "", "zzzz:1b:00.0": "",
+	} {
+		got, ok := v.gpuPCI(id)
+		if got != want || ok != (want != "") {
+			t.Errorf("gpuPCI(%q) = %q, %v; want %q", id, got, ok, want)
+		}
+	}
+}
