@@ -33,6 +33,11 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if same, err := p.Ops.SameNetns(ctx, a.Netns, netops.Host); err != nil || same {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is the host's own network namespace, not a pod's (%v)", a.Netns, err))
 	}
+	if lateBinding(s) {
+		if err := p.bind(ctx, s, a); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.deviceExists(ctx, s); err != nil {
 		return nil, err
 	}

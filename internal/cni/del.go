@@ -16,8 +16,13 @@ import (
 // missing (then it recovers the original name from the alias marker) and
 // when the device now belongs to another attachment (then it leaves the
 // device alone and only releases this attachment's addresses).
-func (p *Plugin) Del(ctx context.Context, a Args) error {
+func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	s := p.openDel(a)
+	defer func() {
+		if err == nil { // the device is back on the host: its binding may go
+			p.releaseBinding(ctx, s, a)
+		}
+	}()
 	key := s.key
 	if rec, err := s.store.Find(a.ContainerID, a.IfName); err == nil {
 		key = rec.Key

@@ -11,6 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -24,6 +25,9 @@ type Plugin struct {
 	// BootID identifies this boot of the node (/proc/sys/kernel/random/boot_id);
 	// a record from another boot is stale.
 	BootID string
+	// PodResources is kubelet's PodResources for late binding; nil dials
+	// the socket the binding store's view names (tests set a stand-in).
+	PodResources binding.PodLister
 }
 
 // markerPrefix starts the alias railyard-cni sets on an attached netdev:

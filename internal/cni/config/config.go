@@ -17,6 +17,7 @@ import (
 // Defaults.
 const (
 	DefaultStateDir    = "/var/lib/cni/railyard"
+	DefaultBindingDir  = "/var/lib/railyard/binding"
 	DefaultSysfsRoot   = "/sys"
 	DefaultLockTimeout = 10 * time.Second
 	MaxLockTimeout     = 5 * time.Minute
@@ -68,6 +69,18 @@ type Config struct {
 	// from a shared pool); DeviceID is then the NIC's PCI address, and ADD
 	// gives the pod a macvlan on the NIC's netdev instead of the netdev.
 	Share string
+	// Token is a late-binding token ("tok-5c0e1f2a-n0-3", from a pool
+	// with binding: sandbox; Multus passes it as deviceID): ADD binds the
+	// pod's tokens and attaches the device bound to this one. DeviceID is
+	// then set by ADD, not by the parser.
+	Token string
+	// ResourceName, without any deviceID (no Multus), names the sandbox
+	// pool whose bound device ADD attaches: the pod's tokens come from
+	// kubelet's PodResources.
+	ResourceName string
+	// BindingDir is the binding store railyard-agent publishes (default
+	// /var/lib/railyard/binding).
+	BindingDir string
 	// MacvlanMode is the macvlan mode for a share (default "bridge").
 	MacvlanMode string
 	// Device is the host netdev name; empty when DeviceID is set.
@@ -183,6 +196,8 @@ type raw struct {
 	StateDir          *string              `json:"stateDir"`
 	SysfsRoot         *string              `json:"sysfsRoot"`
 	LockTimeout       *string              `json:"lockTimeout"`
+	ResourceName      *string              `json:"resourceName"`
+	BindingDir        *string              `json:"bindingDir"`
 }
 
 // runtimeConfig holds the runtime-supplied keys railyard-cni uses; other

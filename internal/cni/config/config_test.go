@@ -26,7 +26,7 @@ func TestValidFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			if c.DeviceID == "" && c.Device == "" {
+			if c.DeviceID == "" && c.Device == "" && c.Token == "" && c.ResourceName == "" {
 				t.Fatal("no device resolved")
 			}
 		})
@@ -63,6 +63,8 @@ var wantField = map[string]struct {
 	"invalid-guid.json":              {"args.cni.guid", types.ErrInvalidNetworkConfig},
 	"invalid-loglevel.json":          {"logLevel", types.ErrInvalidNetworkConfig},
 	"invalid-pkey.json":              {"pkey", types.ErrInvalidNetworkConfig},
+	"invalid-resource-name.json":     {"resourceName", types.ErrInvalidNetworkConfig},
+	"invalid-binding-dir.json":       {"bindingDir", types.ErrInvalidNetworkConfig},
 }
 
 func TestInvalidFixtures(t *testing.T) {

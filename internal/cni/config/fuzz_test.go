@@ -27,8 +27,17 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if (c.DeviceID == "") == (c.Device == "") {
-			t.Fatalf("exactly one of DeviceID/Device must be set: %q %q", c.DeviceID, c.Device)
+		set := 0
+		for _, v := range []string{c.DeviceID, c.Device, c.Token} {
+			if v != "" {
+				set++
+			}
+		}
+		if set > 1 || (set == 0 && c.ResourceName == "") {
+			t.Fatalf("exactly one of DeviceID/Device/Token (or only resourceName) must be set: %q %q %q %q", c.DeviceID, c.Device, c.Token, c.ResourceName)
+		}
+		if !filepath.IsAbs(c.BindingDir) {
+			t.Fatalf("relative binding dir accepted: %q", c.BindingDir)
 		}
 		if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
 			t.Fatalf("MTU %d out of range accepted", c.MTU)
@@ -73,7 +82,8 @@ func FuzzParseDel(f *testing.F) {
 			}
 		}
 		if strict, err := Parse(data); err == nil {
-			if strict.DeviceID != c.DeviceID || strict.Device != c.Device || strict.IPAMType != c.IPAMType || strict.StateDir != c.StateDir {
+			if strict.DeviceID != c.DeviceID || strict.Device != c.Device || strict.IPAMType != c.IPAMType || strict.StateDir != c.StateDir ||
+				strict.Token != c.Token || strict.BindingDir != c.BindingDir {
 				t.Fatalf("ParseDel read %q/%q/%q/%q, Parse %q/%q/%q/%q", c.DeviceID, c.Device, c.IPAMType, c.StateDir,
 					strict.DeviceID, strict.Device, strict.IPAMType, strict.StateDir)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/sysfs"
@@ -98,6 +99,8 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	case devID != nil && *devID != "":
 		if a, ok := NormalizePCIAddress(*devID); ok {
 			c.DeviceID = a
+		} else if tok := strings.TrimSpace(*devID); binding.IsToken(tok) {
+			c.Token = tok
 		} else if pci, k, err := deviceid.ParseShare(strings.TrimSpace(*devID)); err == nil {
 			if a, ok := NormalizePCIAddress(pci); ok {
 				c.DeviceID, c.Share = a, deviceid.Share(a, k)
@@ -105,16 +108,19 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 				bad(devIDField, "%q is not a share of a PCI address", *devID)
 			}
 		} else {
-			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F, or DDDD:BB:DD.F-sN for a share of a shared NIC)", *devID)
+			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F, DDDD:BB:DD.F-sN for a share of a shared NIC, or a late-binding token tok-<tag>-n<NUMA>-<k>)", *devID)
 		}
 	case r.Device != nil:
 		if err := ValidIfName(*r.Device); err != nil {
 			bad("device", "%v", err)
 		}
 		c.Device = *r.Device
+	case r.ResourceName != nil && *r.ResourceName != "":
+		// Late binding without Multus: the pod's tokens of this pool.
 	case needDevice:
-		bad("deviceID", "one of deviceID, runtimeConfig.deviceID or device is required")
+		bad("deviceID", "one of deviceID, runtimeConfig.deviceID, device or resourceName is required")
 	}
+	errs = append(errs, r.applyBinding(c)...)
 
 	// IPAM.
 	if len(r.IPAM) > 0 && string(r.IPAM) != "null" {

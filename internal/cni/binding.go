@@ -1,0 +1,136 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/cni/state"
+)
+
+// lateBinding reports whether the configuration names a late-binding
+// token (Multus passes it as deviceID) or, with no device at all, a
+// sandbox pool by resourceName.
+func lateBinding(s *session) bool {
+	return s.cfg.Token != "" || (s.cfg.DeviceID == "" && s.cfg.Device == "" && s.cfg.ResourceName != "")
+}
+
+// podArgs reads the pod's identity from CNI_ARGS
+// ("IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=...").
+func podArgs(cniArgs string) (binding.PodRef, bool) {
+	var p binding.PodRef
+	for _, kv := range strings.Split(cniArgs, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch strings.TrimSpace(k) {
+		case "K8S_POD_NAMESPACE":
+			p.Namespace = v
+		case "K8S_POD_NAME":
+			p.Name = v
+		case "K8S_POD_UID":
+			p.UID = v
+		}
+	}
+	return p, p.Namespace != "" && p.Name != ""
+}
+
+// bind binds the pod's tokens (all of them, across pools, near its GPUs)
+// and points the session at the device bound to this network's token, or
+// at the pod's first device of resourceName not attached elsewhere. The
+// binding is idempotent, so the runtime's retry of a failed ADD gets the
+// same device.
+func (p *Plugin) bind(ctx context.Context, s *session, a Args) error {
+	pod, ok := podArgs(a.PluginArgs)
+	if !ok {
+		return withCode(types.ErrInvalidEnvironmentVariables,
+			fmt.Errorf("late binding needs the pod: CNI_ARGS has no K8S_POD_NAMESPACE and K8S_POD_NAME (%q)", a.PluginArgs))
+	}
+	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
+	if v, err := store.View(); err == nil {
+		// A token of no pool of this node is a configuration error, not a
+		// reason to bind the pod's other tokens.
+		if id, err := binding.ParseToken(s.cfg.Token); s.cfg.Token != "" && (err != nil || !hasPool(v, id.Tag)) {
+			return invalidf("deviceID: %w: %s", binding.ErrUnknownToken, s.cfg.Token)
+		}
+		if s.cfg.ResourceName != "" && s.cfg.Token == "" && !hasPool(v, binding.PoolTag(s.cfg.ResourceName)) {
+			return invalidf("resourceName: %s is not a pool with binding: sandbox on this node", s.cfg.ResourceName)
+		}
+	}
+	res, err := (&binding.Binder{Store: store, Lister: p.PodResources}).BindPod(ctx, pod, a.ContainerID, binding.ByCNI)
+	switch {
+	case errors.Is(err, binding.ErrUnknownToken):
+		return invalidf("deviceID: %w", err)
+	case err != nil:
+		// No view yet (agent starting), PodResources unreachable, the
+		// store locked: the runtime retries the sandbox.
+		return withCode(types.ErrTryAgainLater, fmt.Errorf("late binding for pod %s: %w", pod, err))
+	}
+	var dev string
+	if s.cfg.Token != "" {
+		d, ok := res.Device(s.cfg.Token)
+		if !ok {
+			return withCode(types.ErrTryAgainLater, fmt.Errorf("token %s is not held by pod %s in kubelet's PodResources", s.cfg.Token, pod))
+		}
+		dev = d
+	} else {
+		dev, err = pickByResource(s, a, res, pod)
+		if err != nil {
+			return err
+		}
+	}
+	s.cfg.DeviceID = dev
+	s.key = deviceKey(s.fs, s.cfg)
+	return nil
+}
+
+// pickByResource returns the first device (by token) of the pod's
+// bindings of resourceName that no other attachment of this sandbox holds.
+func pickByResource(s *session, a Args, res binding.Result, pod binding.PodRef) (string, error) {
+	var mine []binding.Binding
+	for _, b := range res.Bindings {
+		if b.Resource == s.cfg.ResourceName {
+			mine = append(mine, b)
+		}
+	}
+	slices.SortFunc(mine, func(x, y binding.Binding) int { return strings.Compare(x.Token, y.Token) })
+	for _, b := range mine {
+		rec, err := s.store.Get(b.Device)
+		if errors.Is(err, state.ErrNoRecord) || (err == nil && rec.ContainerID == a.ContainerID && rec.IfName == a.IfName) {
+			return b.Device, nil
+		}
+	}
+	if len(mine) == 0 {
+		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("pod %s holds no token of %s in kubelet's PodResources", pod, s.cfg.ResourceName))
+	}
+	return "", withCode(types.ErrTryAgainLater, fmt.Errorf("every device bound to pod %s from %s is attached already", pod, s.cfg.ResourceName))
+}
+
+// releaseBinding releases what this sandbox bound (DEL). It never fails
+// DEL: the agent's GC releases what a failed release leaves.
+func (p *Plugin) releaseBinding(ctx context.Context, s *session, a Args) {
+	if !lateBinding(s) {
+		return
+	}
+	pod, ok := podArgs(a.PluginArgs)
+	if !ok {
+		return
+	}
+	// Another network of this sandbox still holds a device (its DEL comes
+	// next): the last DEL releases the sandbox's bindings.
+	if recs, err := s.store.List(); err != nil {
+		return
+	} else if slices.ContainsFunc(recs, func(r *state.Record) bool { return r.ContainerID == a.ContainerID }) {
+		return
+	}
+	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
+	_, _ = store.ReleaseSandbox(ctx, pod, a.ContainerID)
+}
+
+func hasPool(v *binding.View, tag string) bool {
+	_, ok := v.Pool(tag)
+	return ok
+}

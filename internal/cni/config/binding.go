@@ -1,0 +1,37 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// applyBinding reads the late-binding fields: resourceName (the sandbox
+// pool whose bound device to attach when no deviceID is given) and
+// bindingDir.
+func (r *raw) applyBinding(c *Config) []FieldError {
+	var errs []FieldError
+	bad := func(field, msg string) {
+		errs = append(errs, FieldError{Field: field, Msg: msg, Code: CodeInvalid})
+	}
+	if r.ResourceName != nil && *r.ResourceName != "" {
+		name := strings.TrimSpace(*r.ResourceName)
+		domain, short, ok := strings.Cut(name, "/")
+		switch {
+		case !ok || domain == "" || short == "" || strings.ContainsAny(name, " \t\n"):
+			bad("resourceName", "must be an extended resource name <domain>/<name> such as railyard.io/rdma_vf")
+		case c.Device != "":
+			bad("resourceName", "a late-binding pool picks the device: set only one of resourceName and device")
+		default:
+			c.ResourceName = name
+		}
+	}
+	c.BindingDir = DefaultBindingDir
+	if r.BindingDir != nil {
+		if !filepath.IsAbs(*r.BindingDir) {
+			bad("bindingDir", "must be an absolute path")
+		} else {
+			c.BindingDir = filepath.Clean(*r.BindingDir)
+		}
+	}
+	return errs
+}

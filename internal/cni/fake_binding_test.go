@@ -1,0 +1,203 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+const lateRes = "railyard.io/rdma_vf"
+
+// podResourcesStandIn is kubelet's PodResources List with a set answer.
+type podResourcesStandIn struct {
+	resp []podlist.Pod
+}
+
+func (p *podResourcesStandIn) List(context.Context) ([]podlist.Pod, error) { return p.resp, nil }
+
+// lateWorld is the fake node with a binding store whose view has one GPU
+// and the world's two VFs in a sandbox pool, and kubelet's PodResources
+// showing pod ml/trainer holding the GPU and two tokens of NUMA node 0.
+type lateWorld struct {
+	*world
+	dir, cdi string
+	tokens   []string
+	pr       *podResourcesStandIn
+}
+
+func newLateWorld(t *testing.T) *lateWorld {
+	w := &lateWorld{world: newWorld(t), dir: filepath.Join(t.TempDir(), "binding"), cdi: filepath.Join(t.TempDir(), "cdi")}
+	active := []topology.Port{{Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Ethernet"}}
+	tp := topology.Build(topology.Inventory{
+		GPUs: []topology.GPU{{PCI: "0000:02:00.0", NUMA: 0}},
+		NICs: []topology.NIC{{PCI: pfPCI, NUMA: 0, RDMA: "mlx5_0", Uverbs: "uverbs0", Netdev: "ens1f0", LinkLayer: "Ethernet", Ports: active,
+			VFs: []topology.VF{{Index: 2, PCI: vfPCI, RDMA: "mlx5_3", Uverbs: "uverbs3"}, {Index: 3, PCI: vf2PCI, RDMA: "mlx5_4", Uverbs: "uverbs4"}}}},
+		PairClasses: []topology.PairClass{{GPU: "0000:02:00.0", NIC: pfPCI, Class: topology.PIX}},
+	})
+	v := binding.ViewFromTopology(tp)
+	v.Pools = []binding.Pool{{Resource: lateRes, Policy: "gpu-aware", RDMACM: true, Devices: []binding.Device{
+		{ID: vfPCI, PF: pfPCI, NUMA: 0, Rail: 0, RDMA: "mlx5_3", Uverbs: "uverbs3", Healthy: true},
+		{ID: vf2PCI, PF: pfPCI, NUMA: 0, Rail: 0, RDMA: "mlx5_4", Uverbs: "uverbs4", Healthy: true},
+	}}}
+	v.GPUResourceNames, v.CDISpecDir, v.DevRoot, v.NCCLIBHCA = []string{"nvidia.com/gpu"}, w.cdi, "/dev", true
+	must(t, binding.NewStore(w.dir, binding.Options{}).Publish(context.Background(), v))
+	tag := binding.PoolTag(lateRes)
+	w.tokens = []string{binding.Token(tag, 0, 0), binding.Token(tag, 0, 1)}
+	w.pr = &podResourcesStandIn{resp: []podlist.Pod{{Namespace: "ml", Name: "trainer", Containers: []podlist.Container{{Name: "main", Devices: []podlist.Devices{
+		{Resource: "nvidia.com/gpu", IDs: []string{"0000:02:00.0"}}, {Resource: lateRes, IDs: w.tokens}}}}}}}
+	return w
+}
+
+func (w *lateWorld) plugin() *Plugin {
+	p := w.world.plugin()
+	p.PodResources = w.pr
+	return p
+}
+
+const podCNIArgs = "IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_INFRA_CONTAINER_ID=sb1;K8S_POD_UID=u1"
+
+func (w *lateWorld) bindings() []binding.Binding {
+	w.t.Helper()
+	bs, err := binding.NewStore(w.dir, binding.Options{}).Bindings()
+	must(w.t, err)
+	return bs
+}
+
+// TestLateBindingMultusTokenFakeVF: Multus passes a token as deviceID and
+// pciBusID; ADD binds both of the pod's tokens, attaches the VF bound to
+// this one (VF settings and the RDMA move through the fake), and the
+// token's CDI spec exists; DEL restores the VF and releases the bindings
+// and specs. The VF-through-PF settings and RDMA moves are the fake's.
+func TestLateBindingMultusTokenFakeVF(t *testing.T) {
+	w := newLateWorld(t)
+	p := w.plugin()
+	ctx := context.Background()
+	conf := w.conf(w.tokens[0], map[string]any{"pciBusID": w.tokens[0], "bindingDir": w.dir, "CNIDeviceInfoFile": filepath.Join(w.infoDir, vfPCI+".json")})
+	a := args("sb1", pod1, "net1", conf)
+	a.PluginArgs = podCNIArgs
+	res, err := p.Add(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := w.bindings()
+	if len(bs) != 2 || bs[0].Sandbox != "sb1" || bs[0].Pod.UID != "u1" || bs[0].By != binding.ByCNI || bs[0].Class != "PIX" {
+		t.Fatalf("bindings %+v", bs)
+	}
+	bound := bs[0].Device
+	if bs[0].Token != w.tokens[0] {
+		bound = bs[1].Device
+	}
+	if len(res.Interfaces) != 1 || res.Interfaces[0].PciID != bound {
+		t.Fatalf("attached %+v, want the device bound to %s (%s)", res.Interfaces, w.tokens[0], bound)
+	}
+	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+		t.Fatal("net1 not in the pod")
+	}
+	for _, tk := range w.tokens {
+		if _, err := os.Stat(binding.CDISpecPath(w.cdi, tk)); err != nil {
+			t.Errorf("spec of %s: %v", tk, err)
+		}
+	}
+	if err := p.Del(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if bound == vfPCI {
+		w.assertPristine()
+	}
+	if bs := w.bindings(); len(bs) != 0 {
+		t.Errorf("bindings left after DEL: %+v", bs)
+	}
+	if _, err := os.Stat(binding.CDISpecPath(w.cdi, w.tokens[0])); !os.IsNotExist(err) {
+		t.Errorf("spec left after DEL: %v", err)
+	}
+	// DEL again: still fine.
+	if err := p.Del(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateBindingByResourceNameFakeVF: without Multus, two networks of
+// one sandbox name the pool; each ADD attaches a different bound VF; the
+// first DEL keeps the bindings (the other network still holds its VF),
+// the last releases them.
+func TestLateBindingByResourceNameFakeVF(t *testing.T) {
+	w := newLateWorld(t)
+	p := w.plugin()
+	ctx := context.Background()
+	var attached []string
+	var as []Args
+	for _, ifname := range []string{"net1", "net2"} {
+		conf := w.conf("", map[string]any{"deviceID": nil, "resourceName": lateRes, "bindingDir": w.dir,
+			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.infoDir, ifname+".json")})
+		a := args("sb1", pod1, ifname, conf)
+		a.PluginArgs = podCNIArgs
+		res, err := p.Add(ctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", ifname, err)
+		}
+		attached = append(attached, res.Interfaces[0].PciID)
+		as = append(as, a)
+	}
+	if attached[0] == attached[1] {
+		t.Fatalf("both networks attached %s", attached[0])
+	}
+	must(t, p.Del(ctx, as[0]))
+	if bs := w.bindings(); len(bs) != 2 {
+		t.Fatalf("first DEL released bindings while net2 holds its VF: %+v", bs)
+	}
+	must(t, p.Del(ctx, as[1]))
+	if bs := w.bindings(); len(bs) != 0 {
+		t.Fatalf("bindings left after the last DEL: %+v", bs)
+	}
+	if _, ok := w.ops.LinkIn(netops.Host, origLink.Name); !ok {
+		t.Error("VF not back on the host")
+	}
+}
+
+// TestLateBindingRefusals: no pod in CNI_ARGS (code 4), no view published
+// yet (code 11, try again), a pod PodResources does not list (11), a
+// token of no pool (7); none leaves a binding or a record.
+func TestLateBindingRefusals(t *testing.T) {
+	w := newLateWorld(t)
+	ctx := context.Background()
+	conf := func(tok, dir string) []byte { return w.conf(tok, map[string]any{"bindingDir": dir}) }
+	cases := []struct {
+		name    string
+		a       Args
+		p       *Plugin
+		code    uint
+		binding bool
+	}{
+		{"no pod args", Args{ContainerID: "sb1", Netns: pod1, IfName: "net1", Config: conf(w.tokens[0], w.dir)}, w.plugin(), types.ErrInvalidEnvironmentVariables, false},
+		{"no view", Args{ContainerID: "sb1", Netns: pod1, IfName: "net1", PluginArgs: podCNIArgs, Config: conf(w.tokens[0], filepath.Join(t.TempDir(), "none"))}, w.plugin(), types.ErrTryAgainLater, false},
+		{"pod not listed", Args{ContainerID: "sb1", Netns: pod1, IfName: "net1", PluginArgs: "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=other", Config: conf(w.tokens[0], w.dir)}, w.plugin(), types.ErrTryAgainLater, false},
+		{"token of no pool", Args{ContainerID: "sb1", Netns: pod1, IfName: "net1", PluginArgs: podCNIArgs, Config: conf(binding.Token(binding.PoolTag("x.io/y"), 0, 0), w.dir)}, w.plugin(), types.ErrInvalidNetworkConfig, false},
+	}
+	for _, c := range cases {
+		_, err := c.p.Add(ctx, c.a)
+		if err == nil {
+			t.Errorf("%s: ADD succeeded", c.name)
+			continue
+		}
+		if got := Code(err); got != c.code {
+			t.Errorf("%s: code %d, want %d (%v)", c.name, got, c.code, err)
+		}
+		var coded *codedError
+		if !errors.As(err, &coded) {
+			t.Errorf("%s: error not coded: %v", c.name, err)
+		}
+		if bs := w.bindings(); len(bs) != 0 {
+			t.Errorf("%s: bindings %+v", c.name, bs)
+		}
+	}
+	w.assertPristine()
+}
