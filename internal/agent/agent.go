@@ -71,7 +71,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 		return nil, err
 	}
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
-	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg)
+	a.late = newLateBinding(cfg, resolver, log, a.metrics.reg)
 	groups, err := railGroups(cfg, lister)
 	if err != nil {
 		return nil, err

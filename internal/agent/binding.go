@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -34,7 +34,7 @@ type lateBinding struct {
 	cfg      *v1alpha1.AgentConfig
 	store    *binding.Store
 	binder   *binding.Binder
-	lister   podresources.Lister
+	lister   binding.PodLister
 	resolver podresources.Map
 	log      *slog.Logger
 	m        *bindingMetrics
@@ -52,7 +52,7 @@ type lateBinding struct {
 var _ deviceplugin.Binder = (*lateBinding)(nil)
 
 // newLateBinding returns nil when no pool binds late.
-func newLateBinding(cfg *v1alpha1.AgentConfig, lister podresources.Lister, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
+func newLateBinding(cfg *v1alpha1.AgentConfig, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
 	late := false
 	for _, p := range cfg.Pools {
 		late = late || p.Binding == v1alpha1.BindingSandbox
@@ -61,6 +61,7 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podresources.Lister, resol
 		return nil
 	}
 	store := binding.NewStore(BindingDir(cfg.StateDir), binding.Options{})
+	lister := podlist.New(cfg.PodResourcesSocket)
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
@@ -191,7 +192,7 @@ func (b *lateBinding) collect(ctx context.Context) {
 	}
 	at := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	resp, err := b.lister.List(lctx, &podresourcesapi.ListPodResourcesRequest{})
+	resp, err := b.lister.List(lctx)
 	cancel()
 	if err != nil {
 		b.log.Debug("pod resources not readable: bindings not collected", "err", err)
