@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/nccltopo"
@@ -105,6 +106,7 @@ func withFile(o discovery.Options) string {
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	var src Source
 	var asJSON bool
+	var bindings string
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Show how the node's GPUs pair with its RDMA NICs on the PCIe fabric",
@@ -142,6 +144,11 @@ Models that have such a file (azure-ndv5) use theirs.`,
 				return writeJSON(s.Out, t)
 			}
 			render(s.Out, t, from)
+			if bindings != "" {
+				if err := binding.NewStore(bindings, binding.Options{}).WriteTable(s.Out); err != nil {
+					return err
+				}
+			}
 			if src.Sysfs == "" && src.Machine == "" && (len(t.GPUs) == 0 || len(t.NICs) == 0) {
 				fmt.Fprintf(s.ErrOut, "\nThis node has %d GPUs and %d RDMA NICs. To see what Railyard does on a GPU server, try a built-in model:\n  railyard topo --machine dgx-h100\n(`railyard machines` lists them.)\n", len(t.GPUs), len(t.NICs))
 			}
@@ -150,6 +157,7 @@ Models that have such a file (azure-ndv5) use theirs.`,
 	}
 	src.AddFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
+	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
 	return cmd
 }
 
