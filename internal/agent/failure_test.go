@@ -34,7 +34,7 @@ func TestDiscoveryFailureKeepsDevicesAndRecovers(t *testing.T) {
 		return discovery.Discover(ctx, root)
 	}
 	fs := e.args(e.writeConfig(t, twoPools(`""`)))
-	opt, err := ParseOptions(append(fs, "--resync-interval", "100ms"), func(string) (string, bool) { return "", false }, newFlagSet())
+	opt, err := ParseOptions(append(fs, "--resync-interval", "1s"), func(string) (string, bool) { return "", false }, newFlagSet())
 	if err != nil {
 		t.Fatal(err)
 	}

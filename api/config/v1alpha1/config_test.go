@@ -109,7 +109,7 @@ func TestInvalidReportsEveryError(t *testing.T) {
 
 func TestUnknownFieldNamed(t *testing.T) {
 	_, err := Load("testdata/invalid-unknown-field.yaml")
-	if err == nil || !strings.Contains(err.Error(), `unknown field "vendor"`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown field "pools[0].selectors.vendor"`) {
 		t.Fatalf("err = %v, want the unknown field named", err)
 	}
 }

@@ -16,10 +16,17 @@ const (
 	DefaultMetricsAddr        = "127.0.0.1:9410"
 	DefaultResyncInterval     = 10 * time.Second
 	DefaultPortPollInterval   = 2 * time.Second
-	DefaultDeviceKind         = KindVF
-	DefaultPolicy             = PolicyGPUAware
-	DefaultNCCLIBHCA          = NCCLIBHCAEnv
-	DefaultStateDir           = "/var/lib/railyard"
+	// Bounds of the intervals: a resync below a second spins a core on
+	// rediscoveries; above a day the agent would hardly resync at all. A
+	// port poll of 0 disables it.
+	MinResyncInterval   = time.Second
+	MaxResyncInterval   = 24 * time.Hour
+	MinPortPollInterval = 100 * time.Millisecond
+	MaxPortPollInterval = time.Hour
+	DefaultDeviceKind   = KindVF
+	DefaultPolicy       = PolicyGPUAware
+	DefaultNCCLIBHCA    = NCCLIBHCAEnv
+	DefaultStateDir     = "/var/lib/railyard"
 	// DefaultSharedLimit and MaxSharedLimit bound the shares per NIC of a
 	// shared pool. k8s-rdma-shared-dev-plugin has no default for its
 	// rdmaHcaMax (it is required); its README and shipped ConfigMap use

@@ -1,11 +1,15 @@
 package v1alpha1
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -14,16 +18,59 @@ import (
 var ErrInvalid = errors.New("invalid agent configuration")
 
 // Decode strictly decodes YAML or JSON (JSON is YAML): unknown or
-// duplicate fields are errors. It neither defaults nor validates.
+// duplicate fields are errors, each named by its full path
+// ("pools[1].selectors.vendorz"), and so is a file of several YAML
+// documents (later documents used to be ignored without a word). It
+// neither defaults nor validates.
 func Decode(data []byte) (*AgentConfig, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%w: empty document", ErrInvalid)
 	}
-	var c AgentConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	doc, err := oneDocument(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	js, err := yaml.YAMLToJSONStrict(doc) // duplicate keys are errors here
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	var c AgentConfig
+	strict, err := sigsjson.UnmarshalStrict(js, &c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(strict...))
+	}
 	return &c, nil
+}
+
+// oneDocument returns the only YAML document of data; documents that are
+// empty or only comments do not count.
+func oneDocument(data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		d, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSON(d)
+		if err == nil && (len(bytes.TrimSpace(js)) == 0 || string(bytes.TrimSpace(js)) == "null") {
+			continue // empty or comments only
+		}
+		docs = append(docs, d)
+	}
+	switch len(docs) {
+	case 0:
+		return nil, errors.New("empty document")
+	case 1:
+		return docs[0], nil
+	}
+	return nil, fmt.Errorf("%d YAML documents: the configuration is one document (remove the --- separators, or keep one configuration per file)", len(docs))
 }
 
 // Parse decodes, defaults and validates a configuration document. On a

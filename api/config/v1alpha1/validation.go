@@ -41,11 +41,13 @@ func Validate(c *AgentConfig) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("metricsAddr"), c.MetricsAddr, "port must be 0-65535"))
 		}
 	}
-	if c.ResyncInterval != nil && c.ResyncInterval.Duration <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("resyncInterval"), c.ResyncInterval.Duration.String(), "must be positive"))
+	if d := c.ResyncInterval; d != nil && (d.Duration < MinResyncInterval || d.Duration > MaxResyncInterval) {
+		errs = append(errs, field.Invalid(field.NewPath("resyncInterval"), d.Duration.String(),
+			fmt.Sprintf("must be %s to %s", MinResyncInterval, MaxResyncInterval)))
 	}
-	if c.PortPollInterval != nil && c.PortPollInterval.Duration < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("portPollInterval"), c.PortPollInterval.Duration.String(), "must not be negative (0 disables the poll)"))
+	if d := c.PortPollInterval; d != nil && d.Duration != 0 && (d.Duration < MinPortPollInterval || d.Duration > MaxPortPollInterval) {
+		errs = append(errs, field.Invalid(field.NewPath("portPollInterval"), d.Duration.String(),
+			fmt.Sprintf("must be %s to %s, or 0s to disable the poll", MinPortPollInterval, MaxPortPollInterval)))
 	}
 	for i, r := range c.GPUResourceNames {
 		errs = append(errs, validateResourceName(field.NewPath("gpuResourceNames").Index(i), r)...)
@@ -198,8 +200,12 @@ func validatePool(path *field.Path, p *Pool) field.ErrorList {
 	return errs
 }
 
-// validateResourceName checks an extended resource name as kubelet wants
-// it from a device plugin: "<domain>/<name>", domain not kubernetes.io.
+// validateResourceName checks an extended resource name by the rules
+// kubelet applies when a device plugin registers (v1helper's
+// IsExtendedResourceName): "<domain>/<name>"; not a native resource (no
+// "kubernetes.io/" in it); not starting with "requests." (the quota
+// prefix); and "requests." + name must still be a qualified name, so the
+// domain has room for that prefix.
 func validateResourceName(path *field.Path, name string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "a resource name such as railyard.io/rdma_vf_a")}
@@ -212,11 +218,21 @@ func validateResourceName(path *field.Path, name string) field.ErrorList {
 	for _, msg := range validation.IsQualifiedName(name) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}
-	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
-		errs = append(errs, field.Invalid(path, name, "the kubernetes.io domain is reserved"))
+	if strings.Contains(name, "kubernetes.io/") {
+		errs = append(errs, field.Invalid(path, name, "the kubernetes.io domain is reserved for native resources"))
+	}
+	if strings.HasPrefix(name, quotaPrefix) {
+		errs = append(errs, field.Invalid(path, name, "must not start with \"requests.\" (kubelet reserves it for quota)"))
+	} else if len(errs) == 0 {
+		for _, msg := range validation.IsQualifiedName(quotaPrefix + name) {
+			errs = append(errs, field.Invalid(path, name, "kubelet checks \"requests.\"+name: "+msg))
+		}
 	}
 	return errs
 }
+
+// quotaPrefix is kubelet's DefaultResourceRequestsPrefix.
+const quotaPrefix = "requests."
 
 // FormatErrors renders an error list one error per line, for start-up
 // failures.
