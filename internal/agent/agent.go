@@ -189,7 +189,7 @@ func (a *Agent) health() error {
 	if a.lastOK.IsZero() {
 		return errors.New("no discovery yet")
 	}
-	if limit := 3*a.cfg.ResyncInterval.Duration + 30*time.Second; time.Since(a.lastOK) > limit {
+	if limit := staleAfter(a.cfg.ResyncInterval.Duration); time.Since(a.lastOK) > limit {
 		return fmt.Errorf("no successful discovery for %s", time.Since(a.lastOK).Round(time.Second))
 	}
 	return nil
