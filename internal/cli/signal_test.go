@@ -181,3 +181,31 @@ func TestInterruptedError(t *testing.T) {
 		t.Errorf("uninterrupted run: %v", err)
 	}
 }
+
+// machines --write-sysfs used to ignore SIGTERM and leave a partial tree;
+// now it stops, removes what it wrote and exits 130.
+func TestSIGTERMRemovesAPartialTree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sys")
+	c := startChild(t, "machines", "dgx-h100", "--write-sysfs", dir, "--vfs", "256")
+	deadline := time.Now().Add(20 * time.Second)
+	for { // wait until the tree is being written
+		if _, err := os.Stat(filepath.Join(dir, "devices")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tree never appeared")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	st, took := c.wait(t, Grace+10*time.Second)
+	if st.ExitCode() != 130 {
+		t.Errorf("exit %d, stderr %q; want 130", st.ExitCode(), c.stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("partial tree left at %s (%v)", dir, err)
+	}
+	t.Logf("stopped and cleaned up %v after SIGTERM", took)
+}

@@ -1,6 +1,7 @@
 package fakesysfs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,14 +20,48 @@ type Options struct {
 	TotalVFs int
 }
 
+// MaxVFsPerPF bounds Options.VFsPerPF. The kernel's sriov_totalvfs is a
+// 16-bit count (up to 65535), but real NICs offer at most a few hundred
+// VFs per PF (ConnectX-7: 127 per port by default, 255 at most with
+// firmware settings), and each generated VF costs ~30 files: 256 per PF
+// keeps every realistic tree while a typo such as 100000 cannot write
+// gigabytes.
+const MaxVFsPerPF = 256
+
+// maxTotalVFs is the largest sriov_totalvfs the kernel can report.
+const maxTotalVFs = 65535
+
 // Generate writes the sysfs tree of a machine description below dir, which
 // must be empty or not exist.
 func Generate(dir string, d *machine.Description, opt Options) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+	return GenerateContext(context.Background(), dir, d, opt)
+}
+
+// GenerateContext is Generate that stops when ctx is done. On any failure,
+// cancellation included, it removes what it wrote: dir is left as it was
+// (absent, or empty).
+func GenerateContext(ctx context.Context, dir string, d *machine.Description, opt Options) (err error) {
+	if opt.VFsPerPF < 0 || opt.VFsPerPF > MaxVFsPerPF {
+		return fmt.Errorf("fakesysfs: %d VFs per PF: want 0 to %d", opt.VFsPerPF, MaxVFsPerPF)
+	}
+	if opt.TotalVFs < 0 || opt.TotalVFs > maxTotalVFs {
+		return fmt.Errorf("fakesysfs: sriov_totalvfs %d: want 0 to %d", opt.TotalVFs, maxTotalVFs)
+	}
+	entries, statErr := os.ReadDir(dir)
+	if statErr == nil && len(entries) > 0 {
 		return fmt.Errorf("fakesysfs: %s is not empty", dir)
 	}
+	existed := statErr == nil
+	defer func() {
+		if err != nil {
+			undo(dir, existed)
+		}
+	}()
 	g := &generator{root: dir, opt: opt}
 	for _, r := range d.Roots {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		hb := filepath.Join("devices", r.Address)
 		if err := g.mkdir(hb); err != nil {
 			return err
@@ -39,11 +74,24 @@ func Generate(dir string, d *machine.Description, opt Options) error {
 	}
 	// VFs come last so their addresses avoid every function of the tree.
 	for _, pf := range g.sriovPFs {
-		if err := AddVFs(dir, pf, opt.VFsPerPF); err != nil {
+		if err := addVFs(ctx, dir, pf, opt.VFsPerPF); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// undo removes a partly generated tree: dir itself when Generate created
+// it, else everything in it (it was empty).
+func undo(dir string, existed bool) {
+	if !existed {
+		_ = os.RemoveAll(dir)
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 type generator struct {

@@ -1,6 +1,7 @@
 package fakesysfs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,6 +56,11 @@ var vfDeviceIDs = map[uint64]uint16{0x1013: 0x1014, 0x1015: 0x1016, 0x1017: 0x10
 // own netdev (<pf netdev>v<i>), RDMA device (mlx5_N), verbs device and
 // physfn/virtfn links.
 func AddVFs(root, pfAddr string, n int) error {
+	return addVFs(context.Background(), root, pfAddr, n)
+}
+
+// addVFs is AddVFs that stops between VFs when ctx is done.
+func addVFs(ctx context.Context, root, pfAddr string, n int) error {
 	if n <= 0 {
 		return nil
 	}
@@ -95,6 +101,9 @@ func AddVFs(root, pfAddr string, n int) error {
 	nextRDMA := nextIndex(filepath.Join(root, "class/infiniband"), "mlx5_")
 	nextUverbs := nextIndex(filepath.Join(root, "class/infiniband_verbs"), "uverbs")
 	for i := have; i < have+n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var vfAddr string
 		for {
 			rid++

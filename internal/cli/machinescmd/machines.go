@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
 )
 
@@ -29,12 +30,20 @@ to DIR, for railyard-agent --sysfs or experiments.`,
 				if writeDir == "" {
 					return fmt.Errorf("with a machine name, --write-sysfs DIR is required")
 				}
+				if vfs < 0 || vfs > fakesysfs.MaxVFsPerPF {
+					return fmt.Errorf("--vfs %d: want 0 to %d VFs per PF", vfs, fakesysfs.MaxVFsPerPF)
+				}
 				m, err := machines.Lookup(args[0])
 				if err != nil {
 					return err
 				}
-				if err := machines.WriteSysfs(m.Name, writeDir, vfs); err != nil {
+				d, err := machines.Description(m.Name)
+				if err != nil {
 					return err
+				}
+				// Stops on Ctrl-C and removes a partly written tree.
+				if err := fakesysfs.GenerateContext(cmd.Context(), writeDir, d, fakesysfs.Options{VFsPerPF: vfs}); err != nil {
+					return fmt.Errorf("--write-sysfs %s: %w", writeDir, err)
 				}
 				fmt.Fprintf(s.Out, "wrote the sysfs tree of %s to %s\n", m.Name, writeDir)
 				return nil
@@ -51,6 +60,6 @@ to DIR, for railyard-agent --sysfs or experiments.`,
 		},
 	}
 	cmd.Flags().StringVar(&writeDir, "write-sysfs", "", "write the model's fake sysfs tree to this (empty) directory")
-	cmd.Flags().IntVar(&vfs, "vfs", 0, "SR-IOV VFs to create on every ConnectX PF")
+	cmd.Flags().IntVar(&vfs, "vfs", 0, fmt.Sprintf("SR-IOV VFs to create on every ConnectX PF (0 to %d)", fakesysfs.MaxVFsPerPF))
 	return cmd
 }

@@ -40,3 +40,23 @@ func TestWriteSysfsPVRDMA(t *testing.T) {
 		t.Errorf("driver = %q, %v", drv, err)
 	}
 }
+
+// --vfs out of range is refused before anything is written (100000 used
+// to write a 1 GB partial tree; -1 was accepted).
+func TestVFsBounds(t *testing.T) {
+	for _, v := range []string{"100000", "-1", "257"} {
+		dir := filepath.Join(t.TempDir(), "sys")
+		_, _, err := clitest.Run(t, NewCommand, "", "dgx-h100", "--write-sysfs", dir, "--vfs", v)
+		if err == nil || !strings.Contains(err.Error(), "--vfs "+v+": want 0 to 256 VFs per PF") {
+			t.Errorf("--vfs %s: err = %v", v, err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("--vfs %s: %s was created", v, dir)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "sys")
+	// The bound itself is accepted (a model without SR-IOV NICs keeps it quick).
+	if _, _, err := clitest.Run(t, NewCommand, "", "vsphere-pvrdma", "--write-sysfs", dir, "--vfs", "256"); err != nil {
+		t.Errorf("--vfs 256: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/nccltopo"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -59,8 +60,8 @@ func (s *Source) Load(ctx context.Context) (*topology.Topology, string, error) {
 	if s.Sysfs != "" && s.Machine != "" {
 		return nil, "", errors.New("--sysfs and --machine are mutually exclusive")
 	}
-	if s.VFs < 0 || s.VFs > 256 {
-		return nil, "", fmt.Errorf("--vfs %d: want 0 to 256", s.VFs)
+	if s.VFs < 0 || s.VFs > fakesysfs.MaxVFsPerPF {
+		return nil, "", fmt.Errorf("--vfs %d: want 0 to %d", s.VFs, fakesysfs.MaxVFsPerPF)
 	}
 	if s.Machine != "" {
 		m, err := machines.Lookup(s.Machine)
