@@ -71,16 +71,23 @@ type Device struct {
 }
 
 // ViewFromTopology copies what binders need of t into a View (pools and
-// settings are the caller's). VFs keep their address, RDMA devices and
-// ports (health); other details are dropped to keep the file small.
+// settings are the caller's). VFs keep their address and their ports'
+// state (health); other details are dropped to keep the file small (a
+// binder parses it once per railyard-cni ADD).
 func ViewFromTopology(t *topology.Topology) View {
 	v := View{Version: viewVersion, GPUs: slices.Clone(t.GPUs), Links: slices.Clone(t.Links)}
 	v.NICs = make([]topology.NIC, len(t.NICs))
 	for i, n := range t.NICs {
 		n.VFs = slices.Clone(n.VFs)
 		for j := range n.VFs {
-			vf := &n.VFs[j]
-			vf.Driver, vf.Netdev = "", ""
+			// What the policies read of a VF: its address and its ports'
+			// state (health). The pool's devices carry the rest.
+			vf := n.VFs[j]
+			ports := make([]topology.Port, len(vf.Ports))
+			for k, p := range vf.Ports {
+				ports[k] = topology.Port{Num: p.Num, State: p.State, PhysState: p.PhysState}
+			}
+			n.VFs[j] = topology.VF{Index: vf.Index, PCI: vf.PCI, Ports: ports}
 		}
 		v.NICs[i] = n
 	}

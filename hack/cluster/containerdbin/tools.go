@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package containerdbin pins the containerd command that
+// hack/cluster/build-containerd.sh builds. It has no code of its own.
+package containerdbin
+
+import (
+	_ "github.com/containerd/containerd/v2/cmd/containerd"
+)
