@@ -343,7 +343,14 @@ func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	}
 	for _, p := range n.Ports {
 		if !p.Active() {
-			r.warn(n.PCI, fmt.Sprintf("%s port %d is %s (%s)", n.RDMA, p.Num, p.State, p.PhysState))
+			state, phys := p.State, p.PhysState
+			if state == "" {
+				state = "unreadable"
+			}
+			if phys == "" {
+				phys = "physical state unknown"
+			}
+			r.warn(n.PCI, fmt.Sprintf("%s port %d is %s (%s)", n.RDMA, p.Num, state, phys))
 		}
 	}
 	if v, err := r.fs.ReadInt(filepath.Join(f.dir, "sriov_totalvfs")); err == nil {
