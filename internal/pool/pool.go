@@ -43,7 +43,7 @@ type Device struct {
 	// UMAD and ISSM are the function's management datagram char devices
 	// ("umad0", "issm0"), "" when absent.
 	UMAD, ISSM string
-	Netdev string
+	Netdev     string
 	// LinkLayer is "InfiniBand" or "Ethernet" ("" when unknown).
 	LinkLayer string
 	// Healthy is false when a port is not ACTIVE/LinkUp, the PF's link is
