@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"context"
 	"strings"
 	"testing"
-
-	"github.com/railyard-io/railyard/machines"
 )
 
 func findVerdict(t *testing.T, vs []Verdict, check, scenario string) Verdict {
@@ -140,38 +137,5 @@ func TestFormatBytes(t *testing.T) {
 		if got := FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-func TestLinkRateOfBuiltInMachines(t *testing.T) {
-	ctx := context.Background()
-	h100, err := machines.Topology(ctx, "dgx-h100", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lr, err := LinkRateOf(h100, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 8 x 400G NDR compute rails; the 100G storage/management ports lose.
-	if lr.Gbps != 400 || lr.NICs != 8 || !strings.Contains(lr.Description, "GPU rail NICs") {
-		t.Errorf("dgx-h100: %+v", lr)
-	}
-	one, err := LinkRateOf(h100, "mlx5_1")
-	if err != nil || one.Gbps != 100 || one.NICs != 1 {
-		t.Errorf("mlx5_1: %+v %v", one, err)
-	}
-	if _, err := LinkRateOf(h100, "mlx5_99"); err == nil {
-		t.Error("unknown device accepted")
-	}
-	roce, err := machines.Topology(ctx, "roce-8gpu-4nic", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lr, err := LinkRateOf(roce, ""); err != nil || lr.Gbps != 100 || lr.NICs != 4 {
-		t.Errorf("roce-8gpu-4nic: %+v %v", lr, err)
-	}
-	if _, err := LinkRateOf(nil, ""); err == nil {
-		t.Error("nil topology accepted")
 	}
 }

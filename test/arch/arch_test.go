@@ -83,6 +83,11 @@ var rules = []struct {
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources"},
 	},
 	{
+		name:     "benchmark parsing and judging need no node model",
+		packages: []string{"internal/bench"},
+		only:     []string{},
+	},
+	{
 		name:      "libraries do not depend on the command line",
 		packages:  []string{"internal", "api", "machines"},
 		forbidden: []string{"internal/cli"},

@@ -168,7 +168,7 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 		if err != nil {
 			return in, fmt.Errorf("line rate: %w", err)
 		}
-		lr, err := bench.LinkRateOf(t, f.device)
+		lr, err := t.LineRate(f.device)
 		if err != nil {
 			return in, fmt.Errorf("line rate from %s: %w", desc, err)
 		}

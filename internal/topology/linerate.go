@@ -1,16 +1,14 @@
-package bench
+package topology
 
 import (
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/railyard-io/railyard/internal/topology"
 )
 
-// LinkRate is the line rate read from a node topology.
-type LinkRate struct {
+// LineRate is a node's line rate as its RDMA ports report it.
+type LineRate struct {
 	Gbps float64
 	// NICs is how many NICs run at that rate: the GPU rails' NICs when the
 	// node has GPUs (what nccl-tests uses), otherwise every RDMA NIC.
@@ -19,26 +17,27 @@ type LinkRate struct {
 	Description string
 }
 
-// LinkRateOf reads the line rate from a topology. With device set
-// ("mlx5_0") it is that NIC's active port rate. Otherwise it looks at the
+// LineRate reads the line rate benchmarks are judged against. With device
+// set ("mlx5_0", a netdev or a PCI address) it is that NIC's active port
+// rate. Otherwise it looks at the
 // NICs GPUs are railed to (all RDMA NICs on a node without GPUs) and takes
 // the most common active port rate, preferring the higher rate on a tie, so
 // that a slower storage or management NIC does not set the bar.
-func LinkRateOf(t *topology.Topology, device string) (LinkRate, error) {
+func (t *Topology) LineRate(device string) (LineRate, error) {
 	if t == nil {
-		return LinkRate{}, errors.New("link rate: no topology")
+		return LineRate{}, errors.New("link rate: no topology")
 	}
 	if device != "" {
 		for _, n := range t.NICs {
 			if n.RDMA == device || n.Netdev == device || n.PCI == device {
 				rate := activeRate(n)
 				if rate <= 0 {
-					return LinkRate{}, fmt.Errorf("link rate: %s has no active port with a known rate", device)
+					return LineRate{}, fmt.Errorf("link rate: %s has no active port with a known rate", device)
 				}
-				return LinkRate{Gbps: rate, NICs: 1, Description: fmt.Sprintf("%s (%s) port rate", n.RDMA, n.PCI)}, nil
+				return LineRate{Gbps: rate, NICs: 1, Description: fmt.Sprintf("%s (%s) port rate", n.RDMA, n.PCI)}, nil
 			}
 		}
-		return LinkRate{}, fmt.Errorf("link rate: no RDMA NIC %q in the topology", device)
+		return LineRate{}, fmt.Errorf("link rate: no RDMA NIC %q in the topology", device)
 	}
 	candidates := map[string]bool{}
 	what := "GPU rail NICs"
@@ -63,7 +62,7 @@ func LinkRateOf(t *topology.Topology, device string) (LinkRate, error) {
 		}
 	}
 	if len(count) == 0 {
-		return LinkRate{}, errors.New("link rate: no NIC with an active port and a known rate")
+		return LineRate{}, errors.New("link rate: no NIC with an active port and a known rate")
 	}
 	var best float64
 	for r, c := range count {
@@ -72,11 +71,11 @@ func LinkRateOf(t *topology.Topology, device string) (LinkRate, error) {
 		}
 	}
 	sort.Strings(names[best])
-	return LinkRate{Gbps: best, NICs: count[best],
+	return LineRate{Gbps: best, NICs: count[best],
 		Description: fmt.Sprintf("%d %s at %g Gb/s: %s", count[best], what, best, strings.Join(names[best], ", "))}, nil
 }
 
-func activeRate(n topology.NIC) float64 {
+func activeRate(n NIC) float64 {
 	for _, p := range n.Ports {
 		if p.Active() && p.RateGbps > 0 {
 			return p.RateGbps
