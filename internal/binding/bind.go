@@ -270,13 +270,14 @@ type choice struct {
 	device string
 }
 
-// choose binds a container's unbound tokens of one pool. Tokens whose NUMA
-// node holds one of the GPUs (or any token when the container has no GPUs)
-// bind on their NUMA node, near the GPUs of that node, keeping what
-// Topology Manager aligned; tokens of other or unknown NUMA nodes
-// (Topology Manager did not align them) bind over every free device, near
-// all the GPUs. A NUMA node short of free devices (devices vanished)
-// overflows to the others, with a note.
+// choose binds a container's unbound tokens of one pool. Tokens bind on
+// their own NUMA node, near the GPUs of that node (all GPUs when it has
+// none), keeping what Topology Manager aligned; but when some NUMA node
+// has fewer tokens than GPUs (Topology Manager did not align the pod), as
+// many tokens of nodes with more tokens than GPUs bind over every free
+// device, near all the GPUs, as make up the difference; tokens of an
+// unknown node do too. A NUMA node short of free devices (devices
+// vanished) overflows to the others, with a note.
 func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, must []string, used map[string]bool, gpus []string) ([]choice, []string, error) {
 	gpuNUMA := map[int][]string{}
 	for _, g := range gpus {
@@ -287,11 +288,39 @@ func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, 
 	const anyNUMA = -1
 	groups := map[int][]TokenID{}
 	for _, t := range toks {
-		n := t.NUMA
-		if n < 0 || (len(gpus) > 0 && len(gpuNUMA[n]) == 0) {
-			n = anyNUMA
+		groups[t.NUMA] = append(groups[t.NUMA], t) // -1 (unknown) is anyNUMA
+	}
+	if len(gpus) > 0 {
+		// GPUs whose NUMA node has fewer tokens than GPUs need tokens from
+		// elsewhere: Topology Manager did not align them (policy none, or
+		// best-effort short of devices). Take them from nodes with more
+		// tokens than GPUs, highest indices first; every other token stays
+		// on its node.
+		deficit := 0
+		for n, gs := range gpuNUMA {
+			deficit += max(0, len(gs)-len(groups[n]))
 		}
-		groups[n] = append(groups[n], t)
+		nodes := make([]int, 0, len(groups))
+		for n := range groups {
+			if n != anyNUMA {
+				nodes = append(nodes, n)
+			}
+		}
+		slices.Sort(nodes)
+		for _, n := range nodes {
+			g := groups[n]
+			slices.SortFunc(g, func(a, b TokenID) int { return cmp.Compare(a.K, b.K) })
+			move := min(deficit, max(0, len(g)-len(gpuNUMA[n])))
+			if move == 0 {
+				continue
+			}
+			groups[anyNUMA] = append(groups[anyNUMA], g[len(g)-move:]...)
+			groups[n] = g[:len(g)-move]
+			if len(groups[n]) == 0 {
+				delete(groups, n)
+			}
+			deficit -= move
+		}
 	}
 	keys := make([]int, 0, len(groups))
 	for n := range groups {

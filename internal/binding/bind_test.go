@@ -287,3 +287,39 @@ func TestReconcileHealsAndCleans(t *testing.T) {
 		}
 	}
 }
+
+// TestBindUnalignedTokensFollowTheGPUs: Topology Manager policy none gave
+// a pod with two GPUs on each NUMA node four tokens of NUMA node 0; two
+// stay on node 0 near its GPUs, two go near the node-1 GPUs: every GPU gets
+// its rail NIC.
+func TestBindUnalignedTokensFollowTheGPUs(t *testing.T) {
+	v, tp := testView(t, "dgx-h100", 2)
+	s := newTestStore(t, v, Options{})
+	var gpus []string
+	per := map[int]int{}
+	for _, g := range tp.GPUs {
+		if per[g.NUMA] < 2 {
+			per[g.NUMA]++
+			gpus = append(gpus, g.PCI)
+		}
+	}
+	if len(gpus) != 4 {
+		t.Fatalf("GPUs %v", gpus)
+	}
+	res, err := s.Bind(context.Background(), Request{Pod: PodRef{Namespace: "ns", Name: "a"},
+		Containers: []ContainerTokens{{Name: "c", Tokens: freeTokens(t, s, v, 0, 4, map[string]bool{}), GPUs: gpus}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pfs []string
+	for _, b := range res.Bindings {
+		d, _ := v.Pools[0].Device(b.Device)
+		pfs = append(pfs, d.PF)
+	}
+	for _, g := range gpus {
+		rail, _ := tp.Rail(g)
+		if !slices.Contains(pfs, rail.NIC) {
+			t.Errorf("GPU %s: rail NIC %s not among the bound PFs %v", g, rail.NIC, pfs)
+		}
+	}
+}
