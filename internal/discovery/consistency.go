@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -84,7 +85,7 @@ func bridgeChain(fs sysfs.FS, addr string) ([]string, error) {
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	hb := -1
 	for i, p := range parts {
-		if sysfs.ValidHostBridge(p) {
+		if pciaddr.IsCanonicalHostBridge(p) {
 			hb = i
 		}
 	}
@@ -93,7 +94,7 @@ func bridgeChain(fs sysfs.FS, addr string) ([]string, error) {
 	}
 	var chain []string
 	for _, p := range parts[hb+1 : len(parts)-1] {
-		if sysfs.ValidPCIAddress(p) {
+		if pciaddr.IsCanonical(p) {
 			chain = append(chain, p)
 		}
 	}

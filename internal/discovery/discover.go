@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -69,7 +70,7 @@ func readInventory(ctx context.Context, root string) (topology.Inventory, error)
 	}
 	addrs := make([]string, 0, len(names))
 	for _, n := range names {
-		if !sysfs.ValidPCIAddress(n) {
+		if !pciaddr.IsCanonical(n) {
 			r.warn(filepath.Join("bus/pci/devices", n), "skipped: not a PCI address (DDDD:BB:DD.F)")
 			continue
 		}
@@ -281,7 +282,7 @@ func (r *reader) location(addr, dir string) (topology.PCIDevice, error) {
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	hb := -1
 	for i, p := range parts {
-		if sysfs.ValidHostBridge(p) {
+		if pciaddr.IsCanonicalHostBridge(p) {
 			hb = i // the last one: VMD domains sit below a function of another
 		}
 	}
@@ -289,7 +290,7 @@ func (r *reader) location(addr, dir string) (topology.PCIDevice, error) {
 		return topology.PCIDevice{}, fmt.Errorf("unexpected sysfs path %s (no pciDDDD:BB host bridge above the device)", dir)
 	}
 	d := topology.PCIDevice{Address: addr, HostBridge: parts[hb], NUMA: -1}
-	if p := parts[len(parts)-2]; len(parts)-2 > hb && sysfs.ValidPCIAddress(p) {
+	if p := parts[len(parts)-2]; len(parts)-2 > hb && pciaddr.IsCanonical(p) {
 		d.Parent = p
 	}
 	return d, nil

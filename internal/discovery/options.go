@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/nccltopo"
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -65,14 +66,14 @@ func applyNCCLTopology(inv *topology.Inventory, sys *nccltopo.System, name strin
 	}
 	// Devices of the file that this node lacks: a file for another VM
 	// size, or devices hidden from this node.
-	have := make(map[nccltopo.Addr]bool, len(inv.Devices))
+	have := make(map[pciaddr.Addr]bool, len(inv.Devices))
 	for _, d := range inv.Devices {
-		if a, err := nccltopo.ParseAddr(d.Address); err == nil {
+		if a, err := pciaddr.Parse(d.Address); err == nil {
 			have[a] = true
 		}
 	}
 	var missing []string
-	for _, a := range append(append([]nccltopo.Addr{}, ix.GPUs...), ix.NICs...) {
+	for _, a := range append(append([]pciaddr.Addr{}, ix.GPUs...), ix.NICs...) {
 		if !have[a] {
 			missing = append(missing, a.String())
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -21,19 +22,19 @@ type Device struct {
 
 // Index locates the devices of a System by bus ID and by net name.
 type Index struct {
-	byAddr map[Addr]Device
+	byAddr map[pciaddr.Addr]Device
 	byNet  map[string]Device
 	// GPUs and NICs list the functions the file marks as GPUs (a <gpu>
 	// child or a display class) and NICs (a <nic> child or a network
 	// class), in file order, so callers can report the ones they lack.
-	GPUs, NICs []Addr
+	GPUs, NICs []pciaddr.Addr
 	// Duplicates lists bus IDs that occur more than once; the first wins.
-	Duplicates []Addr
+	Duplicates []pciaddr.Addr
 }
 
 // NewIndex indexes a parsed System.
 func NewIndex(s *System) *Index {
-	ix := &Index{byAddr: map[Addr]Device{}, byNet: map[string]Device{}}
+	ix := &Index{byAddr: map[pciaddr.Addr]Device{}, byNet: map[string]Device{}}
 	next := 0
 	for ci, cpu := range s.CPUs {
 		var walk func(p *PCI, above []int)
@@ -80,7 +81,7 @@ func NewIndex(s *System) *Index {
 // ByBusID finds the function with this PCI bus ID (any case, any domain
 // width); false when the file does not list it or the ID is malformed.
 func (ix *Index) ByBusID(busID string) (Device, bool) {
-	a, err := ParseAddr(busID)
+	a, err := parseBusID(busID)
 	if err != nil {
 		return Device{}, false
 	}

@@ -21,8 +21,9 @@
 // Parse is strict about what classification needs (the root, the version,
 // bus IDs, nesting depth and size limits) and ignores elements and
 // attributes it does not use, as NCCL does. Bus IDs match case-insensitively
-// and whatever the width of the domain ("0001:00:00.0", "00000001:00:00.0"
-// and "1:00:00.0" are one function).
+// and whatever the width of the domain ("0001:00:00.0" and
+// "00000001:00:00.0" are one function, "18:00.1" is domain 0000); the rules
+// are internal/pciaddr's, so a domain of fewer than four digits is refused.
 //
 // Class derives the distance class of two devices from the file the way
 // NCCL computes path types: under one <cpu>, two devices below one bridge

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // Limits on what Parse accepts: a topology file of a large node has a few
@@ -45,7 +47,7 @@ type CPU struct {
 // NIC when it holds a <nic>.
 type PCI struct {
 	BusID     string // as written
-	Addr      Addr
+	Addr      pciaddr.Addr
 	Class     uint32 // 0x060400
 	LinkSpeed string
 	LinkWidth int
@@ -76,50 +78,11 @@ type Net struct {
 	GDR     bool
 }
 
-// Addr is a PCI function address independent of how it was written.
-type Addr struct {
-	Domain       uint32
-	Bus, Dev, Fn uint8
-}
-
-// String prints the address the way sysfs names it ("0001:00:00.0").
-func (a Addr) String() string {
-	return fmt.Sprintf("%04x:%02x:%02x.%x", a.Domain, a.Bus, a.Dev, a.Fn)
-}
-
-// ParseAddr reads a PCI bus ID: "DDDD:BB:DD.F" with a domain of one to
-// eight hex digits (NVML writes eight, sysfs four or more), or "BB:DD.F"
-// for domain 0; case-insensitive.
-func ParseAddr(s string) (Addr, error) {
-	in := s
-	s = strings.ToLower(strings.TrimSpace(s))
-	parts := strings.Split(s, ":")
-	var dom uint64
-	var err error
-	switch len(parts) {
-	case 3:
-		if len(parts[0]) < 1 || len(parts[0]) > 8 {
-			return Addr{}, fmt.Errorf("PCI bus ID %q: domain must have 1 to 8 hex digits", in)
-		}
-		if dom, err = strconv.ParseUint(parts[0], 16, 32); err != nil {
-			return Addr{}, fmt.Errorf("PCI bus ID %q: bad domain", in)
-		}
-		parts = parts[1:]
-	case 2:
-	default:
-		return Addr{}, fmt.Errorf("PCI bus ID %q: want DDDD:BB:DD.F", in)
-	}
-	devFn := strings.Split(parts[1], ".")
-	if len(devFn) != 2 || len(parts[0]) != 2 || len(devFn[0]) != 2 || len(devFn[1]) != 1 {
-		return Addr{}, fmt.Errorf("PCI bus ID %q: want DDDD:BB:DD.F", in)
-	}
-	bus, err1 := strconv.ParseUint(parts[0], 16, 8)
-	dev, err2 := strconv.ParseUint(devFn[0], 16, 8)
-	fn, err3 := strconv.ParseUint(devFn[1], 16, 8)
-	if err1 != nil || err2 != nil || err3 != nil || dev > 0x1f || fn > 7 {
-		return Addr{}, fmt.Errorf("PCI bus ID %q: bad bus, device or function", in)
-	}
-	return Addr{Domain: uint32(dom), Bus: uint8(bus), Dev: uint8(dev), Fn: uint8(fn)}, nil
+// parseBusID reads a <pci> busid: any case, a domain of 4 to 8 hex digits
+// (NVML writes eight, sysfs four or more) or none ("BB:DD.F", domain 0),
+// white space around it ignored.
+func parseBusID(s string) (pciaddr.Addr, error) {
+	return pciaddr.ParseOptionalDomain(strings.TrimSpace(s))
 }
 
 // ParseFile reads and parses an NCCL topology file.
@@ -318,9 +281,9 @@ func (p *parser) pci(el xml.StartElement, path string) (*PCI, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: <pci> without busid: %w", path, ErrFormat)
 	}
-	addr, err := ParseAddr(busID)
+	addr, err := parseBusID(busID)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: busid: %w", path, err)
 	}
 	pci := &PCI{BusID: busID, Addr: addr, LinkSpeed: a["link_speed"]}
 	if c, ok := a["class"]; ok {
