@@ -47,6 +47,16 @@ type lateBinding struct {
 	listed map[string]bool
 	// refresh recomputes the pools' tokens (set by the agent).
 	refresh func()
+	// unheld is when GC first saw a binding's token held by no pod.
+	unheld map[string]time.Time
+}
+
+// unheldGrace is how long a bound token must stay held by no pod in
+// PodResources before GC releases it: right after a kubelet restart
+// PodResources lists no pods for a moment, which is no proof they ended.
+// A token another pod holds is released at once.
+func (b *lateBinding) unheldGrace() time.Duration {
+	return max(b.cfg.ResyncInterval.Duration, 5*time.Second)
 }
 
 var _ deviceplugin.Binder = (*lateBinding)(nil)
@@ -199,7 +209,11 @@ func (b *lateBinding) collect(ctx context.Context) {
 		return
 	}
 	h := binding.HoldersFrom(resp, v, at)
-	gone, err := b.store.ReleaseGone(ctx, h, binding.AnonymousGrace)
+	release := b.gone(h)
+	gone, err := b.store.ReleaseIf(ctx, func(bd binding.Binding) bool {
+		pod, ok := release[bd.Token]
+		return ok && bd.Pod == pod && bd.At.Before(at)
+	})
 	if err != nil {
 		b.log.Error("collecting bindings of ended pods", "err", err)
 	}
@@ -220,6 +234,55 @@ func (b *lateBinding) collect(ctx context.Context) {
 	if len(gone) > 0 && b.refresh != nil {
 		b.refresh()
 	}
+}
+
+// gone returns the bindings to release (token -> pod): tokens another pod
+// holds now, and tokens held by no pod in every list for unheldGrace
+// (AnonymousGrace for bindings of no known pod).
+func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
+	bs, err := b.store.Bindings()
+	if err != nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.unheld == nil {
+		b.unheld = map[string]time.Time{}
+	}
+	out := map[string]binding.PodRef{}
+	seen := map[string]bool{}
+	for _, bd := range bs {
+		if !bd.At.Before(h.At) {
+			continue
+		}
+		holder, held := h.Pods[bd.Token]
+		switch {
+		case held && (bd.Pod.Name == "" || holder.Same(bd.Pod)):
+			continue
+		case held:
+			out[bd.Token] = bd.Pod // kubelet gave the token to another pod
+			continue
+		}
+		seen[bd.Token] = true
+		first, ok := b.unheld[bd.Token]
+		if !ok {
+			b.unheld[bd.Token] = h.At
+			continue
+		}
+		grace := b.unheldGrace()
+		if bd.Pod.Name == "" {
+			grace = binding.AnonymousGrace
+		}
+		if h.At.Sub(first) >= grace {
+			out[bd.Token] = bd.Pod
+		}
+	}
+	for t := range b.unheld {
+		if !seen[t] {
+			delete(b.unheld, t)
+		}
+	}
+	return out
 }
 
 func (b *lateBinding) updateGauge() {

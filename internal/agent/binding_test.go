@@ -164,8 +164,19 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 		}
 	}
 
-	// The pod ends: kubelet no longer lists it, GC releases the binding.
+	// The pod ends: kubelet no longer lists it. One GC round is no proof
+	// (kubelet lists no pods for a moment after it restarts); GC releases
+	// the binding once it stayed unheld for the grace.
 	pr.set()
+	r.agent.collectBindings(ctx)
+	if _, err := os.Stat(spec); err != nil {
+		t.Fatalf("released after one unheld observation: %v", err)
+	}
+	r.agent.late.mu.Lock()
+	for tk, at := range r.agent.late.unheld {
+		r.agent.late.unheld[tk] = at.Add(-r.agent.late.unheldGrace())
+	}
+	r.agent.late.mu.Unlock()
 	r.agent.collectBindings(ctx)
 	if _, err := os.Stat(spec); !os.IsNotExist(err) {
 		t.Errorf("spec of the ended pod's token still there: %v", err)

@@ -42,9 +42,11 @@ type Request struct {
 	By         string
 	Containers []ContainerTokens
 	// Holders, when set, is the PodResources list the request was read
-	// from: bindings it shows gone (ReleaseGone's rule) are released in the
-	// same change, so a pod that ended since the last GC frees its device
-	// for this one.
+	// from: bindings whose token it shows held by another pod are released
+	// in the same change (kubelet gave the token to someone else, so their
+	// pod ended). A token held by no pod is not evidence enough: right after
+	// a kubelet restart PodResources lists no pods for a moment; the agent's
+	// GC releases those.
 	Holders *Holders
 }
 
@@ -96,7 +98,7 @@ func (s *Store) Bind(ctx context.Context, req Request) (Result, error) {
 	if req.Holders != nil {
 		var live []Binding
 		for _, b := range cur {
-			if req.Holders.gone(b, AnonymousGrace) && !requested(req, b.Token) {
+			if req.Holders.reassigned(b) && !requested(req, b.Token) {
 				collected = append(collected, b)
 			} else {
 				live = append(live, b)

@@ -84,6 +84,21 @@ func (s *Store) ReleaseGone(ctx context.Context, h Holders, anonGrace time.Durat
 	return s.release(ctx, func(b Binding) bool { return h.gone(b, anonGrace) })
 }
 
+// ReleaseIf releases the bindings pick selects (the agent's GC, which
+// decides with more than one PodResources list).
+func (s *Store) ReleaseIf(ctx context.Context, pick func(Binding) bool) ([]Binding, error) {
+	return s.release(ctx, pick)
+}
+
+// reassigned reports whether b's token is held by another pod than b's.
+func (h *Holders) reassigned(b Binding) bool {
+	if !b.At.Before(h.At) || b.Pod.Name == "" {
+		return false
+	}
+	holder, held := h.Pods[b.Token]
+	return held && !holder.Same(b.Pod)
+}
+
 // AnonymousGrace is how long a binding of no known pod is kept when no
 // listed container holds its token.
 const AnonymousGrace = 10 * time.Minute
