@@ -6,26 +6,25 @@ import (
 	"net"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
-	"github.com/railyard-io/railyard/internal/sysfs"
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
-var shortPCI = regexp.MustCompile(`^[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-
-// NormalizePCIAddress lower-cases a PCI address and adds the default
-// domain to a short "BB:DD.F" form; ok is false when it is not one.
+// NormalizePCIAddress returns a deviceID's PCI address in canonical form
+// (pciaddr's rules: either case, a domain of 4 to 8 digits, or the short
+// "BB:DD.F" form for domain 0000; white space around it ignored); ok is
+// false when it is not one.
 func NormalizePCIAddress(s string) (string, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if shortPCI.MatchString(s) {
-		s = "0000:" + s
+	a, err := pciaddr.ParseOptionalDomain(strings.TrimSpace(s))
+	if err != nil {
+		return "", false
 	}
-	return s, sysfs.ValidPCIAddress(s)
+	return a.String(), true
 }
 
 // samePCIAddress reports whether device IDs a and b name the same device.
