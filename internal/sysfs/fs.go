@@ -6,10 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // ErrNotFound is returned (wrapped) when a device or attribute does not exist.
@@ -138,7 +141,8 @@ func readDirNames(p string) ([]string, error) {
 	}
 }
 
-// PCIDevices lists the PCI addresses in bus/pci/devices.
+// PCIDevices lists the PCI addresses in bus/pci/devices, in address order
+// (pciaddr's: numeric, so domain 10000 comes after ffff).
 func (f FS) PCIDevices() ([]string, error) {
 	names, err := f.List("bus/pci/devices")
 	if err != nil {
@@ -146,17 +150,18 @@ func (f FS) PCIDevices() ([]string, error) {
 	}
 	out := names[:0]
 	for _, n := range names {
-		if ValidPCIAddress(n) {
+		if pciaddr.IsCanonical(n) {
 			out = append(out, n)
 		}
 	}
+	slices.SortFunc(out, pciaddr.CompareStrings)
 	return out, nil
 }
 
 // PCIDeviceDir resolves bus/pci/devices/<addr> to its real directory, as a
 // path relative to the root ("devices/pci0000:15/0000:15:01.0/...").
 func (f FS) PCIDeviceDir(addr string) (string, error) {
-	if !ValidPCIAddress(addr) {
+	if !pciaddr.IsCanonical(addr) {
 		return "", fmt.Errorf("%q is not a PCI address (want DDDD:BB:DD.F)", addr)
 	}
 	link := f.Path("bus/pci/devices", addr)
@@ -204,7 +209,7 @@ func (f FS) NetdevPCIAddress(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("interface %s has no PCI device: %w", name, err)
 	}
-	if !ValidPCIAddress(addr) {
+	if !pciaddr.IsCanonical(addr) {
 		return "", fmt.Errorf("interface %s: device %q is not PCI: %w", name, addr, ErrNotFound)
 	}
 	return addr, nil

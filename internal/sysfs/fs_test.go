@@ -49,14 +49,15 @@ func TestListLargeDirectories(t *testing.T) {
 }
 
 // Functions in PCI domains wider than four hex digits (Intel VMD) are PCI
-// devices like any other.
+// devices like any other, listed in numeric order (after domain ffff);
+// names that are not canonical addresses are not PCI devices.
 func TestPCIDevicesWideDomains(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "bus/pci/devices")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"0000:00:0e.0", "10000:00:02.0", "10000:01:00.0", "not-a-device"} {
+	for _, n := range []string{"0000:00:0e.0", "10000:00:02.0", "10000:01:00.0", "ffff:00:01.0", "not-a-device", "0000:00:0E.0", "00000000:00:0f.0"} {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func TestPCIDevicesWideDomains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "[0000:00:0e.0 10000:00:02.0 10000:01:00.0]"; fmt.Sprint(got) != want {
+	if want := "[0000:00:0e.0 ffff:00:01.0 10000:00:02.0 10000:01:00.0]"; fmt.Sprint(got) != want {
 		t.Errorf("PCIDevices = %v, want %s", got, want)
 	}
 }

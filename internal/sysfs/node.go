@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // Readers for node setup and `railyard doctor`: SR-IOV state, addresses,
@@ -22,7 +24,7 @@ const maxConfig = 4096
 // The kernel gives unprivileged readers only the first 64 bytes; root reads
 // 256 (conventional PCI) or 4096 (PCIe extended) bytes.
 func (f FS) PCIConfig(addr string) ([]byte, error) {
-	if !ValidPCIAddress(addr) {
+	if !pciaddr.IsCanonical(addr) {
 		return nil, fmt.Errorf("%q is not a PCI address", addr)
 	}
 	rel := filepath.Join("bus/pci/devices", addr, "config")
@@ -82,7 +84,7 @@ func (f FS) SRIOV(pf string) (SRIOVState, error) {
 			continue
 		}
 		addr, err := f.LinkBase(filepath.Join(dir, n))
-		if err != nil || !ValidPCIAddress(addr) {
+		if err != nil || !pciaddr.IsCanonical(addr) {
 			continue
 		}
 		s.VFs = append(s.VFs, VFRef{Index: i, PCI: addr})

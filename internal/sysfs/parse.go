@@ -3,27 +3,9 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
-
-// The kernel prints a PCI domain with "%04x": four hex digits, or more
-// without a leading zero when the domain is above 0xffff (Intel VMD puts its
-// devices in domains from 0x10000; some hypervisors use wide domains too).
-var (
-	pciAddressRE = regexp.MustCompile(`^(?:[0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-	hostBridgeRE = regexp.MustCompile(`^pci(?:[0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):[0-9a-f]{2}$`)
-)
-
-// ValidPCIAddress reports whether s is a full PCI address in sysfs form,
-// lower-case "DDDD:BB:DD.F"; the domain has four to eight hex digits
-// ("10000:00:02.0" behind Intel VMD).
-func ValidPCIAddress(s string) bool { return pciAddressRE.MatchString(s) }
-
-// ValidHostBridge reports whether s names a PCI host bridge directory in
-// sysfs form, "pciDDDD:BB", with the same domain widths as ValidPCIAddress.
-func ValidHostBridge(s string) bool { return hostBridgeRE.MatchString(s) }
 
 // ParseHex parses "0x15b3" or "15b3".
 func ParseHex(s string) (uint64, error) {
