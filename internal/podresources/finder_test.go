@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // fakeKubelet is a real gRPC PodResources v1 server on a unix socket whose
@@ -163,7 +165,12 @@ func TestParseMap(t *testing.T) {
 	if _, ok := m.PCIAddress("GPU-nope"); ok {
 		t.Error("unknown UUID resolved")
 	}
-	for _, bad := range []string{"GPU-a 0000:1b:00.0", "GPU-a, 1b:00.0", `{"a": 1}`, `{"a": "x"}`, ", 0000:1b:00.0", "GPU-a, 00010000:1b:00.0", "GPU-a, 0000:1b:00.0\nGPU-a, 0000:1c:00.0"} {
+	// A GPU behind Intel VMD: nvidia-smi pads the domain to eight digits,
+	// sysfs names it 10000:1b:00.0 (pciaddr's one rule; refused before).
+	if m, err := ParseMap([]byte("GPU-a, 00010000:1B:00.0\n")); err != nil || m["GPU-a"] != "10000:1b:00.0" {
+		t.Errorf("a VMD domain: %v, %v", m, err)
+	}
+	for _, bad := range []string{"GPU-a 0000:1b:00.0", "GPU-a, 1b:00.0", `{"a": 1}`, `{"a": "x"}`, ", 0000:1b:00.0", "GPU-a, 0000:1b:20.0", "GPU-a, 0000:1b:00.8", "GPU-a, 0000:1b:00.0\nGPU-a, 0000:1c:00.0"} {
 		if _, err := ParseMap([]byte(bad)); err == nil {
 			t.Errorf("ParseMap(%q) accepted", bad)
 		}
@@ -185,7 +192,7 @@ func FuzzParseMap(f *testing.F) {
 			return
 		}
 		for id, pci := range m {
-			if n, ok := NormalizePCI(pci); !ok || n != pci || id == "" {
+			if !pciaddr.IsCanonical(pci) || id == "" {
 				t.Fatalf("bad entry %q -> %q", id, pci)
 			}
 		}

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // GPUResolver maps a GPU device ID as kubelet reports it to the GPU's PCI
@@ -16,24 +17,11 @@ type GPUResolver interface {
 	PCIAddress(id string) (string, bool)
 }
 
-// pciRE accepts a PCI address with a 4- or 8-digit domain, as sysfs and
-// nvidia-smi print it ("0000:1b:00.0", "00000000:1B:00.0").
-var pciRE = regexp.MustCompile(`^([0-9a-fA-F]{4}|[0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$`)
-
-// NormalizePCI returns addr in sysfs form (4-digit domain, lower case).
-func NormalizePCI(addr string) (string, bool) {
-	m := pciRE.FindStringSubmatch(strings.TrimSpace(addr))
-	if m == nil {
-		return "", false
-	}
-	dom := m[1]
-	if len(dom) == 8 {
-		if dom[:4] != "0000" {
-			return "", false
-		}
-		dom = dom[4:]
-	}
-	return strings.ToLower(fmt.Sprintf("%s:%s:%s.%s", dom, m[2], m[3], m[4])), true
+// normalizePCI returns addr, as kubelet, nvidia-smi or the driver print it
+// ("0000:1b:00.0", "00000000:1B:00.0"), in canonical form: pciaddr's rules,
+// white space around it ignored.
+func normalizePCI(addr string) (string, error) {
+	return pciaddr.Normalize(strings.TrimSpace(addr))
 }
 
 // Map is a fixed GPU ID -> PCI address table. IDs that are PCI addresses
@@ -47,7 +35,8 @@ func (m Map) PCIAddress(id string) (string, bool) {
 	if pci, ok := m[id]; ok {
 		return pci, true
 	}
-	return NormalizePCI(id)
+	pci, err := normalizePCI(id)
+	return pci, err == nil
 }
 
 // LoadMap reads a GPU map file; see ParseMap for its formats.
@@ -107,9 +96,9 @@ func (m Map) add(id, addr string) error {
 	if id == "" {
 		return fmt.Errorf("empty GPU ID")
 	}
-	pci, ok := NormalizePCI(addr)
-	if !ok {
-		return fmt.Errorf("GPU %s: %q is not a PCI address", id, addr)
+	pci, err := normalizePCI(addr)
+	if err != nil {
+		return fmt.Errorf("GPU %s: %w", id, err)
 	}
 	if old, dup := m[id]; dup && old != pci {
 		return fmt.Errorf("GPU %s mapped twice (%s and %s)", id, old, pci)

@@ -85,9 +85,9 @@ func ParseNVIDIAInformation(data []byte) (uuid, pci string, err error) {
 		case "GPU UUID":
 			uuid = val
 		case "Bus Location":
-			p, ok := NormalizePCI(val)
-			if !ok {
-				return "", "", fmt.Errorf("bus location %q is not a PCI address", val)
+			p, err := normalizePCI(val)
+			if err != nil {
+				return "", "", fmt.Errorf("bus location: %w", err)
 			}
 			pci = p
 		}
