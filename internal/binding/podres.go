@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
@@ -155,28 +156,8 @@ func (v *View) gpuPCI(id string) (string, bool) {
 	if pci, ok := v.GPUMap[id]; ok {
 		return pci, true
 	}
-	return normalizePCI(id)
-}
-
-// normalizePCI returns a PCI address in sysfs form (4-digit domain, lower
-// case) from "0000:1b:00.0" or nvidia-smi's "00000000:1B:00.0".
-func normalizePCI(s string) (string, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if len(s) == 16 && strings.HasPrefix(s, "0000") {
-		s = s[4:]
-	}
-	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' || s[11] < '0' || s[11] > '7' {
-		return "", false
-	}
-	for i, c := range []byte(s) {
-		if i == 4 || i == 7 || i == 10 || i == 11 {
-			continue
-		}
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return "", false
-		}
-	}
-	return s, true
+	pci, err := pciaddr.Normalize(strings.TrimSpace(id))
+	return pci, err == nil
 }
 
 // HoldersFrom returns who holds each token of the view's pools in a

@@ -72,7 +72,8 @@ func TestGPUPCI(t *testing.T) {
 	v := &View{GPUMap: map[string]string{"GPU-1": "0000:1b:00.0"}}
 	for id, want := range map[string]string{
 		"GPU-1": "0000:1b:00.0", "0000:1B:00.0": "0000:1b:00.0", "00000000:1B:00.0": "0000:1b:00.0",
-		"GPU-2": "", "0000:1b:00.8": "", "0001:1b:00": "", "00010000:1b:00.0": "", "zzzz:1b:00.0": "",
+		"GPU-2": "", "0000:1b:00.8": "", "0000:1b:20.0": "", "0001:1b:00": "", "zzzz:1b:00.0": "",
+		"00010000:1b:00.0": "10000:1b:00.0", // nvidia-smi's form of a GPU behind Intel VMD
 	} {
 		got, ok := v.gpuPCI(id)
 		if got != want || ok != (want != "") {
