@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // ErrNoTree is returned by Parse for a description without a PCIe tree
@@ -73,11 +75,7 @@ type Node struct {
 }
 
 var (
-	// Domains have four hex digits, or up to eight without a leading zero
-	// (Intel VMD domains start at 10000), as sysfs prints them.
-	hostBridgeRE = regexp.MustCompile(`^pci([0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):([0-9a-f]{2})$`)
-	bdfRE        = regexp.MustCompile(`^([0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):([0-9a-f]{2}):([01][0-9a-f])\.([0-7])$`)
-	hexRE        = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+$`)
+	hexRE = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+$`)
 )
 
 // Parse reads a machine description. Unknown fields are ignored; missing
@@ -230,16 +228,21 @@ func parseNode(m map[string]any, path string, nicPorts map[string]portInfo) (*No
 	switch n.Kind {
 	case KindRoot:
 		n.Address = str(m["domain_bus"])
+		if h, err := pciaddr.ParseHostBridge(n.Address); err == nil {
+			n.Address = h.String()
+		} // else normalizeRoots names it after its first device
 	case KindRootPort, KindSwitch, KindSwitchPort, KindGPU, KindNIC:
-		n.Address = strings.ToLower(str(m["bdf"]))
 	default:
 		n.Kind = KindOther
-		n.Address = strings.ToLower(str(m["bdf"]))
 	}
-	if n.Kind != KindRoot && !bdfRE.MatchString(n.Address) {
-		return nil, fmt.Errorf("%s: %s has bad PCI address %q", path, n.Kind, n.Address)
+	if n.Kind != KindRoot {
+		a, err := pciaddr.Parse(str(m["bdf"]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s has a bad bdf: %w", path, n.Kind, err)
+		}
+		n.Address = a.String()
+		n.Virtual = a.Domain == 0xffff
 	}
-	n.Virtual = strings.HasPrefix(n.Address, "ffff:")
 	var err error
 	var v uint64
 	if v, err = hexValue(m["vendor"], path+".vendor", 16); err != nil {
@@ -306,16 +309,14 @@ func rateString(gbps int) string {
 // ConnectX function ("ibp24s0" for InfiniBand, "enp5s0f0np0" for Ethernet),
 // used when a description does not publish the netdev.
 func predictableName(bdf string, infiniband bool) string {
-	m := bdfRE.FindStringSubmatch(bdf)
-	if m == nil {
+	a, err := pciaddr.Parse(bdf)
+	if err != nil {
 		return ""
 	}
-	bus, _ := strconv.ParseUint(m[2], 16, 8)
-	slot, _ := strconv.ParseUint(m[3], 16, 8)
 	if infiniband {
-		return fmt.Sprintf("ibp%ds%d", bus, slot)
+		return fmt.Sprintf("ibp%ds%d", a.Bus, a.Device)
 	}
-	return fmt.Sprintf("enp%ds%df%snp0", bus, slot, m[4])
+	return fmt.Sprintf("enp%ds%df%dnp0", a.Bus, a.Device, a.Function)
 }
 
 // defaults fills the identity and NIC fields a description left out.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 func TestParseNormalizesRootsAndDefaults(t *testing.T) {
@@ -63,12 +65,12 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		d.Walk(func(n, _ *Node) {
-			if n.Kind != KindRoot && !bdfRE.MatchString(n.Address) {
+			if n.Kind != KindRoot && !pciaddr.IsCanonical(n.Address) {
 				t.Fatalf("accepted node with address %q", n.Address)
 			}
 		})
 		for _, r := range d.Roots {
-			if !hostBridgeRE.MatchString(r.Address) {
+			if !pciaddr.IsCanonicalHostBridge(r.Address) {
 				t.Fatalf("accepted root %q", r.Address)
 			}
 		}

@@ -3,9 +3,11 @@ package machine
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // normalizeRoots gives every host bridge a "pciDDDD:BB" name. A root without
@@ -25,7 +27,7 @@ func (d *Description) normalizeRoots() error {
 			}
 			continue
 		}
-		if !hostBridgeRE.MatchString(r.Address) {
+		if !pciaddr.IsCanonicalHostBridge(r.Address) {
 			first := firstAddress(r)
 			if first == "" {
 				continue // an empty root (nothing below it)
@@ -45,7 +47,11 @@ func (d *Description) normalizeRoots() error {
 		merged[r.Address] = r
 		out = append(out, r)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	slices.SortStableFunc(out, func(a, b *Node) int { // every root is named by now
+		x, _ := pciaddr.ParseHostBridge(a.Address)
+		y, _ := pciaddr.ParseHostBridge(b.Address)
+		return x.Compare(y)
+	})
 	d.Roots = out
 	return nil
 }
@@ -58,11 +64,11 @@ func pickNUMA(a, b int) int {
 }
 
 func hostBridgeOf(bdf string) string {
-	m := bdfRE.FindStringSubmatch(bdf)
-	if m == nil {
+	a, err := pciaddr.Parse(bdf)
+	if err != nil {
 		return ""
 	}
-	return "pci" + m[1] + ":" + m[2]
+	return pciaddr.HostBridge{Domain: a.Domain, Bus: a.Bus}.String()
 }
 
 func hasVirtual(n *Node) bool {
@@ -92,7 +98,7 @@ func flattenVirtual(n *Node) []*Node {
 
 func firstAddress(n *Node) string {
 	for _, c := range n.Children {
-		if bdfRE.MatchString(c.Address) && !c.Virtual {
+		if pciaddr.IsCanonical(c.Address) && !c.Virtual {
 			return c.Address
 		}
 		if a := firstAddress(c); a != "" {
@@ -121,7 +127,7 @@ func (d *Description) nameUnnamedNICs(rate string) {
 			}
 		}
 	})
-	sort.Slice(unnamed, func(i, j int) bool { return unnamed[i].Address < unnamed[j].Address })
+	slices.SortFunc(unnamed, func(a, b *Node) int { return pciaddr.CompareStrings(a.Address, b.Address) })
 	for _, n := range unnamed {
 		n.RDMA = fmt.Sprintf("mlx5_%d", next)
 		if n.Netdev == "" {
