@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -99,7 +100,11 @@ func Compile(p v1alpha1.Pool) (Selector, error) {
 	s.layers = stringSet(p.Selectors.LinkLayers)
 	s.addrs = map[string]bool{}
 	for _, a := range p.Selectors.PCIAddresses {
-		s.addrs[strings.ToLower(a)] = true
+		c, err := pciaddr.Normalize(a) // devices carry the canonical form
+		if err != nil {
+			return Selector{}, fmt.Errorf("pool %s: pciAddresses: %w", p.Name, err)
+		}
+		s.addrs[c] = true
 	}
 	for _, n := range p.Selectors.PFNames {
 		pf, err := v1alpha1.ParsePFName(n)

@@ -57,6 +57,8 @@ func TestSelectorsOnGeneratedDGXH100(t *testing.T) {
 			[]string{"0000:82:00.1"}},
 		{"VF by PF address", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{PCIAddresses: []string{"0000:9a:00.0"}}},
 			[]string{"0000:9a:00.1", "0000:9a:00.2"}},
+		{"VF by PF address as nvidia-smi writes it", v1alpha1.Pool{DeviceKind: "vf", Selectors: v1alpha1.Selectors{PCIAddresses: []string{"00000000:9A:00.0"}}},
+			[]string{"0000:9a:00.1", "0000:9a:00.2"}},
 		{"PFs by driver and pf name", v1alpha1.Pool{DeviceKind: "pf", Selectors: v1alpha1.Selectors{Drivers: []string{"ice"}, PFNames: []string{"ens6f0#3"}}},
 			[]string{"0000:82:00.0"}},
 		{"not RDMA capable", v1alpha1.Pool{DeviceKind: "pf", Selectors: v1alpha1.Selectors{RDMACapable: ptr(false)}}, nil},

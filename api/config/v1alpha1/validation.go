@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -9,11 +10,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 var (
-	hexID      = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{4}$`)
-	pciAddress = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+	hexID = regexp.MustCompile(`^(0x)?[0-9a-fA-F]{4}$`)
 )
 
 // Validate checks a defaulted configuration and returns every problem.
@@ -182,8 +184,10 @@ func validatePool(path *field.Path, p *Pool) field.ErrorList {
 		}
 	}
 	for i, v := range p.Selectors.PCIAddresses {
-		if !pciAddress.MatchString(v) {
-			errs = append(errs, field.Invalid(s.Child("pciAddresses").Index(i), v, "must be a PCI address DDDD:BB:DD.F"))
+		if _, err := pciaddr.Parse(v); err != nil {
+			var pe *pciaddr.Error
+			errors.As(err, &pe) // Parse's errors are *pciaddr.Error
+			errs = append(errs, field.Invalid(s.Child("pciAddresses").Index(i), v, "must be a PCI address ("+pe.Reason+")"))
 		}
 	}
 	layers := []string{LinkLayerInfiniBand, LinkLayerEthernet}
