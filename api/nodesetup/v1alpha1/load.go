@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // ErrInvalid is wrapped by every error Load and Parse return for a
@@ -22,8 +24,7 @@ var ErrInvalid = errors.New("invalid node policy")
 const maxPolicySize = 1 << 20
 
 var (
-	pciAddress = regexp.MustCompile(`^(?:[0-9a-f]{4}|[1-9a-f][0-9a-f]{4,7}):[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
-	ifName     = regexp.MustCompile(`^[^/:\s\x00]{1,15}$`)
+	ifName = regexp.MustCompile(`^[^/:\s\x00]{1,15}$`)
 )
 
 // Decode strictly decodes YAML or JSON: unknown or duplicate fields are
@@ -55,7 +56,9 @@ func Default(p *NodePolicy) {
 		if pf.MACs == "" {
 			pf.MACs = AddressDerived
 		}
-		pf.PCIAddress = strings.ToLower(pf.PCIAddress)
+		if a, err := pciaddr.Normalize(pf.PCIAddress); err == nil {
+			pf.PCIAddress = a // else Validate says why
+		}
 	}
 }
 
@@ -101,8 +104,13 @@ func validatePF(path *field.Path, pf *PF) field.ErrorList {
 		errs = append(errs, field.Required(path, "pciAddress or netdev"))
 	case pf.PCIAddress != "" && pf.Netdev != "":
 		errs = append(errs, field.Invalid(path.Child("netdev"), pf.Netdev, "give pciAddress or netdev, not both"))
-	case pf.PCIAddress != "" && !pciAddress.MatchString(pf.PCIAddress):
-		errs = append(errs, field.Invalid(path.Child("pciAddress"), pf.PCIAddress, "must be a PCI address DDDD:BB:DD.F"))
+	case pf.PCIAddress != "" && !pciaddr.IsCanonical(pf.PCIAddress):
+		reason := "not in the kernel's form" // Default normalises every address Parse accepts
+		var pe *pciaddr.Error
+		if _, err := pciaddr.Parse(pf.PCIAddress); errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		errs = append(errs, field.Invalid(path.Child("pciAddress"), pf.PCIAddress, "must be a PCI address DDDD:BB:DD.F ("+reason+")"))
 	case pf.Netdev != "" && !ifName.MatchString(pf.Netdev):
 		errs = append(errs, field.Invalid(path.Child("netdev"), pf.Netdev, "must be an interface name (1-15 characters, no '/', ':' or spaces)"))
 	}
