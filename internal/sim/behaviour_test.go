@@ -10,11 +10,11 @@ import (
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
-func policies(t *testing.T, names ...string) []alloc.Policy {
+func policies(t *testing.T, names ...string) []Policy {
 	t.Helper()
-	var out []alloc.Policy
+	var out []Policy
 	for _, n := range names {
-		p, err := alloc.ByName(n)
+		p, err := PolicyByName(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestBandwidthModelIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 4, Pods: 300, Seed: 1, Bandwidth: bw,
+	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 4, Pods: 300, Seed: 1, Bandwidth: bw, GPUsKnown: ptr(1.0),
 		Policies: policies(t, "gpu-aware", "kubelet")})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ var _ alloc.Policy = brokenPolicy{}
 
 func TestContractBreachStopsTheRun(t *testing.T) {
 	_, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-1"), Nodes: 2, Pods: 50, Seed: 1,
-		Mix: []MixEntry{{2, 1}}, Policies: []alloc.Policy{brokenPolicy{}}})
+		Mix: []MixEntry{{2, 1}}, Policies: []Policy{{Name: "broken", Binding: AtAllocate, Alloc: brokenPolicy{}}}})
 	if err == nil {
 		t.Fatal("a policy answering one device twice went unnoticed")
 	}

@@ -7,15 +7,16 @@ import (
 )
 
 // cluster is the state of one run: which GPUs and devices of each node are
-// free. Every slice is indexed by node (times devices or PFs).
+// free. Every slice is indexed by node (times words or PFs) and holds no
+// pointers, so the garbage collector never scans it.
 type cluster struct {
 	m            *machine
 	cfg          *Config
 	freeGPU      []uint64 // per node: bit g set when GPU g is free
-	devFree      []bool   // node*len(devs)+d
+	devFree      []uint64 // node*m.words+w: bitset of the node's free devices
 	pfFree       []int32  // node*len(PFs)+p: free devices of PF p
-	devFreeCount []int
-	stranded     []int // per node: free devices no free GPU reaches with GPUDirect
+	devFreeCount []int32
+	stranded     []int32 // per node: free devices no free GPU reaches with GPUDirect
 	strandedSum  int
 
 	// buckets[c] holds the nodes with c free GPUs; pos is each node's place.
@@ -34,13 +35,13 @@ func newCluster(m *machine, cfg *Config) *cluster {
 		m:            m,
 		cfg:          cfg,
 		freeGPU:      make([]uint64, n),
-		devFree:      make([]bool, n*nd),
+		devFree:      make([]uint64, n*m.words),
 		pfFree:       make([]int32, n*np),
-		devFreeCount: make([]int, n),
-		stranded:     make([]int, n),
+		devFreeCount: make([]int32, n),
+		stranded:     make([]int32, n),
 		buckets:      make([][]int32, ng+1),
 		pos:          make([]int, n),
-		numaGPUs:     make([]uint64, m.numas),
+		numaGPUs:     make([]uint64, m.numas()),
 		switchCounts: make([]int, slices.Max(m.gpuSwitch)+1),
 	}
 	all := uint64(1)<<ng - 1
@@ -49,23 +50,21 @@ func newCluster(m *machine, cfg *Config) *cluster {
 	}
 	for i := 0; i < n; i++ {
 		c.freeGPU[i] = all
-		c.devFreeCount[i] = nd
+		c.devFreeCount[i] = int32(nd)
 		c.pos[i] = len(c.buckets[ng])
 		c.buckets[ng] = append(c.buckets[ng], int32(i))
-	}
-	for i := range c.devFree {
-		c.devFree[i] = true
-	}
-	for i := 0; i < n; i++ {
+		for d := 0; d < nd; d++ {
+			c.devFree[i*m.words+d/64] |= 1 << (d % 64)
+		}
 		for _, p := range m.devPF {
-			c.pfFree[i*np+p]++
+			c.pfFree[i*np+int(p)]++
 		}
 	}
 	for g, k := range m.gpuNUMA {
 		c.numaGPUs[k] |= 1 << g
 	}
-	if m.numas <= 8 { // kubelet's Topology Manager supports at most 8 NUMA nodes
-		for mask := uint64(1); mask < 1<<m.numas; mask++ {
+	if m.numas() <= 8 { // kubelet's Topology Manager supports at most 8 NUMA nodes
+		for mask := uint64(1); mask < 1<<m.numas(); mask++ {
 			c.masks = append(c.masks, mask)
 		}
 		slices.SortStableFunc(c.masks, func(a, b uint64) int { return bits.OnesCount64(a) - bits.OnesCount64(b) })
@@ -91,12 +90,18 @@ func (c *cluster) setFreeGPUs(node int, free uint64) {
 	c.buckets[now] = append(c.buckets[now], int32(node))
 }
 
+// free returns the bitset of node's free devices.
+func (c *cluster) free(node int) []uint64 {
+	w := c.m.words
+	return c.devFree[node*w : node*w+w : node*w+w]
+}
+
 // schedule picks a node with enough free GPUs and devices, or -1.
 func (c *cluster) schedule(gpus, devices int) int {
 	try := func(k int) int {
 		b := c.buckets[k]
 		for i := len(b) - 1; i >= 0; i-- {
-			if c.devFreeCount[b[i]] >= devices {
+			if int(c.devFreeCount[b[i]]) >= devices {
 				return int(b[i])
 			}
 		}
@@ -132,7 +137,7 @@ func (c *cluster) freeDevsIn(node int, mask uint64) int {
 
 func (c *cluster) gpusIn(mask uint64) uint64 {
 	var g uint64
-	for k := 0; k < c.m.numas; k++ {
+	for k := 0; k < c.m.numas(); k++ {
 		if mask&(1<<k) != 0 {
 			g |= c.numaGPUs[k]
 		}
@@ -179,7 +184,7 @@ func (c *cluster) minWidth(gpus, devices int) int {
 			return bits.OnesCount64(m)
 		}
 	}
-	return c.m.numas
+	return c.m.numas()
 }
 
 // chooseGPUs models the NVIDIA device plugin's preference among the free
@@ -242,33 +247,33 @@ func (c *cluster) narrowestGPUSet(node, need int) uint64 {
 // storage NICs, are never counted.)
 func (c *cluster) updateStranded(node int) {
 	np := len(c.m.topo.NICs)
-	s := 0
+	s := int32(0)
 	for p := 0; p < np; p++ {
 		if c.m.gdrMask[p] != 0 && c.freeGPU[node]&c.m.gdrMask[p] == 0 {
-			s += int(c.pfFree[node*np+p])
+			s += c.pfFree[node*np+p]
 		}
 	}
-	c.strandedSum += s - c.stranded[node]
+	c.strandedSum += int(s - c.stranded[node])
 	c.stranded[node] = s
 }
 
 // takeDevices marks devices busy on node; release frees them.
 func (c *cluster) takeDevices(node int, devs []int32) {
-	nd, np := len(c.m.devs), len(c.m.topo.NICs)
+	np, free := len(c.m.topo.NICs), c.free(node)
 	for _, d := range devs {
-		c.devFree[node*nd+int(d)] = false
-		c.pfFree[node*np+c.m.devPF[d]]--
+		free[d/64] &^= 1 << (d % 64)
+		c.pfFree[node*np+int(c.m.devPF[d])]--
 	}
-	c.devFreeCount[node] -= len(devs)
+	c.devFreeCount[node] -= int32(len(devs))
 }
 
 func (c *cluster) releaseDevices(node int, devs []int32) {
-	nd, np := len(c.m.devs), len(c.m.topo.NICs)
+	np, free := len(c.m.topo.NICs), c.free(node)
 	for _, d := range devs {
-		c.devFree[node*nd+int(d)] = true
-		c.pfFree[node*np+c.m.devPF[d]]++
+		free[d/64] |= 1 << (d % 64)
+		c.pfFree[node*np+int(c.m.devPF[d])]++
 	}
-	c.devFreeCount[node] += len(devs)
+	c.devFreeCount[node] += int32(len(devs))
 }
 
 // checkEmpty verifies, once every pod has left, that every GPU and device
@@ -276,8 +281,8 @@ func (c *cluster) releaseDevices(node int, devs []int32) {
 func (c *cluster) checkEmpty() error {
 	ng, nd := len(c.m.gpus), len(c.m.devs)
 	for n := range c.freeGPU {
-		if bits.OnesCount64(c.freeGPU[n]) != ng || c.devFreeCount[n] != nd {
-			return fmt.Errorf("sim: node %d holds %d GPUs and %d devices after every pod left", n, ng-bits.OnesCount64(c.freeGPU[n]), nd-c.devFreeCount[n])
+		if bits.OnesCount64(c.freeGPU[n]) != ng || int(c.devFreeCount[n]) != nd || count(c.free(n)) != nd {
+			return fmt.Errorf("sim: node %d holds %d GPUs and %d devices after every pod left", n, ng-bits.OnesCount64(c.freeGPU[n]), nd-int(c.devFreeCount[n]))
 		}
 	}
 	if c.strandedSum != 0 {

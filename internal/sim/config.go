@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -151,6 +150,10 @@ func (b Bandwidth) String() string {
 	return strings.Join(parts, ",")
 }
 
+// DefaultGPUsKnown is the share of pods whose GPUs kubelet allocates before
+// their NIC devices: two resources in Go map order, a coin toss.
+const DefaultGPUsKnown = 0.5
+
 // Bounds of a simulation. Memory grows with pods (about 100 bytes per
 // pod and policy simulated at once) and with nodes x devices (a few bytes
 // each per policy); these keep a run within a few GB while allowing twice
@@ -187,13 +190,15 @@ type Config struct {
 	Load           float64
 	TopologyPolicy TopologyPolicy
 	Scheduler      Scheduler
-	// GPUsKnown is the probability that the NIC policy is told the pod's
-	// GPUs (kubelet allocates resources in map order, so a device plugin
-	// may be asked before the GPUs are chosen). Default 1.
+	// GPUsKnown is the probability that kubelet allocates a pod's GPUs
+	// before its NIC devices, so that a policy running at allocate time
+	// knows them: kubelet's device manager walks a container's resources
+	// in Go map order, a coin toss per pod (default 0.5; 1 is the old,
+	// lucky assumption). Late binding and claims always know the GPUs.
 	GPUsKnown *float64
 	Bandwidth Bandwidth
-	// Policies to compare (default: every policy of package alloc).
-	Policies []alloc.Policy
+	// Policies to compare (default: every one PolicyNames lists).
+	Policies []Policy
 	// Workers run policies in parallel (default GOMAXPROCS).
 	Workers int
 }
@@ -262,8 +267,8 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("scheduler: %q, want %s or %s", c.Scheduler, MostAllocated, LeastAllocated))
 	}
 	if c.GPUsKnown == nil {
-		one := 1.0
-		c.GPUsKnown = &one
+		half := DefaultGPUsKnown
+		c.GPUsKnown = &half
 	} else if p := *c.GPUsKnown; p < 0 || p > 1 || math.IsNaN(p) {
 		errs = append(errs, fmt.Errorf("gpus-known: %g, want 0 to 1", p))
 	}
@@ -271,13 +276,21 @@ func (c Config) withDefaults() (Config, error) {
 		c.Bandwidth = DefaultBandwidth()
 	}
 	if len(c.Policies) == 0 {
-		for _, n := range alloc.Names() {
-			p, err := alloc.ByName(n)
+		for _, n := range PolicyNames() {
+			p, err := PolicyByName(n)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			c.Policies = append(c.Policies, p)
+		}
+	}
+	for i, p := range c.Policies {
+		switch {
+		case p.Alloc == nil:
+			errs = append(errs, fmt.Errorf("policy %d (%q): no allocation policy", i, p.Name))
+		case p.Binding != AtAllocate && p.Binding != AtSandbox && p.Binding != InClaim:
+			errs = append(errs, fmt.Errorf("policy %q: binding %q, want %s, %s or %s", p.Name, p.Binding, AtAllocate, AtSandbox, InClaim))
 		}
 	}
 	if c.Workers <= 0 {

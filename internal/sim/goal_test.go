@@ -8,15 +8,22 @@ import (
 	"github.com/railyard-io/railyard/machines"
 )
 
-// TestGPUAwareReachesOptimal holds gpu-aware to the goal on every built-in
-// machine, workload mix and device mode: at least 99% of optimal's
-// GPUDirect fraction. It also logs the gains over the kubelet and numa
-// baselines (the numbers behind BENCHMARKS.md).
-func TestGPUAwareReachesOptimal(t *testing.T) {
-	nodes, pods := 40, 4000
+// goalSize is the cluster of the quality goals (smaller under -short and
+// the race detector).
+func goalSize() (nodes, pods int) {
 	if raceEnabled || testing.Short() {
-		nodes, pods = 10, 600
+		return 10, 600
 	}
+	return 40, 4000
+}
+
+// TestGPUAwareReachesOptimalWhenGPUsKnown holds gpu-aware to its goal
+// under the old assumption that kubelet allocates the GPUs first
+// (GPUsKnown 1), on every built-in machine, workload mix and device mode:
+// at least 99% of optimal's GPUDirect fraction. It also logs the gains
+// over the kubelet and numa baselines.
+func TestGPUAwareReachesOptimalWhenGPUsKnown(t *testing.T) {
+	nodes, pods := goalSize()
 	for _, name := range machines.Names() {
 		topo := builtin(t, name)
 		for _, mix := range MixNames() {
@@ -26,30 +33,21 @@ func TestGPUAwareReachesOptimal(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					res, err := Run(context.Background(), Config{Topology: topo, Machine: name, Nodes: nodes, Pods: pods, Seed: 42, Mix: m, Devices: mode})
+					res, err := Run(context.Background(), Config{Topology: topo, Machine: name, Nodes: nodes, Pods: pods, Seed: 42, Mix: m, Devices: mode,
+						GPUsKnown: ptr(1.0), Policies: policies(t, "kubelet", "numa", "gpu-aware", "optimal")})
 					if err != nil {
 						t.Fatal(err)
 					}
-					ga, _ := res.Policy("gpu-aware")
-					opt, _ := res.Policy("optimal")
-					kub, _ := res.Policy("kubelet")
-					numa, _ := res.Policy("numa")
-					if opt.GPUs == 0 {
-						// Whole-PF pools too small for the mix reject every pod alike.
-						for _, p := range res.Policies {
-							if p.GPUs != 0 {
-								t.Fatalf("optimal placed no GPU but %s placed %d", p.Name, p.GPUs)
-							}
-						}
-						t.Logf("no pod fits (%d devices per node)", res.Config.DevicesPerNode)
+					kub, numa, ga, opt := res.Policies[0], res.Policies[1], res.Policies[2], res.Policies[3]
+					if noPodFits(t, res) {
 						return
 					}
 					if ga.GDRFraction < 0.99*opt.GDRFraction {
 						t.Errorf("gpu-aware GPUDirect fraction %.4f < 99%% of optimal's %.4f", ga.GDRFraction, opt.GDRFraction)
 					}
-					t.Logf("gdr: gpu-aware %.3f optimal %.3f kubelet %.3f numa %.3f | gain x%s vs kubelet, x%s vs numa | GB/s %.2f vs %.2f / %.2f",
+					t.Logf("gdr: gpu-aware %.3f optimal %.3f kubelet %.3f numa %.3f | gain %s vs kubelet, %s vs numa | GB/s %.2f vs %.2f / %.2f",
 						ga.GDRFraction, opt.GDRFraction, kub.GDRFraction, numa.GDRFraction,
-						ratio(ga.GDRFraction, kub.GDRFraction), ratio(ga.GDRFraction, numa.GDRFraction),
+						ratio(ga.GDRFraction, kub.GDRFraction, true), ratio(ga.GDRFraction, numa.GDRFraction, true),
 						ga.MeanGbps, kub.MeanGbps, numa.MeanGbps)
 				})
 			}
@@ -57,12 +55,50 @@ func TestGPUAwareReachesOptimal(t *testing.T) {
 	}
 }
 
-func ratio(a, b float64) string {
-	if b == 0 {
-		if a == 0 {
-			return "1 (both 0)"
+// TestBalancedLateBindingReachesOptimal holds issue 11's goal to the
+// candidate that meets it: with kubelet's random order (the default coin
+// toss) and one device per GPU, late binding with tokens balanced over the
+// GPUs' NUMA nodes reaches at least 99% of optimal's GPUDirect fraction on
+// every built-in machine and mix. It logs late binding as the device
+// plugin prefers tokens today, and gpu-aware at allocate time, for the
+// record (docs/alloc.md).
+func TestBalancedLateBindingReachesOptimal(t *testing.T) {
+	nodes, pods := goalSize()
+	for _, name := range machines.Names() {
+		topo := builtin(t, name)
+		for _, mix := range MixNames() {
+			t.Run(name+"/"+mix, func(t *testing.T) {
+				m, err := ParseMix(mix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := Run(context.Background(), Config{Topology: topo, Machine: name, Nodes: nodes, Pods: pods, Seed: 42, Mix: m,
+					Policies: policies(t, "gpu-aware", "late-bound", "late-bound-balanced", "optimal")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if noPodFits(t, res) {
+					return
+				}
+				ga, lb, bal, opt := res.Policies[0], res.Policies[1], res.Policies[2], res.Policies[3]
+				if bal.GDRFraction < 0.99*opt.GDRFraction {
+					t.Errorf("late-bound-balanced GPUDirect fraction %.4f < 99%% of optimal's %.4f", bal.GDRFraction, opt.GDRFraction)
+				}
+				t.Logf("gdr: gpu-aware %.3f late-bound %.3f late-bound-balanced %.3f optimal %.3f", ga.GDRFraction, lb.GDRFraction, bal.GDRFraction, opt.GDRFraction)
+			})
 		}
-		return "inf"
 	}
-	return fmt.Sprintf("%.2f", a/b)
+}
+
+// noPodFits reports (and checks) a run in which no pod fits at all: whole-PF
+// pools too small for the mix reject every pod alike.
+func noPodFits(t *testing.T, res *Result) bool {
+	t.Helper()
+	for _, p := range res.Policies {
+		if p.GPUs != 0 {
+			return false
+		}
+	}
+	t.Logf("no pod fits (%d devices per node)", res.Config.DevicesPerNode)
+	return true
 }

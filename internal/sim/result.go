@@ -57,6 +57,9 @@ func describe(cfg Config, m *machine) Settings {
 // PolicyResult is what one policy achieved on the workload.
 type PolicyResult struct {
 	Name string `json:"name"`
+	// Binding is when the policy chose the devices (allocate, sandbox or
+	// claim), which decided what it knew.
+	Binding Binding `json:"binding"`
 	// GDRFraction is the fraction of placed GPUs whose nearest allocated
 	// NIC is within PXB (NCCL's default GPUDirect RDMA limit).
 	GDRFraction float64 `json:"gdr_fraction"`

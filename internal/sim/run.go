@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math/bits"
@@ -9,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -20,8 +18,9 @@ const (
 	RejectPolicy   = "policy error"
 )
 
-// Run simulates cfg once per policy, policies in parallel, and returns the
-// results in the order of cfg.Policies.
+// Run simulates cfg once per policy, policies in parallel (each on its own
+// copy of the cluster, so the results do not depend on the workers), and
+// returns the results in the order of cfg.Policies.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -45,18 +44,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res.Policies[i], errs[i] = runPolicy(ctx, &cfg, m, pods, cfg.Policies[i])
+				res.Policies[i], errs[i] = newRunner(&cfg, m, cfg.Policies[i]).run(ctx, pods)
 			}
 		}()
 	}
-	for i := range cfg.Policies {
+	// Last first: the list ends with the slowest contenders (late binding
+	// asks the policy once per NUMA node, optimal solves assignments), and
+	// starting them first keeps every worker busy to the end.
+	for i := len(cfg.Policies) - 1; i >= 0; i-- {
 		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("sim: policy %s: %w", cfg.Policies[i].Name(), err)
+			return nil, fmt.Errorf("sim: policy %s: %w", cfg.Policies[i].Name, err)
 		}
 	}
 	for _, p := range res.Policies {
@@ -66,133 +68,104 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// departure is a placed pod's end.
-type departure struct {
-	at  float64
-	pod int
+// runner replays the workload with one policy.
+type runner struct {
+	cfg *Config
+	m   *machine
+	c   *cluster
+	p   Policy
+	res PolicyResult
+
+	// What running pods hold, by slot: a pointer-free store (the garbage
+	// collector never scans it) reused as pods leave.
+	slotNode  []int32
+	slotGPUs  []uint64
+	slotDevs  []int32 // slot*maxDev ...
+	slotCount []int32
+	freeSlots []int32
+	maxDev    int
+	queue     departures
+
+	ask asker
+	// Scratch bitsets over a node's devices.
+	offerAvail, offerMust, cand, chosenSet []uint64
+	chosen                                 []int32
+	tokens, poolCount                      []int
 }
 
-type departures []departure
-
-func (h departures) Len() int           { return len(h) }
-func (h departures) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h departures) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *departures) Push(x any)        { *h = append(*h, x.(departure)) }
-func (h *departures) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func newRunner(cfg *Config, m *machine, p Policy) *runner {
+	w := m.words
+	return &runner{
+		cfg: cfg, m: m, c: newCluster(m, cfg), p: p,
+		res:        PolicyResult{Name: p.Name, Binding: p.Binding, Rejections: map[string]int{}},
+		ask:        newAsker(m, p),
+		offerAvail: make([]uint64, w), offerMust: make([]uint64, w), cand: make([]uint64, w), chosenSet: make([]uint64, w),
+		tokens: make([]int, m.numas()), poolCount: make([]int, m.numas()),
+	}
 }
 
-// placed is what a running pod holds.
-type placed struct {
-	node int
-	gpus uint64
-	devs []int32
-}
-
-// runPolicy replays the workload with one NIC policy.
-func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p alloc.Policy) (PolicyResult, error) {
-	c := newCluster(m, cfg)
-	res := PolicyResult{Name: p.Name(), Rejections: map[string]int{}}
+func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) {
+	m, c, res := r.m, r.c, &r.res
+	r.maxDev = 1
+	for _, p := range pods {
+		r.maxDev = max(r.maxDev, min(int(p.devices), len(m.devs)))
+	}
 	var classes [int(topology.SYS) + 1]int
 	bwHist := map[float64]int{}
-	var bwSum float64
-	var strandedSamples float64
+	var bwSum, strandedSamples float64
 	lat := make([]time.Duration, 0, len(pods))
-	running := make([]placed, len(pods))
-	var queue departures
-	availBuf := make([]string, 0, len(m.devs))
-	mustBuf := make([]string, 0, len(m.devs))
-	var gpuBuf []string
-	nd := len(m.devs)
 
-	release := func(id int) {
-		pl := running[id]
-		c.releaseDevices(pl.node, pl.devs)
-		c.setFreeGPUs(pl.node, c.freeGPU[pl.node]|pl.gpus)
-		c.updateStranded(pl.node)
-		res.Events++
-	}
-
-	for id, pod := range pods {
+	for id := range pods {
+		pod := &pods[id]
 		if id%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return res, err
+				return *res, err
 			}
 		}
-		for len(queue) > 0 && queue[0].at <= pod.arrive {
-			release(heap.Pop(&queue).(departure).pod)
+		for len(r.queue) > 0 && r.queue[0].at <= pod.arrive {
+			r.release(r.queue.pop().slot)
 		}
 		res.Events++
 		strandedSamples += float64(c.strandedSum)
 
-		node := c.schedule(pod.gpus, pod.devices)
+		gpusWanted, size := int(pod.gpus), int(pod.devices)
+		node := c.schedule(gpusWanted, size)
 		if node < 0 {
 			res.Rejections[RejectNoNode]++
 			continue
 		}
 		// Kubelet admission: the Topology Manager's NUMA hint.
-		tmOn := cfg.TopologyPolicy != TMNone && len(c.masks) > 0
-		var cand uint64
-		var mask uint64
+		tmOn := r.cfg.TopologyPolicy != TMNone && len(c.masks) > 0
+		var cand, mask uint64
 		if tmOn {
-			hint, preferred, ok := c.numaHint(node, pod.gpus, pod.devices)
+			hint, preferred, ok := c.numaHint(node, gpusWanted, size)
 			width := bits.OnesCount64(hint)
-			if !ok || (cfg.TopologyPolicy == TMSingleNUMA && (!preferred || width > 1)) ||
-				(cfg.TopologyPolicy == TMRestricted && (!preferred || width > c.minWidth(pod.gpus, pod.devices))) {
+			if !ok || (r.cfg.TopologyPolicy == TMSingleNUMA && (!preferred || width > 1)) ||
+				(r.cfg.TopologyPolicy == TMRestricted && (!preferred || width > c.minWidth(gpusWanted, size))) {
 				res.Rejections[RejectTopology]++
 				continue
 			}
 			mask, cand = hint, c.gpusIn(hint)
 		} else {
-			cand = c.narrowestGPUSet(node, pod.gpus)
+			cand = c.narrowestGPUSet(node, gpusWanted)
 		}
-		gpus := c.chooseGPUs(node, pod.gpus, cand)
+		gpus := c.chooseGPUs(node, gpusWanted, cand)
 
-		// The NIC devices: kubelet's device manager narrows the offer to
-		// the NUMA-aligned devices when they are more than needed, and
-		// otherwise takes every aligned device and asks for the rest.
-		avail, must := availBuf[:0], mustBuf[:0]
-		for d := 0; d < nd; d++ {
-			if !c.devFree[node*nd+d] {
-				continue
-			}
-			if tmOn && mask&(1<<m.devNUMA[d]) != 0 {
-				must = append(must, m.devs[d])
-			}
-			avail = append(avail, m.devs[d])
-		}
-		if tmOn && pod.devices < len(must) {
-			avail, must = must, must[:0]
-		}
-		gpuBuf = gpuBuf[:0]
-		if pod.gpusKnown {
-			for g := range m.gpus {
-				if gpus&(1<<g) != 0 {
-					gpuBuf = append(gpuBuf, m.gpus[g])
-				}
-			}
-		}
-		req := alloc.Request{Topology: m.topo, Available: avail, MustInclude: must, Size: pod.devices, GPUs: gpuBuf}
-		t0 := time.Now()
-		out, err := p.Allocate(req)
-		lat = append(lat, time.Since(t0))
-		if err != nil {
+		r.ask.elapsed = 0
+		devs, err := r.decide(node, pod, gpus, mask, tmOn)
+		lat = append(lat, r.ask.elapsed)
+		if err == errPolicy {
 			res.Rejections[RejectPolicy]++
 			continue
 		}
-		devs, err := checkAnswer(m, c, node, req, out.Devices)
 		if err != nil {
-			return res, err
+			return *res, err
 		}
 
 		c.setFreeGPUs(node, c.freeGPU[node]&^gpus)
 		c.takeDevices(node, devs)
 		c.updateStranded(node)
-		running[id] = placed{node: node, gpus: gpus, devs: devs}
-		heap.Push(&queue, departure{at: pod.leave, pod: id})
+		r.hold(node, gpus, devs, pod.leave)
 		res.PodsPlaced++
 
 		podBW := 0.0
@@ -200,29 +173,23 @@ func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p a
 			if gpus&(1<<g) == 0 {
 				continue
 			}
-			best := topology.ClassUnknown
-			for _, d := range devs {
-				cl := m.class[g][m.devPF[d]]
-				if best == topology.ClassUnknown || cl.Rank() < best.Rank() {
-					best = cl
-				}
-			}
+			best := m.bestClass(g, devs)
 			classes[best]++
 			res.GPUs++
 			if best.GPUDirect() {
 				res.GDRGPUs++
 			}
-			bw := cfg.Bandwidth[best]
+			bw := r.cfg.Bandwidth[best]
 			bwSum += bw
 			podBW += bw
 		}
-		bwHist[roundTo(podBW/float64(pod.gpus), 0.5)]++
+		bwHist[roundTo(podBW/float64(gpusWanted), 0.5)]++
 	}
-	for len(queue) > 0 {
-		release(heap.Pop(&queue).(departure).pod)
+	for len(r.queue) > 0 {
+		r.release(r.queue.pop().slot)
 	}
 	if err := c.checkEmpty(); err != nil {
-		return res, err
+		return *res, err
 	}
 
 	for _, n := range res.Rejections {
@@ -252,7 +219,7 @@ func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p a
 	})
 	if len(pods) > 0 {
 		res.StrandedMean = strandedSamples / float64(len(pods))
-		res.StrandedFraction = res.StrandedMean / float64(cfg.Nodes*nd)
+		res.StrandedFraction = res.StrandedMean / float64(r.cfg.Nodes*len(m.devs))
 	}
 	slices.Sort(lat)
 	res.AllocP50us = micros(percentile(lat, 0.50))
@@ -260,30 +227,91 @@ func runPolicy(ctx context.Context, cfg *Config, m *machine, pods []podSpec, p a
 	if len(lat) > 0 {
 		res.AllocMaxus = micros(lat[len(lat)-1])
 	}
-	return res, nil
+	return *res, nil
 }
 
-// checkAnswer verifies a policy's answer against kubelet's contract and the
-// node's free devices, and maps it to device indexes.
-func checkAnswer(m *machine, c *cluster, node int, req alloc.Request, answer []string) ([]int32, error) {
-	if len(answer) != req.Size {
-		return nil, fmt.Errorf("answered %d devices for a request of %d", len(answer), req.Size)
+// hold records a placed pod until it leaves.
+func (r *runner) hold(node int, gpus uint64, devs []int32, leave float64) {
+	var s int32
+	if n := len(r.freeSlots); n > 0 {
+		s, r.freeSlots = r.freeSlots[n-1], r.freeSlots[:n-1]
+	} else {
+		s = int32(len(r.slotNode))
+		r.slotNode = append(r.slotNode, 0)
+		r.slotGPUs = append(r.slotGPUs, 0)
+		r.slotCount = append(r.slotCount, 0)
+		r.slotDevs = append(r.slotDevs, make([]int32, r.maxDev)...)
 	}
-	nd := len(m.devs)
-	devs := make([]int32, 0, len(answer))
-	for _, a := range answer {
-		d, ok := m.devIdx[a]
-		if !ok || !c.devFree[node*nd+int(d)] || slices.Contains(devs, d) {
-			return nil, fmt.Errorf("answered device %q that is unknown, busy or repeated", a)
+	r.slotNode[s], r.slotGPUs[s], r.slotCount[s] = int32(node), gpus, int32(len(devs))
+	copy(r.slotDevs[int(s)*r.maxDev:], devs)
+	r.queue.push(departure{at: leave, slot: s})
+}
+
+// release frees what the pod in slot s held.
+func (r *runner) release(s int32) {
+	node := int(r.slotNode[s])
+	at := int(s) * r.maxDev
+	r.c.releaseDevices(node, r.slotDevs[at:at+int(r.slotCount[s])])
+	r.c.setFreeGPUs(node, r.c.freeGPU[node]|r.slotGPUs[s])
+	r.c.updateStranded(node)
+	r.freeSlots = append(r.freeSlots, s)
+	r.res.Events++
+}
+
+// departure is a placed pod's end.
+type departure struct {
+	at   float64
+	slot int32
+}
+
+// departures is a 4-ary min-heap by time (typed: no boxing per event;
+// half the depth of a binary heap, so fewer unpredictable branches).
+type departures []departure
+
+func (h *departures) push(d departure) {
+	q := append(*h, d)
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if q[p].at <= d.at {
+			break
 		}
-		devs = append(devs, d)
+		q[i] = q[p]
+		i = p
 	}
-	for _, a := range req.MustInclude {
-		if !slices.Contains(answer, a) {
-			return nil, fmt.Errorf("answer %v lacks must-include device %s", answer, a)
+	q[i] = d
+	*h = q
+}
+
+func (h *departures) pop() departure {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	last := q[n]
+	q = q[:n]
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
 		}
+		small := c
+		for j := c + 1; j < min(c+4, n); j++ {
+			if q[j].at < q[small].at {
+				small = j
+			}
+		}
+		if q[small].at >= last.at {
+			break
+		}
+		q[i] = q[small]
+		i = small
 	}
-	return devs, nil
+	if n > 0 {
+		q[i] = last
+	}
+	*h = q
+	return top
 }
 
 func roundTo(v, step float64) float64 {

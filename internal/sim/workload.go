@@ -7,8 +7,10 @@ import (
 // podSpec is one pod of the workload, the same for every policy.
 type podSpec struct {
 	arrive, leave float64 // in units of the mean pod lifetime
-	gpus, devices int
-	gpusKnown     bool
+	gpus, devices int32
+	// gpusKnown: kubelet allocated the pod's GPUs before its NIC devices
+	// (the coin toss of its map order).
+	gpusKnown bool
 }
 
 // workload draws cfg.Pods pods: Poisson arrivals at the rate that offers
@@ -44,8 +46,8 @@ func workload(cfg Config, gpusPerNode int) []podSpec {
 		pods[i] = podSpec{
 			arrive:    now,
 			leave:     now + r.ExpFloat64(),
-			gpus:      g,
-			devices:   d,
+			gpus:      int32(g),
+			devices:   int32(d),
 			gpusKnown: r.Float64() < *cfg.GPUsKnown,
 		}
 	}

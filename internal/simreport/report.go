@@ -177,85 +177,15 @@ func pct(n, of int) float64 {
 	return 100 * float64(n) / float64(of)
 }
 
-// row is one policy in the HTML table.
-type row struct {
-	Name                          string
-	GDR, VsKubelet, VsNUMA, VsOpt string
-	MeanGBps                      string
-	Classes                       []string
-	Rejected, Stranded, P50, P99  string
-}
-
 type pageView struct {
-	Title      string
-	Res        *sim.Result
-	Rows       []row
-	ClassNames []string
-	Charts     []string
-	Format     string
-	Settings   [][2]string
+	Title    string
+	Table    sim.Table
+	Charts   []string
+	Format   string
+	Settings []sim.Setting
 }
 
 func view(res *sim.Result, opts Options) pageView {
-	v := pageView{Title: opts.Title, Res: res, Format: string(opts.Format),
+	return pageView{Title: opts.Title, Table: res.Table(), Settings: res.Settings(), Format: string(opts.Format),
 		Charts: []string{ClassesChart, GDRChart, BandwidthChart}}
-	for _, cl := range topology.Classes {
-		v.ClassNames = append(v.ClassNames, cl.String())
-	}
-	kub, _ := res.Policy("kubelet")
-	numa, _ := res.Policy("numa")
-	opt, _ := res.Policy("optimal")
-	for _, p := range res.Policies {
-		r := row{
-			Name: p.Name, GDR: fmt.Sprintf("%.1f%%", 100*p.GDRFraction),
-			VsKubelet: Ratio(p.GDRFraction, kub.GDRFraction, kub.Name != ""),
-			VsNUMA:    Ratio(p.GDRFraction, numa.GDRFraction, numa.Name != ""),
-			VsOpt:     Ratio(p.GDRFraction, opt.GDRFraction, opt.Name != ""),
-			MeanGBps:  fmt.Sprintf("%.2f", p.MeanGbps),
-			Rejected:  fmt.Sprint(p.Rejected),
-			Stranded:  fmt.Sprintf("%.1f (%.1f%%)", p.StrandedMean, 100*p.StrandedFraction),
-			P50:       fmt.Sprintf("%.1f", p.AllocP50us),
-			P99:       fmt.Sprintf("%.1f", p.AllocP99us),
-		}
-		for _, cl := range topology.Classes {
-			r.Classes = append(r.Classes, fmt.Sprintf("%.1f%%", pct(p.ClassCount(cl), p.GPUs)))
-		}
-		v.Rows = append(v.Rows, r)
-	}
-	c := res.Config
-	mix := ""
-	for i, m := range c.Mix {
-		if i > 0 {
-			mix += ", "
-		}
-		mix += fmt.Sprintf("%d GPU × %g", m.GPUs, m.Weight)
-	}
-	v.Settings = [][2]string{
-		{"Machine", res.Machine},
-		{"Nodes", fmt.Sprint(res.Nodes)},
-		{"Pod arrivals / events per policy", fmt.Sprintf("%d / %d", res.Pods, res.Events)},
-		{"Per node", fmt.Sprintf("%d GPUs, %d RDMA PFs, %d allocatable devices", c.GPUsPerNode, c.PFsPerNode, c.DevicesPerNode)},
-		{"Workload mix (weights)", mix},
-		{"NIC devices per pod", map[sim.DeviceMode]string{sim.PerGPU: "one per GPU", sim.PerPod: "one per pod"}[c.Devices]},
-		{"Offered GPU load", fmt.Sprintf("%.0f%%", 100*c.Load)},
-		{"Topology Manager policy", c.TopologyPolicy},
-		{"Scheduler scoring", c.Scheduler},
-		{"Pod GPUs known to the NIC policy", fmt.Sprintf("%.0f%% of pods", 100*c.GPUsKnown)},
-		{"Bandwidth model (GB/s per GPU)", c.Bandwidth},
-		{"Seed", fmt.Sprint(c.Seed)},
-	}
-	return v
-}
-
-// Ratio formats a/b as "×1.23"; "–" without a baseline, "n/a" when b is 0.
-func Ratio(a, b float64, haveBaseline bool) string {
-	switch {
-	case !haveBaseline:
-		return "–"
-	case b == 0 && a == 0:
-		return "×1.00"
-	case b == 0:
-		return "n/a"
-	}
-	return fmt.Sprintf("×%.2f", a/b)
 }

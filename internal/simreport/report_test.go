@@ -3,6 +3,7 @@ package simreport
 import (
 	"context"
 	"encoding/json"
+	"html/template"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,30 @@ func TestWriteReport(t *testing.T) {
 				t.Errorf("index.html lacks %q", want)
 			}
 		}
+		// The results table is sim's: every column title, every cell, every note.
+		tab := res.Table()
+		for _, c := range tab.Columns {
+			if !strings.Contains(string(html), "<th>"+template.HTMLEscapeString(c.Title)+"</th>") {
+				t.Errorf("index.html lacks column %q", c.Title)
+			}
+			if c.Note != "" && !strings.Contains(string(html), template.HTMLEscapeString(c.Note)) {
+				t.Errorf("index.html lacks the note of %q", c.Title)
+			}
+		}
+		for _, row := range tab.Rows {
+			cells := ""
+			for _, c := range row {
+				cells += "<td>" + template.HTMLEscapeString(c) + "</td>"
+			}
+			if !strings.Contains(string(html), cells) {
+				t.Errorf("index.html lacks row %q", row)
+			}
+		}
+		for _, st := range res.Settings() {
+			if !strings.Contains(string(html), "<td>"+template.HTMLEscapeString(st.Value)+"</td>") {
+				t.Errorf("index.html lacks setting %s = %q", st.Name, st.Value)
+			}
+		}
 		var back sim.Result
 		if data, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil || json.Unmarshal(data, &back) != nil || len(back.Policies) != len(res.Policies) {
 			t.Errorf("result.json unreadable or incomplete: %v", err)
@@ -72,17 +97,5 @@ func TestWriteRejectsBadInput(t *testing.T) {
 	}
 	if _, err := Write(t.TempDir(), simulate(t), Options{Format: "gif"}); err == nil {
 		t.Error("gif accepted")
-	}
-}
-
-func TestRatio(t *testing.T) {
-	for _, c := range []struct {
-		a, b float64
-		have bool
-		want string
-	}{{0.5, 0.25, true, "×2.00"}, {0, 0, true, "×1.00"}, {1, 0, true, "n/a"}, {1, 1, false, "–"}} {
-		if got := Ratio(c.a, c.b, c.have); got != c.want {
-			t.Errorf("Ratio(%v, %v, %v) = %q, want %q", c.a, c.b, c.have, got, c.want)
-		}
 	}
 }

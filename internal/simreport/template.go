@@ -23,15 +23,10 @@ p.note { color: #555; font-size: 0.92em; }
 
 <h2>Results</h2>
 <table>
-<tr><th>Policy</th><th>GPUDirect GPUs</th><th>vs kubelet</th><th>vs numa</th><th>vs optimal</th><th>Mean GB/s per GPU</th>
-{{range .ClassNames}}<th>{{.}}</th>{{end}}<th>Rejected pods</th><th>Stranded devices (mean)</th><th>Decision p50 µs</th><th>Decision p99 µs</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.GDR}}</td><td>{{.VsKubelet}}</td><td>{{.VsNUMA}}</td><td>{{.VsOpt}}</td><td>{{.MeanGBps}}</td>
-{{range .Classes}}<td>{{.}}</td>{{end}}<td>{{.Rejected}}</td><td>{{.Stranded}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
+<tr>{{range .Table.Columns}}<th>{{.Title}}</th>{{end}}</tr>
+{{range .Table.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="note">GPUDirect GPUs: placed GPUs whose nearest allocated NIC is PIX or PXB (NCCL's default
-GPUDirect RDMA limit). Ratios compare GPUDirect fractions. Class columns: share of placed GPUs by
-the class of their nearest allocated NIC. Stranded: free devices on PFs whose GPUDirect GPUs are all
-busy, averaged over arrivals. Decision times are wall-clock per Allocate call inside the simulator.</p>
+<p class="note">{{range .Table.Columns}}{{if .Note}}<b>{{.Title}}</b>: {{.Note}}. {{end}}{{end}}</p>
 
 {{range .Charts}}<img src="{{.}}.{{$.Format}}" alt="{{.}} chart">
 {{end}}
@@ -40,7 +35,7 @@ busy, averaged over arrivals. Decision times are wall-clock per Allocate call in
 
 <h2>Settings</h2>
 <table class="settings">
-{{range .Settings}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{range .Settings}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>
 {{end}}</table>
 
 <h2>Model</h2>
@@ -48,8 +43,13 @@ busy, averaged over arrivals. Decision times are wall-clock per Allocate call in
 offers the configured share of the cluster's GPUs and live for an exponential time. The scheduler places
 a pod on a node with enough free GPUs and NIC devices. GPUs are chosen like a stock cluster: kubelet's
 Topology Manager narrows them to the fewest NUMA nodes, and the NVIDIA device plugin prefers GPUs under
-one PCIe switch. Kubelet offers the NIC policy the NUMA-aligned free devices when there are more than
-needed. The bandwidth model gives each GPU the bandwidth of the class of its nearest allocated NIC; its
+one PCIe switch; every policy gets the same GPU choice, so the comparison isolates the NIC choice.
+Allocate-time policies answer kubelet's GetPreferredAllocation: kubelet offers the NUMA-aligned free
+devices when there are more than needed, and it allocates a pod's resources in Go map order, so the
+policy knows the pod's GPUs only when the GPUs came first (a seeded coin toss per pod). Late binding
+hands kubelet NUMA tokens and chooses each token's device at sandbox creation, when the GPUs are known,
+on the token's NUMA node. Claim-time policies (a DRA claim, the optimum) choose with the GPUs, over every
+free device of the node. The bandwidth model gives each GPU the bandwidth of the class of its nearest allocated NIC; its
 default (10.5 GB/s within a PCIe switch, 3.5 GB/s across the host bridge) is a published measurement on
 an 8-GPU, 4-NIC node; PXB counts as GPUDirect (10.5). See docs/alloc.md.</p>
 </body>

@@ -9,17 +9,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/chart"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 	"github.com/railyard-io/railyard/internal/sim"
 	"github.com/railyard-io/railyard/internal/simreport"
-	"github.com/railyard-io/railyard/internal/topology"
 )
 
 // defaultMachine is simulated when neither --machine nor --sysfs is given.
@@ -53,21 +50,33 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 (1, 2, 4 and 8 GPUs, asking one RDMA device per GPU or one per pod) and lets
 every NIC allocation policy choose the pods' devices:
 
-  kubelet    today's default: no preference, kubelet takes sorted device IDs
-             (NUMA-aligned when the Topology Manager is on)
-  numa       NUMA-only alignment: any free device on the GPUs' NUMA nodes
-  spread     one device per rail (PF) before doubling up
-  gpu-aware  each GPU a device on its closest PF (Railyard's default)
-  packed     fill one PF's VFs before the next
-  optimal    the exact best assignment (the reference)
+  kubelet       today's default: no preference, kubelet takes sorted device IDs
+                (NUMA-aligned when the Topology Manager is on)
+  numa          NUMA-only alignment: any free device on the GPUs' NUMA nodes
+  spread        one device per rail (PF) before doubling up
+  gpu-aware     each GPU a device on its closest PF (Railyard's device plugin)
+  packed        fill one PF's VFs before the next
+  late-bound    gpu-aware behind late binding: kubelet allocates NUMA tokens, the
+                device behind each is chosen at sandbox creation, GPUs known
+  dra-pcieroot  the DRA scheduler's first fit with a matchAttribute constraint on
+                resource.kubernetes.io/pcieRoot between each GPU and its NIC
+  optimal       the exact best choice with the GPUs known and every free device
+                open (the reference)
+
+The first five answer kubelet's GetPreferredAllocation at allocate time. Kubelet
+allocates a pod's resources in Go map order, so they know the pod's GPUs only
+when kubelet allocated the GPUs first: a seeded coin toss per pod, heads with
+probability --gpus-known (default 0.5; 1 is the old assumption that the GPUs
+are always known). Late binding, claims and optimal always know the GPUs.
 
 GPUs are chosen the way a stock cluster chooses them (kubelet Topology Manager
-over NUMA nodes, NVIDIA device plugin preferring GPUs under one PCIe switch).
-For each policy it reports the share of GPUs whose nearest allocated NIC is
-within PXB (NCCL's default GPUDirect RDMA limit), the class histogram, the
-modelled per-GPU bandwidth, rejected pods, stranded devices and the decision
-latency. See docs/alloc.md for the models.`,
+over NUMA nodes, NVIDIA device plugin preferring GPUs under one PCIe switch),
+the same for every policy. For each policy it reports the share of GPUs whose
+nearest allocated NIC is within PXB (NCCL's default GPUDirect RDMA limit), the
+class histogram, the modelled per-GPU bandwidth, rejected pods, stranded
+devices and the decision latency. See docs/alloc.md for the models.`,
 		Example: `  railyard simulate --machine dgx-h100
+  railyard simulate --machine dgx-h100 --gpus-known 1     # the GPUs always allocated first
   railyard simulate --machine dgx-1 --nodes 1000 --pods 100000 --mix small
   railyard simulate --machine dgx-a100 --devices-per pod --json
   railyard simulate --machine aws-p5 --vfs 0 --report /tmp/sim-report
@@ -97,9 +106,9 @@ latency. See docs/alloc.md for the models.`,
 	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
 	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort, restricted or single-numa-node")
 	f.StringVar(&o.scheduler, "scheduler", string(sim.MostAllocated), "node scoring: most-allocated (bin packing) or least-allocated")
-	f.Float64Var(&o.gpusKnown, "gpus-known", 1, "probability that the NIC policy knows the pod's GPUs (0 to 1)")
+	f.Float64Var(&o.gpusKnown, "gpus-known", sim.DefaultGPUsKnown, "probability that kubelet allocates a pod's GPUs before its NIC devices, so allocate-time policies know them (0 to 1; kubelet's map order is a coin toss; 1: the GPUs always first)")
 	f.StringVar(&o.bw, "bw", sim.DefaultBandwidth().String(), "modelled per-GPU bandwidth in GB/s by class of the nearest NIC")
-	f.StringSliceVar(&o.policies, "policies", alloc.Names(), "policies to compare")
+	f.StringSliceVar(&o.policies, "policies", sim.PolicyNames(), "policies to compare")
 	f.IntVar(&o.workers, "workers", 0, "policies simulated in parallel (default: CPUs)")
 	f.BoolVar(&o.asJSON, "json", false, `print JSON: {"machine","nodes","pods","policies":[{"name","gdr_fraction","mean_gbps","rejected","alloc_p99_us",...}]}`)
 	f.StringVar(&o.report, "report", "", "write an HTML report with charts into this directory")
@@ -188,7 +197,7 @@ func (o options) config() (sim.Config, error) {
 	if o.load <= 0 || math.IsNaN(o.load) || math.IsInf(o.load, 0) {
 		errs = append(errs, fmt.Errorf("--load %g: want a finite number > 0", o.load))
 	}
-	var policies []alloc.Policy
+	var policies []sim.Policy
 	seen := map[string]bool{}
 	for _, n := range o.policies {
 		n = strings.TrimSpace(n)
@@ -196,7 +205,7 @@ func (o options) config() (sim.Config, error) {
 			continue
 		}
 		seen[n] = true
-		p, err := alloc.ByName(n)
+		p, err := sim.PolicyByName(n)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--policies: %w", err))
 			continue
@@ -216,42 +225,27 @@ func (o options) config() (sim.Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// render prints the comparison table.
+// render prints the settings and the comparison table (sim.Result.Table).
 func render(w io.Writer, res *sim.Result, from string) {
-	c := res.Config
-	fmt.Fprintf(w, "Simulated %d nodes of %s\n", res.Nodes, from)
-	fmt.Fprintf(w, "  per node: %d GPUs, %d RDMA PFs, %d allocatable devices\n", c.GPUsPerNode, c.PFsPerNode, c.DevicesPerNode)
-	fmt.Fprintf(w, "  %d pod arrivals (%d events per policy), devices per %s, load %.0f%%, Topology Manager %s, scheduler %s, seed %d\n",
-		res.Pods, res.Events, c.Devices, 100*c.Load, c.TopologyPolicy, c.Scheduler, c.Seed)
-	fmt.Fprintf(w, "  bandwidth model (GB/s): %s; simulated in %v\n\n", c.Bandwidth, res.Elapsed.Round(time.Millisecond))
-
-	kub, hasKub := res.Policy("kubelet")
-	numa, hasNUMA := res.Policy("numa")
-	opt, hasOpt := res.Policy("optimal")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "POLICY\tGDR\txKUBELET\txNUMA\t%OPTIMAL\tGB/s\t")
-	for _, cl := range topology.Classes {
-		fmt.Fprintf(tw, "%s\t", cl)
+	fmt.Fprintf(w, "Simulated %s\n", from)
+	for _, st := range res.Settings() {
+		fmt.Fprintf(w, "  %s: %s\n", st.Name, st.Value)
 	}
-	fmt.Fprintln(tw, "REJECTED\tSTRANDED\tP50 µs\tP99 µs\t")
-	for _, p := range res.Policies {
-		ofOpt := "–"
-		if hasOpt && opt.GDRFraction > 0 {
-			ofOpt = fmt.Sprintf("%.1f%%", 100*p.GDRFraction/opt.GDRFraction)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\t%.2f\t", p.Name, 100*p.GDRFraction,
-			simreport.Ratio(p.GDRFraction, kub.GDRFraction, hasKub), simreport.Ratio(p.GDRFraction, numa.GDRFraction, hasNUMA), ofOpt, p.MeanGbps)
-		for _, cl := range topology.Classes {
-			share := 0.0
-			if p.GPUs > 0 {
-				share = 100 * float64(p.ClassCount(cl)) / float64(p.GPUs)
-			}
-			fmt.Fprintf(tw, "%.1f%%\t", share)
-		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t\n", p.Rejected, p.StrandedMean, p.AllocP50us, p.AllocP99us)
+	fmt.Fprintln(w)
+	table := res.Table()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, c := range table.Columns {
+		fmt.Fprintf(tw, "%s\t", c.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range table.Rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nGDR: placed GPUs whose nearest allocated NIC is PIX or PXB (NCCL's default GPUDirect RDMA limit);")
-	fmt.Fprintln(w, "xKUBELET, xNUMA: GDR ratio to those baselines; class columns: share of GPUs by nearest-NIC class;")
-	fmt.Fprintln(w, "STRANDED: mean free devices whose GPUDirect GPUs are all busy; P50/P99: decision time per pod.")
+	fmt.Fprintln(w)
+	for _, c := range table.Columns {
+		if c.Note != "" {
+			fmt.Fprintf(w, "%s: %s.\n", c.Name, c.Note)
+		}
+	}
 }

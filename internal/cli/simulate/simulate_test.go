@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/sim"
 
 	"github.com/railyard-io/railyard/machines"
 )
@@ -25,9 +26,12 @@ func TestJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v struct {
-		Machine  string `json:"machine"`
-		Nodes    int    `json:"nodes"`
-		Pods     int    `json:"pods"`
+		Machine string `json:"machine"`
+		Nodes   int    `json:"nodes"`
+		Pods    int    `json:"pods"`
+		Config  struct {
+			GPUsKnown float64 `json:"gpus_known"`
+		}
 		Policies []map[string]any
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
@@ -36,9 +40,13 @@ func TestJSONContract(t *testing.T) {
 	if v.Machine != "dgx-1" || v.Nodes != 10 || v.Pods != 800 {
 		t.Errorf("header %+v", v)
 	}
-	var names []string
+	if v.Config.GPUsKnown != 0.5 {
+		t.Errorf("gpus_known %v: kubelet's random order (0.5) is not the default", v.Config.GPUsKnown)
+	}
+	var names, bindings []string
 	for _, p := range v.Policies {
 		names = append(names, p["name"].(string))
+		bindings = append(bindings, p["binding"].(string))
 		for _, k := range []string{"gdr_fraction", "mean_gbps", "rejected", "alloc_p99_us"} {
 			if _, ok := p[k].(float64); !ok {
 				t.Errorf("policy %v: field %q missing or not a number", p["name"], k)
@@ -48,8 +56,66 @@ func TestJSONContract(t *testing.T) {
 			t.Errorf("gdr_fraction %v out of range", f)
 		}
 	}
-	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,optimal" {
+	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,late-bound,dra-pcieroot,optimal" {
 		t.Errorf("policies %s", got)
+	}
+	if got := strings.Join(bindings, ","); got != "allocate,allocate,allocate,allocate,allocate,sandbox,claim,claim" {
+		t.Errorf("bindings %s", got)
+	}
+}
+
+// The text table is sim's Table, cell for cell (decision times aside: two
+// runs measure them apart); --gpus-known 1 keeps the
+// old assumption (gpu-aware then equals optimal on DGX H100).
+func TestTextIsTheTable(t *testing.T) {
+	args := []string{"--machine", "dgx-h100", "--nodes", "6", "--pods", "400", "--gpus-known", "1", "--policies", "gpu-aware,late-bound,optimal"}
+	out, _, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := execute(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sim.Result
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatal(err)
+	}
+	tab := res.Table()
+	lines := strings.Split(out, "\n")
+	for _, row := range tab.Rows {
+		found := false
+		for _, l := range lines {
+			if strings.HasPrefix(strings.Join(strings.Fields(l), " "), strings.Join(row[:len(row)-2], " ")+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("text lacks row %q:\n%s", row, out)
+		}
+	}
+	for _, c := range tab.Columns {
+		if c.Note != "" && !strings.Contains(out, c.Name+": "+c.Note) {
+			t.Errorf("text lacks the note of %s", c.Name)
+		}
+	}
+	if !strings.Contains(out, "GPUs allocated before the NIC (allocate-time policies know them): 100% of pods") {
+		t.Errorf("--gpus-known 1 not shown:\n%s", out)
+	}
+	if ga, opt := tab.Rows[0][2], tab.Rows[2][2]; ga != "100.0%" || opt != "100.0%" {
+		t.Errorf("GPUs always known: gpu-aware %s, optimal %s; want 100.0%%", ga, opt)
+	}
+}
+
+func TestHelpNamesEveryPolicy(t *testing.T) {
+	out, _, err := execute(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(sim.PolicyNames(), "--gpus-known float", "(default 0.5)", "map order") {
+		if !strings.Contains(out, n) {
+			t.Errorf("--help lacks %q", n)
+		}
 	}
 }
 
@@ -65,8 +131,10 @@ func TestTableAndReport(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "optimal") {
-		t.Errorf("--policies ignored:\n%s", out)
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "optimal" {
+			t.Errorf("--policies ignored:\n%s", out)
+		}
 	}
 	if !strings.Contains(errOut, "index.html") {
 		t.Errorf("stderr %q does not name the report", errOut)
