@@ -39,10 +39,12 @@ if [ -x _output/tools/staticcheck ]; then # installed by `make tools` (make lint
 fi
 step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build-k8s.sh "$repo/_output/k8s/bin"
+step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build-containerd.sh "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
 
 export RAILYARD_E2E_K8S_BIN="$repo/_output/k8s/bin"
+export RAILYARD_E2E_CONTAINERD_BIN="$repo/_output/containerd/bin"
 export RAILYARD_E2E_CNI_BIN="$repo/_output/k8s/cni"
 export RAILYARD_E2E_BIN="$repo/bin"
 export RAILYARD_E2E_LOGS="$repo/_output/e2e/logs"

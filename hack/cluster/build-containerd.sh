@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds containerd v2.4.2 (CRI with CDI and NRI) from the Go module proxy
+# Builds containerd, containerd-shim-runc-v2 and ctr v2.4.2 (CRI with CDI
+# and NRI) from the Go module proxy
 # (helper module hack/cluster/containerdbin) into a cache directory. Debian's
 # containerd 1.6 has no CDI, which late binding (binding: sandbox) needs.
 #
@@ -14,28 +15,40 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$repo/_output/containerd/bin}"
 mod="$repo/hack/cluster/containerdbin"
 version="v2.4.2"
+cmds=(containerd containerd-shim-runc-v2 ctr)
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 stamp="$out/.stamp"
 want="$( (cat "$mod/go.mod" "$mod/go.sum"; go version; echo "$version") | sha256sum | cut -d' ' -f1)"
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$out/containerd" ]; then
-  echo "build-containerd: containerd $version in $out is up to date"
+up_to_date() {
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] || return 1
+  for c in "${cmds[@]}"; do
+    [ -x "$out/$c" ] || return 1
+  done
+}
+
+if up_to_date; then
+  echo "build-containerd: ${cmds[*]} $version in $out are up to date"
   exit 0
 fi
 
-echo "build-containerd: building containerd $version into $out (cold: minutes)"
+echo "build-containerd: building ${cmds[*]} $version into $out (cold: minutes)"
 start=$(date +%s)
 rm -f "$stamp"
 (
   cd "$mod"
   # -mod=readonly: go.mod/go.sum are committed; never rewrite them in CI.
   # The tags leave out snapshotters that need cgo or kernel features absent here.
-  CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "no_btrfs no_devmapper no_zfs" -o "$out/containerd" \
+  pkgs=()
+  for c in "${cmds[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$c"); done
+  CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "no_btrfs no_devmapper no_zfs" -o "$out/" \
     -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$version" \
-    github.com/containerd/containerd/v2/cmd/containerd
+    "${pkgs[@]}"
 )
-[ -x "$out/containerd" ] || { echo "build-containerd: $out/containerd missing after build" >&2; exit 1; }
+for c in "${cmds[@]}"; do
+  [ -x "$out/$c" ] || { echo "build-containerd: $out/$c missing after build" >&2; exit 1; }
+done
 echo "$want" > "$stamp"
 echo "build-containerd: done in $(( $(date +%s) - start ))s"

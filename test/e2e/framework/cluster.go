@@ -45,6 +45,11 @@ type Config struct {
 	// Subnet is the bridge's IPv4 network; its first address is the node IP
 	// (default 10.217.0.0/24). Start refuses a subnet the host routes.
 	Subnet string
+	// ContainerdBinDir, when set, holds containerd, containerd-shim-runc-v2
+	// and ctr to run instead of the host's (hack/cluster/build-containerd.sh
+	// builds containerd v2.4.2, which has CDI, into _output/containerd/bin);
+	// its CRI plugin reads CDI specs from Cluster.CDISpecDir.
+	ContainerdBinDir string
 	// Logf receives progress messages (default: none).
 	Logf func(format string, args ...any)
 }
@@ -93,6 +98,9 @@ type Cluster struct {
 	// KubeletRootDir is the kubelet's --root-dir (pod-resources socket in
 	// KubeletRootDir/pod-resources/kubelet.sock).
 	KubeletRootDir string
+	// CDISpecDir is where containerd reads CDI specs ("" when the host's
+	// containerd runs: Debian's 1.6 has no CDI).
+	CDISpecDir string
 	// Timings records how long each start step took.
 	Timings []Timing
 
@@ -167,6 +175,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if n := len(c.ctrd.Socket + ".ttrpc"); n > 107 {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("framework: run dir %s is too long for unix sockets (%d bytes); use a shorter BaseDir", dir, n)
+	}
+	if cfg.ContainerdBinDir != "" {
+		c.ctrd.BinDir, c.ctrd.CDIDir = cfg.ContainerdBinDir, filepath.Join(dir, "cdi")
+		c.CDISpecDir = c.ctrd.CDIDir
 	}
 	c.ContainerdSocket = c.ctrd.Socket
 	c.state.ContainerdSocket = c.ctrd.Socket

@@ -25,6 +25,30 @@ type containerdPaths struct {
 	RuncRoot   string
 	CNIConfDir string
 	CNIBinDir  string
+	// BinDir holds containerd, containerd-shim-runc-v2 and ctr when the
+	// cluster runs a containerd of its own build (Config.ContainerdBinDir,
+	// containerd v2 with CDI); "" runs the host's from PATH.
+	BinDir string
+	// CDIDir is where the CRI plugin reads CDI specs (BinDir set only).
+	CDIDir string
+}
+
+// bin is the path of a containerd command: in BinDir, else from PATH.
+func (p containerdPaths) bin(name string) string {
+	if p.BinDir == "" {
+		return name
+	}
+	return filepath.Join(p.BinDir, name)
+}
+
+// cdiConfig is the CRI plugin's CDI section: containerd 1.7 and 2.x read
+// it from a version 2 configuration (2.x migrates the file to version 3 in
+// memory); 1.6 has no CDI, so nothing is written for it.
+func (p containerdPaths) cdiConfig() string {
+	if p.BinDir == "" {
+		return ""
+	}
+	return fmt.Sprintf("  enable_cdi = true\n  cdi_spec_dirs = [%q]\n", p.CDIDir)
 }
 
 func newContainerdPaths(runDir, cniBinDir string) containerdPaths {
@@ -71,7 +95,7 @@ disabled_plugins = [
   enable_selinux = false
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".cni]
+%[10]s  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[7]q
     conf_dir = %[8]q
     max_conf_num = 1
@@ -84,7 +108,7 @@ disabled_plugins = [
         Root = %[9]q
         SystemdCgroup = false
 `, p.Root, p.State, p.Socket, p.Socket+".ttrpc", filepath.Join(p.Dir, "opt"),
-		PauseImage, p.CNIBinDir, p.CNIConfDir, p.RuncRoot)
+		PauseImage, p.CNIBinDir, p.CNIConfDir, p.RuncRoot, p.cdiConfig())
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
@@ -97,7 +121,7 @@ disabled_plugins = [
 // ctr runs the ctr client against the framework's containerd.
 func (p containerdPaths) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	full := append([]string{"--address", p.Socket, "--namespace", "k8s.io"}, args...)
-	out, err := exec.CommandContext(ctx, "ctr", full...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, p.bin("ctr"), full...).CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("ctr %v: %w: %s", args, err, out)
 	}
@@ -109,7 +133,15 @@ func startContainerd(ctx context.Context, p containerdPaths, logPath string) (*P
 	if err := p.writeConfig(); err != nil {
 		return nil, err
 	}
-	proc, err := startProcess("containerd", "containerd", []string{"--config", p.Config, "--log-level", "info"}, nil, logPath)
+	var env []string
+	if p.BinDir != "" {
+		// containerd finds its shim through PATH: take the build's.
+		env = []string{"PATH=" + p.BinDir + ":" + os.Getenv("PATH")}
+		if err := os.MkdirAll(p.CDIDir, 0o755); err != nil {
+			return nil, fmt.Errorf("containerd CDI directory: %w", err)
+		}
+	}
+	proc, err := startProcess("containerd", p.bin("containerd"), []string{"--config", p.Config, "--log-level", "info"}, env, logPath)
 	if err != nil {
 		return nil, err
 	}
