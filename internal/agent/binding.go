@@ -96,11 +96,14 @@ func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []
 			b.log.Info("token bound", "resource", bd.Resource, "token", bd.Token, "device", bd.Device, "pod", bd.Pod.String(),
 				"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "took", time.Since(start))
 		}
-		if b.refresh != nil {
+	}
+	// Off kubelet's path: the container waits for PreStartContainer.
+	go func() {
+		if res.Bound > 0 && b.refresh != nil {
 			b.refresh()
 		}
-	}
-	b.updateGauge()
+		b.updateGauge()
+	}()
 	return nil
 }
 

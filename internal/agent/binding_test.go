@@ -117,9 +117,17 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	if m := metrics(); !strings.Contains(m, `railyard_bindings{by="agent",class="PIX",resource="railyard.io/rdma_vf"} 1`) ||
-		!strings.Contains(m, `railyard_bind_duration_seconds_count{result="ok"} 1`) {
-		t.Errorf("metrics lack the binding:\n%s", grepLines(m, "railyard_bind"))
+	// The gauge is updated off kubelet's path, just after the bind.
+	for i := 0; ; i++ {
+		m := metrics()
+		if strings.Contains(m, `railyard_bindings{by="agent",class="PIX",resource="railyard.io/rdma_vf"} 1`) &&
+			strings.Contains(m, `railyard_bind_duration_seconds_count{result="ok"} 1`) {
+			break
+		}
+		if i == 40 {
+			t.Fatalf("metrics lack the binding:\n%s", grepLines(m, "railyard_bind"))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// Agent restart: the binding stays, the bound token too.
