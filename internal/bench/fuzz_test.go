@@ -10,7 +10,7 @@ import (
 )
 
 func addVectorSeeds(f *testing.F) {
-	for name := range vectorWants {
+	for name := range allVectorWants() {
 		f.Add(loadVector(f, name))
 	}
 	f.Add([]byte("#bytes BW peak[Gb/sec]\n 1 2 3 4 5"))

@@ -16,10 +16,10 @@ type line struct {
 	complete bool
 }
 
-// launcherPrefix matches what launchers put before each line: Slurm/torchrun
+// launcherPrefix matches what launchers put before each line: Slurm srun -l
 // "0: ", Open MPI --tag-output "[1,0]<stdout>:", kubectl logs --prefix
-// "[pod/name/container] ".
-var launcherPrefix = regexp.MustCompile(`^\s*(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\d+:\s|\[pod/[^\]\s]+\]\s)`)
+// "[pod/name/container] ", torchrun --tee "[default0]:".
+var launcherPrefix = regexp.MustCompile(`^\s*(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\d+:\s|\[pod/[^\]\s]+\]\s|\[[a-z]+\d+\]:)`)
 
 // splitLines splits output into lines, drops CRs and launcher prefixes, and
 // undoes markdown escaping ("\#", "\*", "\-" at line start) that pasted

@@ -11,6 +11,7 @@ const (
 	FamilyPerftest
 	FamilyNCCL
 	FamilyOSU
+	FamilyTraining
 )
 
 // Parse detects which benchmark printed data and parses it. It never fails:
@@ -24,8 +25,10 @@ func Parse(data []byte) Result {
 		return parseNCCL(lines)
 	case FamilyOSU:
 		return parseOSU(lines)
+	case FamilyTraining:
+		return parseTraining(lines)
 	}
-	return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests or OSU output recognised", Summary: map[string]float64{}}
+	return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
 }
 
 // ParsePerftest parses data as perftest (ib_*_bw, ib_*_lat) output.
@@ -43,10 +46,12 @@ func Detect(data []byte) Family { return detect(splitLines(data)) }
 // detect scores strong markers first (table headers, titles, footers), then
 // error messages only a given suite prints.
 func detect(lines []line) Family {
-	var perf, nccl, osu int
+	var perf, nccl, osu, train int
 	for _, l := range lines {
 		t := strings.TrimSpace(l.text)
 		switch {
+		case trainingMarker(t):
+			train += 10
 		case strings.HasPrefix(t, "# OSU "):
 			osu += 10
 		case strings.Contains(t, "#bytes") && (strings.Contains(t, "BW peak") || strings.Contains(t, "t_min") || strings.Contains(t, "t_avg")):
@@ -71,8 +76,11 @@ func detect(lines []line) Family {
 		}
 	}
 	switch {
-	case perf == 0 && nccl == 0 && osu == 0:
+	case perf == 0 && nccl == 0 && osu == 0 && train == 0:
 		return FamilyUnknown
+	case train > 0 && train >= perf && train >= nccl && train >= osu:
+		// A training job's NCCL warnings do not make it an nccl-tests run.
+		return FamilyTraining
 	case osu >= perf && osu >= nccl:
 		return FamilyOSU
 	case nccl >= perf:

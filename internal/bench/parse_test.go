@@ -122,7 +122,7 @@ func TestOSUValidationAndMessageRate(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	for name := range vectorWants {
+	for name := range allVectorWants() {
 		r := Parse(loadVector(t, name))
 		r.Source = name
 		data, err := json.Marshal(r)

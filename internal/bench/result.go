@@ -18,6 +18,7 @@ const (
 	KindNCCL        Kind = "nccl-tests"
 	KindOSUBW       Kind = "osu-bw"
 	KindOSULat      Kind = "osu-lat"
+	KindTraining    Kind = "training"
 )
 
 // Summary keys (the --json contract).
@@ -49,6 +50,7 @@ type Result struct {
 	PerftestLat []PerftestLatRow
 	NCCL        []NCCLRow
 	OSU         []OSURow
+	Training    []TrainingRow
 
 	Summary map[string]float64
 	Info    Info
@@ -65,6 +67,9 @@ type Info struct {
 	Server        bool   `json:"server,omitempty"` // perftest server side
 	Ranks         int    `json:"ranks,omitempty"`  // nccl-tests: highest rank seen + 1
 	Nodes         int    `json:"nodes,omitempty"`  // nccl-tests: distinct hosts seen
+	GPUs          int    `json:"gpus,omitempty"`   // training: GPUs the log states
+	Model         string `json:"model,omitempty"`  // training: the model trained
+	Unit          string `json:"unit,omitempty"`   // training: img/s or samples/s
 }
 
 // PerftestBWRow is one row of an ib_*_bw table, bandwidth in Gb/s.
@@ -122,7 +127,7 @@ type OSURow struct {
 
 // Rows returns the number of rows of the result's kind.
 func (r Result) Rows() int {
-	return len(r.PerftestBW) + len(r.PerftestLat) + len(r.NCCL) + len(r.OSU)
+	return len(r.PerftestBW) + len(r.PerftestLat) + len(r.NCCL) + len(r.OSU) + len(r.Training)
 }
 
 type resultJSON struct {
@@ -148,6 +153,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		rows = nonNil(r.NCCL)
 	case KindOSUBW, KindOSULat:
 		rows = nonNil(r.OSU)
+	case KindTraining:
+		rows = nonNil(r.Training)
 	default:
 		rows = []struct{}{}
 	}
@@ -204,6 +211,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		err = json.Unmarshal(in.Rows, &r.NCCL)
 	case KindOSUBW, KindOSULat:
 		err = json.Unmarshal(in.Rows, &r.OSU)
+	case KindTraining:
+		err = json.Unmarshal(in.Rows, &r.Training)
 	default:
 		return fmt.Errorf("rows of tool %q: unknown row fields", in.Tool)
 	}
@@ -227,6 +236,8 @@ func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
 			return KindOSUBW
 		case has("lat_avg_us"):
 			return KindOSULat
+		case has("throughput"):
+			return KindTraining
 		}
 		return KindUnknown
 	}
@@ -241,6 +252,10 @@ func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
 		return KindOSUBW
 	case strings.HasPrefix(tool, "osu_"):
 		return KindOSULat
+	case trainingTools[tool]:
+		return KindTraining
 	}
 	return KindUnknown
 }
+
+var trainingTools = map[string]bool{ToolHorovod: true, ToolTFCNN: true, ToolDeepSpeed: true, ToolMegatron: true, ToolTrainNoName: true}

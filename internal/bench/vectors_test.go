@@ -82,7 +82,7 @@ var vectorWants = map[string]vectorWant{
 		// A collection of snippets without any table header: nothing to
 		// parse as a whole. The 6-decimal row (a) is tested with a header in
 		// TestPerftestExtRowFromSyntheticVector.
-		tool: ToolUnknown, kind: KindUnknown, ok: false, err: "no perftest, nccl-tests or OSU output recognised", rows: 0,
+		tool: ToolUnknown, kind: KindUnknown, ok: false, err: "no perftest, nccl-tests, OSU or training output recognised", rows: 0,
 	},
 	"SYNTHETIC_perftest6.29_ib_write_bw_gbits_q4_roce_client__from_format_strings.txt": {
 		tool: "ib_write_bw", kind: KindPerftestBW, ok: true, rows: 1,
@@ -357,12 +357,12 @@ func TestVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != len(vectorWants) {
-		t.Errorf("%d vector files, %d expectations", len(files), len(vectorWants))
+	if len(files) != len(allVectorWants()) {
+		t.Errorf("%d vector files, %d expectations", len(files), len(allVectorWants()))
 	}
 	for _, path := range files {
 		name := filepath.Base(path)
-		want, ok := vectorWants[name]
+		want, ok := allVectorWants()[name]
 		if !ok {
 			t.Errorf("%s: no expectation; every vector needs one", name)
 			continue

@@ -1,0 +1,3 @@
+package bench
+
+var jsonVectorWants = map[string]vectorWant{}
