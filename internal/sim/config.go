@@ -201,6 +201,12 @@ type Config struct {
 	Policies []Policy
 	// Workers run policies in parallel (default GOMAXPROCS).
 	Workers int
+	// AskEveryPod turns off the memo of pure policies' answers: every
+	// pod's request goes to the policy (same results, several times
+	// slower; for measuring and testing the memo).
+	AskEveryPod bool
+	// timeEvery overrides the sampling of decision times (tests).
+	timeEvery int
 }
 
 // withDefaults fills zero fields and validates.

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/railyard-io/railyard/internal/alloc"
@@ -185,30 +187,94 @@ func (r *runner) balanceTokens(need int, known bool, gpus uint64) {
 
 // asker asks a policy for devices and checks its answer against kubelet's
 // contract; it sums the decision time of a pod.
+//
+// A pure policy's answers are remembered by request (the offered and
+// must-include devices, the size and the GPUs told): node states repeat
+// so much that a replay asks the same few thousand questions a million
+// times, and a remembered answer costs a map lookup instead of a decision.
+// Sampled pods (timed) are asked anyway, which times decisions without
+// bias and checks that a remembered answer is what the policy says again.
 type asker struct {
 	m       *machine
 	p       alloc.Policy
 	elapsed time.Duration
+	timed   bool // ask even a remembered request, and time it
+	calls   int  // Allocate calls
+
+	memo map[string]answer // nil: ask every time
+	key  []byte
 
 	avail, must, gpus []string
 	answer            []int32
 	seen              []uint64
 }
 
-func newAsker(m *machine, p Policy) asker {
-	return asker{m: m, p: p.Alloc, seen: make([]uint64, m.words)}
+// answer is a remembered answer: devices, or a refusal.
+type answer struct {
+	devs    []int32
+	refused bool
+}
+
+// maxMemo bounds the answers remembered per policy (a few MB).
+const maxMemo = 1 << 16
+
+func newAsker(m *machine, p Policy, memo bool) asker {
+	a := asker{m: m, p: p.Alloc, seen: make([]uint64, m.words)}
+	if memo && p.Pure {
+		a.memo = map[string]answer{}
+	}
+	return a
 }
 
 // ask offers the devices of avail, must-include those of must, asks for
 // size devices and tells the policy the GPUs of gpus. It returns the
 // answer as devices, errPolicy when the policy refused, or an error
-// when the answer breaks the contract (a bug the simulation stops on).
+// when the answer breaks the contract or a pure policy changed its mind
+// (bugs the simulation stops on).
 func (a *asker) ask(avail, must []uint64, size int, gpus uint64) ([]int32, error) {
+	var known answer
+	var remembered bool
+	if a.memo != nil {
+		a.key = a.key[:0]
+		for _, set := range [2][]uint64{avail, must} {
+			for _, w := range set {
+				a.key = binary.LittleEndian.AppendUint64(a.key, w)
+			}
+		}
+		a.key = binary.LittleEndian.AppendUint64(a.key, gpus)
+		a.key = binary.LittleEndian.AppendUint32(a.key, uint32(size))
+		if known, remembered = a.memo[string(a.key)]; remembered && !a.timed {
+			if known.refused {
+				return nil, errPolicy
+			}
+			a.answer = append(a.answer[:0], known.devs...)
+			return a.answer, nil
+		}
+	}
+	devs, err := a.decide(avail, must, size, gpus)
+	if a.memo == nil || (err != nil && err != errPolicy) {
+		return devs, err
+	}
+	got := answer{devs: devs, refused: err == errPolicy}
+	switch {
+	case remembered && (got.refused != known.refused || !slices.Equal(got.devs, known.devs)):
+		return nil, fmt.Errorf("policy %s answered the same request with %v (refused %v), earlier with %v (refused %v): not pure",
+			a.p.Name(), got.devs, got.refused, known.devs, known.refused)
+	case !remembered && len(a.memo) < maxMemo:
+		got.devs = slices.Clone(got.devs)
+		a.memo[string(a.key)] = got
+	}
+	return devs, err
+}
+
+// decide asks the policy itself.
+func (a *asker) decide(avail, must []uint64, size int, gpus uint64) ([]int32, error) {
 	a.avail, a.must, a.gpus = a.names(a.avail, avail), a.names(a.must, must), a.gpus[:0]
 	for g := gpus; g != 0; g &= g - 1 {
 		a.gpus = append(a.gpus, a.m.gpus[bits.TrailingZeros64(g)])
 	}
 	req := alloc.Request{Topology: a.m.topo, Available: a.avail, MustInclude: a.must, Size: size, GPUs: a.gpus}
+	a.calls++
 	t0 := time.Now()
 	out, err := a.p.Allocate(req)
 	a.elapsed += time.Since(t0)

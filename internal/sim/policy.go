@@ -41,6 +41,10 @@ type Policy struct {
 	Name    string
 	Binding Binding
 	Alloc   alloc.Policy
+	// Pure: Alloc's answer depends on the request alone, so the simulator
+	// may reuse its answer to an identical request (every policy
+	// PolicyByName returns but numa, whose draws form a seeded sequence).
+	Pure bool
 	// balanceTokens: late binding whose tokens are preferred balanced
 	// over NUMA nodes (late-bound-balanced) instead of as the device
 	// plugin prefers them today.
@@ -75,13 +79,13 @@ func ExtraPolicyNames() []string { return []string{"late-bound-balanced"} }
 func PolicyByName(name string) (Policy, error) {
 	switch name {
 	case "late-bound":
-		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware()}, nil
+		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true}, nil
 	case "late-bound-balanced":
-		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), balanceTokens: true}, nil
+		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true, balanceTokens: true}, nil
 	case "dra-pcieroot":
-		return Policy{Name: name, Binding: InClaim, Alloc: newPCIeRootFirstFit()}, nil
+		return Policy{Name: name, Binding: InClaim, Alloc: newPCIeRootFirstFit(), Pure: true}, nil
 	case "optimal":
-		return Policy{Name: name, Binding: InClaim, Alloc: alloc.NewOptimal()}, nil
+		return Policy{Name: name, Binding: InClaim, Alloc: alloc.NewOptimal(), Pure: true}, nil
 	}
 	if !slices.Contains(ExtraPolicyNames(), name) && !slices.Contains(PolicyNames(), name) {
 		return Policy{}, fmt.Errorf("%w: unknown policy %q (want one of %s)", ErrConfig, name, strings.Join(PolicyNames(), ", "))
@@ -90,5 +94,5 @@ func PolicyByName(name string) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return Policy{Name: name, Binding: AtAllocate, Alloc: p}, nil
+	return Policy{Name: name, Binding: AtAllocate, Alloc: p, Pure: name != "numa"}, nil
 }

@@ -69,7 +69,9 @@ type PolicyResult struct {
 	// Rejected pods, and why.
 	Rejected   int            `json:"rejected"`
 	Rejections map[string]int `json:"rejections,omitempty"`
-	// AllocP99us is the 99th percentile of the policy's decision time (µs).
+	// AllocP99us is the 99th percentile of the policy's decision time per
+	// pod (µs, all of a late-bound pod's decisions together), over
+	// TimedPods pods sampled evenly.
 	AllocP99us float64 `json:"alloc_p99_us"`
 	AllocP50us float64 `json:"alloc_p50_us"`
 	AllocMaxus float64 `json:"alloc_max_us"`
@@ -88,6 +90,12 @@ type PolicyResult struct {
 	GPUs             int     `json:"gpus_placed"`
 	GDRGPUs          int     `json:"gdr_gpus"`
 	Events           int     `json:"events"`
+	// PolicyCalls is how often the policy was asked: a pure policy's
+	// answer to a request it answered before is reused (Config.AskEveryPod).
+	PolicyCalls int `json:"policy_calls"`
+	TimedPods   int `json:"timed_pods"`
+	// Elapsed is the wall time of this policy's replay.
+	Elapsed time.Duration `json:"-"`
 }
 
 // HistBin is one bin of a distribution.

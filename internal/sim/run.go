@@ -48,11 +48,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}()
 	}
-	// Last first: the list ends with the slowest contenders (late binding
-	// asks the policy once per NUMA node, optimal solves assignments), and
-	// starting them first keeps every worker busy to the end.
-	for i := len(cfg.Policies) - 1; i >= 0; i-- {
-		jobs <- i
+	// Policies that are not pure first: every pod asks them (no memo), so
+	// they take longest, and starting them first keeps every worker busy
+	// to the end. Which worker runs a policy changes none of its results.
+	for _, pure := range [2]bool{false, true} {
+		for i, p := range cfg.Policies {
+			if p.Pure == pure {
+				jobs <- i
+			}
+		}
 	}
 	close(jobs)
 	wg.Wait()
@@ -98,13 +102,14 @@ func newRunner(cfg *Config, m *machine, p Policy) *runner {
 	return &runner{
 		cfg: cfg, m: m, c: newCluster(m, cfg), p: p,
 		res:        PolicyResult{Name: p.Name, Binding: p.Binding, Rejections: map[string]int{}},
-		ask:        newAsker(m, p),
+		ask:        newAsker(m, p, !cfg.AskEveryPod),
 		offerAvail: make([]uint64, w), offerMust: make([]uint64, w), cand: make([]uint64, w), chosenSet: make([]uint64, w),
 		tokens: make([]int, m.numas()), poolCount: make([]int, m.numas()),
 	}
 }
 
 func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) {
+	start := time.Now()
 	m, c, res := r.m, r.c, &r.res
 	r.maxDev = 1
 	for _, p := range pods {
@@ -113,7 +118,14 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 	var classes [int(topology.SYS) + 1]int
 	bwHist := map[float64]int{}
 	var bwSum, strandedSamples float64
-	lat := make([]time.Duration, 0, len(pods))
+	// Decision times are sampled on every timeEvery-th pod (at least
+	// 16,384 samples, or every pod): sampled pods are asked even what the
+	// policy answered before, so the sample is unbiased.
+	timeEvery := max(1, len(pods)/16384)
+	if r.cfg.timeEvery > 0 {
+		timeEvery = r.cfg.timeEvery
+	}
+	lat := make([]time.Duration, 0, len(pods)/timeEvery+1)
 
 	for id := range pods {
 		pod := &pods[id]
@@ -151,9 +163,11 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 		}
 		gpus := c.chooseGPUs(node, gpusWanted, cand)
 
-		r.ask.elapsed = 0
+		r.ask.elapsed, r.ask.timed = 0, id%timeEvery == 0
 		devs, err := r.decide(node, pod, gpus, mask, tmOn)
-		lat = append(lat, r.ask.elapsed)
+		if r.ask.timed {
+			lat = append(lat, r.ask.elapsed)
+		}
 		if err == errPolicy {
 			res.Rejections[RejectPolicy]++
 			continue
@@ -227,6 +241,8 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 	if len(lat) > 0 {
 		res.AllocMaxus = micros(lat[len(lat)-1])
 	}
+	res.PolicyCalls, res.TimedPods = r.ask.calls, len(lat)
+	res.Elapsed = time.Since(start)
 	return *res, nil
 }
 
