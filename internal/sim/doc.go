@@ -2,12 +2,20 @@
 // allocation policies side by side: a seeded workload of pods arrives and
 // leaves, a simple scheduler places each pod on a node, a model of the
 // stock kubelet (Topology Manager over NUMA nodes) and of the NVIDIA device
-// plugin chooses its GPUs, and each policy chooses its RDMA devices. Every
-// policy sees the same workload; the results are the fraction of GPUs whose
-// nearest allocated NIC is GPUDirect-capable (PIX or PXB), the class
-// histogram, modelled bandwidth, rejected pods, stranded devices and the
-// policies' decision latency.
+// plugin chooses its GPUs, and each policy chooses its RDMA devices at its
+// binding time: allocate (kubelet's GetPreferredAllocation, which knows the
+// pod's GPUs only when kubelet's map order allocated them first, a seeded
+// coin toss per pod), sandbox (late binding: NUMA tokens at allocate time,
+// devices once the GPUs are known) or claim (with the GPUs over every free
+// device: the DRA model dra-pcieroot and the optimum). Every policy sees
+// the same workload and the same GPU choices; the results are the fraction
+// of GPUs whose nearest allocated NIC is GPUDirect-capable (PIX or PXB), the
+// class histogram, modelled bandwidth, rejected pods, stranded devices and
+// the policies' decision latency, and Result.Table formats the comparison
+// once for every renderer.
 //
-// All nodes share one immutable *topology.Topology (the machine model); a
-// node's state is only which GPUs and devices are free.
+// All nodes share one immutable *topology.Topology (the machine model) and
+// the policies' alloc.Index of it; a node's state is only which GPUs and
+// devices are free, in pointer-free slices. Pure policies' answers are
+// remembered by request, so a million pods cost a few thousand decisions.
 package sim

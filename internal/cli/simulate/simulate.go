@@ -63,6 +63,12 @@ every NIC allocation policy choose the pods' devices:
   optimal       the exact best choice with the GPUs known and every free device
                 open (the reference)
 
+and, only when asked with --policies, a candidate not built yet:
+
+  late-bound-balanced  late-bound with kubelet's tokens balanced over the NUMA
+                       nodes of the pod's GPUs (or of the offer when the GPUs
+                       are not allocated yet) instead of lowest NUMA node first
+
 The first five answer kubelet's GetPreferredAllocation at allocate time. Kubelet
 allocates a pod's resources in Go map order, so they know the pod's GPUs only
 when kubelet allocated the GPUs first: a seeded coin toss per pod, heads with
@@ -108,7 +114,7 @@ devices and the decision latency. See docs/alloc.md for the models.`,
 	f.StringVar(&o.scheduler, "scheduler", string(sim.MostAllocated), "node scoring: most-allocated (bin packing) or least-allocated")
 	f.Float64Var(&o.gpusKnown, "gpus-known", sim.DefaultGPUsKnown, "probability that kubelet allocates a pod's GPUs before its NIC devices, so allocate-time policies know them (0 to 1; kubelet's map order is a coin toss; 1: the GPUs always first)")
 	f.StringVar(&o.bw, "bw", sim.DefaultBandwidth().String(), "modelled per-GPU bandwidth in GB/s by class of the nearest NIC")
-	f.StringSliceVar(&o.policies, "policies", sim.PolicyNames(), "policies to compare")
+	f.StringSliceVar(&o.policies, "policies", sim.PolicyNames(), "policies to compare (also: "+strings.Join(sim.ExtraPolicyNames(), ", ")+")")
 	f.IntVar(&o.workers, "workers", 0, "policies simulated in parallel (default: CPUs)")
 	f.BoolVar(&o.asJSON, "json", false, `print JSON: {"machine","nodes","pods","policies":[{"name","gdr_fraction","mean_gbps","rejected","alloc_p99_us",...}]}`)
 	f.StringVar(&o.report, "report", "", "write an HTML report with charts into this directory")
@@ -193,6 +199,9 @@ func (o options) config() (sim.Config, error) {
 	}
 	if o.nodes < 1 || o.nodes > sim.MaxNodes {
 		errs = append(errs, fmt.Errorf("--nodes %d: want 1 to %d", o.nodes, sim.MaxNodes))
+	}
+	if !(o.gpusKnown >= 0 && o.gpusKnown <= 1) {
+		errs = append(errs, fmt.Errorf("--gpus-known %g: want a probability, 0 to 1", o.gpusKnown))
 	}
 	if o.load <= 0 || math.IsNaN(o.load) || math.IsInf(o.load, 0) {
 		errs = append(errs, fmt.Errorf("--load %g: want a finite number > 0", o.load))

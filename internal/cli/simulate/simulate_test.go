@@ -112,7 +112,7 @@ func TestHelpNamesEveryPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range append(sim.PolicyNames(), "--gpus-known float", "(default 0.5)", "map order") {
+	for _, n := range append(append(sim.PolicyNames(), sim.ExtraPolicyNames()...), "--gpus-known float", "(default 0.5)", "map order") {
 		if !strings.Contains(out, n) {
 			t.Errorf("--help lacks %q", n)
 		}
@@ -205,6 +205,9 @@ func TestHugeCountsAreRejected(t *testing.T) {
 		{[]string{"--nodes", "9223372036854775807"}, "--nodes 9223372036854775807: want 1 to 100000"},
 		{[]string{"--load", "NaN"}, "--load NaN: want a finite number > 0"},
 		{[]string{"--load", "+Inf"}, "--load +Inf: want a finite number > 0"},
+		{[]string{"--gpus-known", "2"}, "--gpus-known 2: want a probability, 0 to 1"},
+		{[]string{"--gpus-known", "NaN"}, "--gpus-known NaN: want a probability, 0 to 1"},
+		{[]string{"--gpus-known", "-0.1"}, "--gpus-known -0.1: want a probability, 0 to 1"},
 	} {
 		_, _, err := execute(t, append([]string{"--machine", "dgx-1"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
