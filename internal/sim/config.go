@@ -245,12 +245,8 @@ func (c Config) withDefaults() (Config, error) {
 	if total <= 0 || math.IsInf(total, 0) || math.IsNaN(total) {
 		errs = append(errs, errors.New("mix: total weight must be positive and finite"))
 	}
-	switch c.Devices {
-	case "":
-		c.Devices = PerGPU
-	case PerGPU, PerPod:
-	default:
-		errs = append(errs, fmt.Errorf("devices: %q, want %q or %q", c.Devices, PerGPU, PerPod))
+	if err := oneOf("devices", &c.Devices, PerGPU, PerPod); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Load == 0 {
 		c.Load = 0.9
@@ -258,19 +254,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Load < 0 || math.IsNaN(c.Load) || math.IsInf(c.Load, 0) {
 		errs = append(errs, fmt.Errorf("load: %g, want > 0", c.Load))
 	}
-	switch c.TopologyPolicy {
-	case "":
-		c.TopologyPolicy = TMBestEffort
-	case TMNone, TMBestEffort, TMRestricted, TMSingleNUMA:
-	default:
-		errs = append(errs, fmt.Errorf("topology policy: %q, want %s, %s, %s or %s", c.TopologyPolicy, TMNone, TMBestEffort, TMRestricted, TMSingleNUMA))
+	if err := oneOf("topology policy", &c.TopologyPolicy, TMBestEffort, TMNone, TMRestricted, TMSingleNUMA); err != nil {
+		errs = append(errs, err)
 	}
-	switch c.Scheduler {
-	case "":
-		c.Scheduler = MostAllocated
-	case MostAllocated, LeastAllocated:
-	default:
-		errs = append(errs, fmt.Errorf("scheduler: %q, want %s or %s", c.Scheduler, MostAllocated, LeastAllocated))
+	if err := oneOf("scheduler", &c.Scheduler, MostAllocated, LeastAllocated); err != nil {
+		errs = append(errs, err)
 	}
 	if c.GPUsKnown == nil {
 		half := DefaultGPUsKnown
@@ -310,4 +298,21 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
 	}
 	return c, nil
+}
+
+// oneOf sets an empty *v to def (the default) and checks that it is def or
+// one of others.
+func oneOf[T ~string](field string, v *T, def T, others ...T) error {
+	if *v == "" {
+		*v = def
+	}
+	all := append([]T{def}, others...)
+	if slices.Contains(all, *v) {
+		return nil
+	}
+	want := make([]string, len(all))
+	for i, a := range all {
+		want[i] = string(a)
+	}
+	return fmt.Errorf("%s: %q, want one of %s", field, *v, strings.Join(want, ", "))
 }

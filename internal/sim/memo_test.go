@@ -8,28 +8,21 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/alloc"
-	"github.com/railyard-io/railyard/machines"
 )
 
 // Remembering pure policies' answers changes no result: every policy,
 // random settings, with and without the memo.
 func TestMemoChangesNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	names := machines.Names()
 	n := 12
 	if testing.Short() || raceEnabled {
 		n = 4
 	}
 	for i := 0; i < n; i++ {
-		name := names[r.IntN(len(names))]
-		known := []float64{0, 0.5, 1}[r.IntN(3)]
-		cfg := Config{
-			Topology: builtin(t, name), Nodes: 2 + r.IntN(20), Pods: 200 + r.IntN(3000), Seed: r.Uint64(),
-			Devices: []DeviceMode{PerGPU, PerPod}[r.IntN(2)], Load: 0.3 + r.Float64(),
-			TopologyPolicy: []TopologyPolicy{TMNone, TMBestEffort, TMRestricted}[r.IntN(3)], GPUsKnown: &known,
-			timeEvery: 1 + r.IntN(50),
-		}
-		t.Run(fmt.Sprintf("%d-%s", i, name), func(t *testing.T) {
+		cfg := randomConfig(t, r)
+		cfg.Nodes, cfg.Pods = 2+r.IntN(20), 200+r.IntN(3000) // large enough to repeat requests
+		cfg.timeEvery = 1 + r.IntN(50)
+		t.Run(fmt.Sprintf("%d-%s", i, cfg.Machine), func(t *testing.T) {
 			with, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

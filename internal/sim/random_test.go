@@ -15,33 +15,13 @@ import (
 // every pod has left; here we also check that the counts add up.
 func TestRandomConfigs(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	names := machines.Names()
 	n := 40
 	if testing.Short() || raceEnabled {
 		n = 12
 	}
 	for i := 0; i < n; i++ {
-		name := names[r.IntN(len(names))]
-		var mix []MixEntry
-		for _, g := range []int{1, 2, 3, 4, 6, 8} {
-			if r.IntN(2) == 0 {
-				mix = append(mix, MixEntry{g, float64(1 + r.IntN(4))})
-			}
-		}
-		if mix == nil {
-			mix = []MixEntry{{1, 1}}
-		}
-		known := r.Float64()
-		cfg := Config{
-			Topology: builtin(t, name), Machine: name,
-			Nodes: 1 + r.IntN(12), Pods: r.IntN(600), Seed: r.Uint64(), Mix: mix,
-			Devices:        []DeviceMode{PerGPU, PerPod}[r.IntN(2)],
-			Load:           0.2 + 1.3*r.Float64(),
-			TopologyPolicy: []TopologyPolicy{TMNone, TMBestEffort, TMRestricted, TMSingleNUMA}[r.IntN(4)],
-			Scheduler:      []Scheduler{MostAllocated, LeastAllocated}[r.IntN(2)],
-			GPUsKnown:      &known,
-			Workers:        1 + r.IntN(3),
-		}
+		cfg := randomConfig(t, r)
+		name := cfg.Machine
 		t.Run(fmt.Sprintf("%d-%s", i, name), func(t *testing.T) {
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
@@ -61,5 +41,33 @@ func TestRandomConfigs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// randomConfig draws a small simulation: a random built-in machine, mix,
+// device mode, load, Topology Manager policy, scheduler, share of GPUs
+// known and number of workers.
+func randomConfig(t *testing.T, r *rand.Rand) Config {
+	names := machines.Names()
+	name := names[r.IntN(len(names))]
+	var mix []MixEntry
+	for _, g := range []int{1, 2, 3, 4, 6, 8} {
+		if r.IntN(2) == 0 {
+			mix = append(mix, MixEntry{g, float64(1 + r.IntN(4))})
+		}
+	}
+	if mix == nil {
+		mix = []MixEntry{{1, 1}}
+	}
+	known := r.Float64()
+	return Config{
+		Topology: builtin(t, name), Machine: name,
+		Nodes: 1 + r.IntN(12), Pods: r.IntN(600), Seed: r.Uint64(), Mix: mix,
+		Devices:        []DeviceMode{PerGPU, PerPod}[r.IntN(2)],
+		Load:           0.2 + 1.3*r.Float64(),
+		TopologyPolicy: []TopologyPolicy{TMNone, TMBestEffort, TMRestricted, TMSingleNUMA}[r.IntN(4)],
+		Scheduler:      []Scheduler{MostAllocated, LeastAllocated}[r.IntN(2)],
+		GPUsKnown:      &known,
+		Workers:        1 + r.IntN(3),
 	}
 }
