@@ -40,10 +40,14 @@ const (
 )
 
 // Labelled is one parsed result under a scenario name ("rdma", "pod", ...).
-// A scenario may hold several results (say a bandwidth and a latency run).
+// A scenario may hold several results (say a bandwidth and a latency run,
+// or training runs on 1, 2 and 4 nodes).
 type Labelled struct {
 	Scenario string
 	Result   Result
+	// Nodes is how many nodes the run used (0: not given); the scaling
+	// table orders a scenario's training runs by it.
+	Nodes int
 }
 
 // Thresholds are the pass marks of the checks. A zero Thresholds means
@@ -63,12 +67,19 @@ type Thresholds struct {
 	// LargeMessageBytes: perftest rows at least this large count as large
 	// messages. Default 65536.
 	LargeMessageBytes int64
+	// MinScalingEfficiency: a training run must reach this fraction of
+	// linear scaling over its scenario's smallest run. Default 0.90.
+	MinScalingEfficiency float64
+	// MinTrainingGain: RDMA training throughput must beat TCP's by this
+	// factor at the largest size both ran. Default 1.10.
+	MinTrainingGain float64
 }
 
 // DefaultThresholds returns the defaults documented on Thresholds.
 func DefaultThresholds() Thresholds {
 	return Thresholds{LineRateFraction: defaultLineRateFr, PodTolerance: defaultPodTol,
-		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes}
+		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes,
+		MinScalingEfficiency: defaultMinScalingEff, MinTrainingGain: defaultMinTrainingGain}
 }
 
 // Roles name the scenarios the comparisons use.
@@ -86,6 +97,9 @@ type JudgeInput struct {
 	Results      []Labelled
 	LineRateGbps float64 // one NIC port; 0 skips line-rate checks
 	NICs         int     // NICs per node used by nccl-tests; 0 skips that check
+	// GPUsPerNode sizes training runs whose log does not state its GPU
+	// count (nodes x GPUsPerNode); 0: unknown.
+	GPUsPerNode int
 	Thresholds   Thresholds
 	Roles        Roles
 }
@@ -154,6 +168,12 @@ func (in *JudgeInput) defaults() {
 	if t.LargeMessageBytes <= 0 {
 		t.LargeMessageBytes = d.LargeMessageBytes
 	}
+	if !(t.MinScalingEfficiency > 0) || math.IsInf(t.MinScalingEfficiency, 0) {
+		t.MinScalingEfficiency = d.MinScalingEfficiency
+	}
+	if !(t.MinTrainingGain > 0) || math.IsInf(t.MinTrainingGain, 0) {
+		t.MinTrainingGain = d.MinTrainingGain
+	}
 	dr := DefaultRoles()
 	r := &in.Roles
 	for _, p := range []struct {
@@ -167,7 +187,8 @@ func (in *JudgeInput) defaults() {
 }
 
 // Judge runs every check that the input allows, in a stable order: each
-// result's run and line-rate checks, then the comparisons.
+// result's run and line-rate checks, then the comparisons, then the
+// training scaling checks.
 func Judge(in JudgeInput) []Verdict {
 	in.defaults()
 	var out []Verdict
@@ -187,6 +208,7 @@ func Judge(in JudgeInput) []Verdict {
 	}
 	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
+	out = append(out, judgeScaling(in)...)
 	for i := range out {
 		// A ratio of extreme but finite inputs (a speed-up over a TCP run
 		// of 1e-300 Gb/s) can overflow; JSON has no infinity.

@@ -24,7 +24,7 @@ const (
 
 func TestLineRateVerdictRoCEMTU1024(t *testing.T) {
 	r := Parse(loadVector(t, roceVector))
-	vs := Judge(JudgeInput{Results: []Labelled{{"rdma", r}}, LineRateGbps: 100})
+	vs := Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: r}}, LineRateGbps: 100})
 	v := findVerdict(t, vs, CheckLineRate, "rdma")
 	if v.Status != StatusPass || !near(v.Measured, 92.44) || !near(v.Target, 90) {
 		t.Errorf("verdict = %+v", v)
@@ -34,12 +34,12 @@ func TestLineRateVerdictRoCEMTU1024(t *testing.T) {
 			t.Errorf("reason %q lacks %q", v.Reason, want)
 		}
 	}
-	strict := Judge(JudgeInput{Results: []Labelled{{"rdma", r}}, LineRateGbps: 100,
+	strict := Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: r}}, LineRateGbps: 100,
 		Thresholds: Thresholds{LineRateFraction: 0.95}})
 	if v := findVerdict(t, strict, CheckLineRate, "rdma"); v.Status != StatusFail {
 		t.Errorf("95%% threshold: %+v", v)
 	}
-	wrongRate := Judge(JudgeInput{Results: []Labelled{{"rdma", r}}, LineRateGbps: 50})
+	wrongRate := Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: r}}, LineRateGbps: 50})
 	if v := findVerdict(t, wrongRate, CheckLineRate, "rdma"); v.Status != StatusWarn {
 		t.Errorf("line rate below measured: %+v", v)
 	}
@@ -61,12 +61,12 @@ func TestPodVsBareMetal(t *testing.T) {
 	mk := func(mib string) Result {
 		return ParsePerftest([]byte(mibHeader + " 65536 5000 " + mib + " " + mib + " 0.07\n"))
 	}
-	vs := Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}, {"bare-metal", mk("4363.17")}}})
+	vs := Judge(JudgeInput{Results: []Labelled{{Scenario: "pod", Result: mk("4362.49")}, {Scenario: "bare-metal", Result: mk("4363.17")}}})
 	v := findVerdict(t, vs, CheckPodBareMetal, "pod")
 	if v.Status != StatusPass || !strings.Contains(v.Reason, "0.02% below bare metal") {
 		t.Errorf("issue example: %+v", v)
 	}
-	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4200.00")}, {"bare-metal", mk("4363.17")}}})
+	vs = Judge(JudgeInput{Results: []Labelled{{Scenario: "pod", Result: mk("4200.00")}, {Scenario: "bare-metal", Result: mk("4363.17")}}})
 	if v := findVerdict(t, vs, CheckPodBareMetal, "pod"); v.Status != StatusFail || !strings.Contains(v.Reason, "3.74% below") {
 		t.Errorf("4%% slower pod: %+v", v)
 	}
@@ -74,17 +74,17 @@ func TestPodVsBareMetal(t *testing.T) {
 	lat := func(us string) Result {
 		return ParsePerftest([]byte(" #bytes #iterations t_min[usec] t_max[usec] t_typical[usec]\n 2 1000 1.0 2.0 " + us + "\n"))
 	}
-	vs = Judge(JudgeInput{Results: []Labelled{{"pod", lat("1.50")}, {"bare-metal", lat("1.40")}}})
+	vs = Judge(JudgeInput{Results: []Labelled{{Scenario: "pod", Result: lat("1.50")}, {Scenario: "bare-metal", Result: lat("1.40")}}})
 	if v := findVerdict(t, vs, CheckPodBareMetal, "pod"); v.Status != StatusFail || !strings.Contains(v.Reason, "above bare metal") {
 		t.Errorf("slower latency: %+v", v)
 	}
 	// Bare metal measured latency only: nothing of the same kind.
-	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}, {"bare-metal", lat("1.40")}}})
+	vs = Judge(JudgeInput{Results: []Labelled{{Scenario: "pod", Result: mk("4362.49")}, {Scenario: "bare-metal", Result: lat("1.40")}}})
 	if v := findVerdict(t, vs, CheckPodBareMetal, "pod"); v.Status != StatusSkip {
 		t.Errorf("bare metal without bandwidth: %+v", v)
 	}
 	// No bare-metal scenario at all: no comparison verdict.
-	vs = Judge(JudgeInput{Results: []Labelled{{"pod", mk("4362.49")}}})
+	vs = Judge(JudgeInput{Results: []Labelled{{Scenario: "pod", Result: mk("4362.49")}}})
 	for _, v := range vs {
 		if v.Check == CheckPodBareMetal {
 			t.Errorf("comparison without a bare-metal scenario: %+v", v)
@@ -94,7 +94,7 @@ func TestPodVsBareMetal(t *testing.T) {
 
 func TestRDMAvsTCPAndNCCLBusBW(t *testing.T) {
 	ib, tcp := Parse(loadVector(t, ncclIBVector)), Parse(loadVector(t, ncclTCPVector))
-	in := JudgeInput{Results: []Labelled{{"rdma", ib}, {"tcp", tcp}}, LineRateGbps: 200, NICs: 8}
+	in := JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: ib}, {Scenario: "tcp", Result: tcp}}, LineRateGbps: 200, NICs: 8}
 	vs := Judge(in)
 	sp := findVerdict(t, vs, CheckRDMAvsTCP, "rdma")
 	if sp.Status != StatusPass || !near(sp.Measured, 187.22/3.17) || !strings.Contains(sp.Reason, "59.1x speed-up") {
@@ -123,7 +123,7 @@ func TestRDMAvsTCPAndNCCLBusBW(t *testing.T) {
 
 func TestFailedRunVerdict(t *testing.T) {
 	r := Parse(loadVector(t, "perftest_error_couldnt_connect_socket__perftest-pr-228.txt"))
-	vs := Judge(JudgeInput{Results: []Labelled{{"rdma", r}}, LineRateGbps: 100})
+	vs := Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: r}}, LineRateGbps: 100})
 	if len(vs) != 1 || vs[0].Check != CheckRun || vs[0].Status != StatusFail || !strings.Contains(vs[0].Reason, "Couldn't connect") {
 		t.Errorf("verdicts = %+v", vs)
 	}
