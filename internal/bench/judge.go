@@ -100,8 +100,8 @@ type JudgeInput struct {
 	// GPUsPerNode sizes training runs whose log does not state its GPU
 	// count (nodes x GPUsPerNode); 0: unknown.
 	GPUsPerNode int
-	Thresholds   Thresholds
-	Roles        Roles
+	Thresholds  Thresholds
+	Roles       Roles
 }
 
 // Verdict is the outcome of one check with its reason.
