@@ -2,49 +2,11 @@ package sim
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/alloc"
 )
-
-// Remembering pure policies' answers changes no result: every policy,
-// random settings, with and without the memo.
-func TestMemoChangesNothing(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	n := 12
-	if testing.Short() || raceEnabled {
-		n = 4
-	}
-	for i := 0; i < n; i++ {
-		cfg := randomConfig(t, r)
-		cfg.Nodes, cfg.Pods = 2+r.IntN(20), 200+r.IntN(3000) // large enough to repeat requests
-		cfg.timeEvery = 1 + r.IntN(50)
-		t.Run(fmt.Sprintf("%d-%s", i, cfg.Machine), func(t *testing.T) {
-			with, err := Run(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.AskEveryPod = true
-			without, err := Run(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j, a := range with.Policies {
-				b := without.Policies[j]
-				if a.GDRGPUs != b.GDRGPUs || a.GPUs != b.GPUs || a.Rejected != b.Rejected || a.StrandedMean != b.StrandedMean ||
-					fmt.Sprint(a.Classes) != fmt.Sprint(b.Classes) || fmt.Sprint(a.PodBandwidth) != fmt.Sprint(b.PodBandwidth) {
-					t.Errorf("%s: memo changed the result:\n%+v\n%+v", a.Name, a, b)
-				}
-				if b.PolicyCalls < a.PolicyCalls {
-					t.Errorf("%s: %d calls with the memo, %d without", a.Name, a.PolicyCalls, b.PolicyCalls)
-				}
-			}
-		})
-	}
-}
 
 // The memo saves most calls at scale, and never numa's (not pure).
 func TestMemoSavesCalls(t *testing.T) {

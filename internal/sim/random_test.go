@@ -12,20 +12,42 @@ import (
 // TestRandomConfigs runs small simulations with random settings on random
 // built-in machines. Run itself checks every policy answer against the
 // contract and the node's free devices, and that the cluster is empty once
-// every pod has left; here we also check that the counts add up.
+// every pod has left; here we also check that the counts add up, and that
+// remembering pure policies' answers changes no result (each config runs
+// again with AskEveryPod).
 func TestRandomConfigs(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	n := 40
 	if testing.Short() || raceEnabled {
 		n = 12
 	}
+	remembered := 0 // calls the memo saved, over all configs
+	defer func() {
+		if remembered == 0 {
+			t.Error("the memo never answered: the comparison tested nothing")
+		}
+	}()
 	for i := 0; i < n; i++ {
 		cfg := randomConfig(t, r)
-		name := cfg.Machine
-		t.Run(fmt.Sprintf("%d-%s", i, name), func(t *testing.T) {
+		cfg.timeEvery = 1 + r.IntN(20) // pods not timed use the memo
+		t.Run(fmt.Sprintf("%d-%s", i, cfg.Machine), func(t *testing.T) {
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatalf("%+v: %v", cfg, err)
+			}
+			every := cfg
+			every.AskEveryPod = true
+			asked, err := Run(context.Background(), every)
+			if err != nil {
+				t.Fatalf("%+v: %v", every, err)
+			}
+			for j, a := range res.Policies {
+				b := asked.Policies[j]
+				if a.GDRGPUs != b.GDRGPUs || a.GPUs != b.GPUs || a.Rejected != b.Rejected || a.StrandedMean != b.StrandedMean ||
+					fmt.Sprint(a.Classes, a.PodBandwidth) != fmt.Sprint(b.Classes, b.PodBandwidth) || a.PolicyCalls > b.PolicyCalls {
+					t.Errorf("%s: the memo changed the result:\n%+v\n%+v", a.Name, a, b)
+				}
+				remembered += b.PolicyCalls - a.PolicyCalls
 			}
 			for _, p := range res.Policies {
 				sum := 0
