@@ -16,7 +16,7 @@ type Metric struct {
 // HeadlineMetric returns the number a result is compared by: large-message
 // bandwidth for perftest bandwidth runs, lowest typical latency for perftest
 // latency runs, peak bus bandwidth for nccl-tests, peak bandwidth or lowest
-// average latency for OSU.
+// average latency for OSU, the job's throughput for training.
 func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
 	switch r.Kind {
 	case KindPerftestBW:
@@ -34,6 +34,9 @@ func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
 	case KindOSULat:
 		v, ok := r.Summary[SumMinLatAvgUs]
 		return Metric{"lowest average latency", v, "us", false}, ok
+	case KindTraining:
+		v, ok := r.Summary[SumTotalThroughput]
+		return Metric{"job throughput", v, r.Info.Unit, true}, ok
 	}
 	return Metric{}, false
 }
@@ -51,7 +54,8 @@ func compare(in JudgeInput, check, a, b string) []Verdict {
 		return nil // nothing to compare with: not a finding
 	}
 	for _, la := range in.Results {
-		if la.Scenario != a || !la.Result.OK {
+		// Training runs are compared size by size in the scaling checks.
+		if la.Scenario != a || !la.Result.OK || la.Result.Kind == KindTraining {
 			continue
 		}
 		ma, ok := HeadlineMetric(la.Result, in.Thresholds.LargeMessageBytes)

@@ -108,3 +108,26 @@ func BusBWChart(results []bench.Labelled, lineRateGbps float64, nics int) (c cha
 	}
 	return c, len(c.Series) > 0
 }
+
+// NCCLLatencyChart plots nccl-tests out-of-place time per operation
+// against message size on log axes: the small-message end shows latency
+// (RDMA's advantage over TCP is largest there), the large end bandwidth.
+func NCCLLatencyChart(results []bench.Labelled) (c chart.LineChart, ok bool) {
+	c = chart.LineChart{
+		Title:  "nccl-tests out-of-place time vs message size",
+		X:      sizeAxis,
+		Y:      chart.Axis{Label: "Time", Scale: chart.Log10, TickLabel: chart.MicrosecondsLabel},
+		Legend: chart.LegendBottomRight, // time rises with size: the bottom right is empty
+	}
+	for _, l := range results {
+		var s chart.Series
+		s.Name = seriesName(l)
+		for _, row := range l.Result.NCCL {
+			s.X, s.Y = append(s.X, float64(row.Bytes)), append(s.Y, row.OOPTimeUs)
+		}
+		if len(s.X) > 0 {
+			c.Series = append(c.Series, s)
+		}
+	}
+	return c, len(c.Series) > 0
+}

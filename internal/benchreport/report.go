@@ -25,8 +25,11 @@ type Input struct {
 	// "machine dgx-h100", "sysfs /sys: mlx5_0 port 1").
 	LineRateSource string
 	NICs           int
-	Verdicts       []bench.Verdict
-	Thresholds     bench.Thresholds
+	// GPUsPerNode sizes training runs whose log does not state its GPU
+	// count (see bench.ScalingPoints).
+	GPUsPerNode int
+	Verdicts    []bench.Verdict
+	Thresholds  bench.Thresholds
 }
 
 // Peak is one row of the table of peaks.
@@ -158,6 +161,19 @@ func render(dir string, in Input, js []byte) ([]string, error) {
 	if err := add("nccl-busbw", bus, ok); err != nil {
 		return files, err
 	}
+	nlat, ok := NCCLLatencyChart(in.Results)
+	if err := add("nccl-latency", nlat, ok); err != nil {
+		return files, err
+	}
+	scaling := Scaling(in)
+	tput, ok := ScalingThroughputChart(scaling)
+	if err := add("scaling-throughput", tput, ok); err != nil {
+		return files, err
+	}
+	eff, ok := ScalingEfficiencyChart(scaling, minEfficiency(in))
+	if err := add("scaling-efficiency", eff, ok); err != nil {
+		return files, err
+	}
 
 	var html bytes.Buffer
 	if err := renderHTML(&html, in, charts); err != nil {
@@ -184,11 +200,12 @@ func jsonReport(in Input) any {
 		rs = append(rs, jsonScenario{l.Scenario, l.Result})
 	}
 	return struct {
-		LineRateGbps float64         `json:"line_rate_gbps,omitempty"`
-		NICs         int             `json:"nics,omitempty"`
-		Results      []jsonScenario  `json:"results"`
-		Verdicts     []bench.Verdict `json:"verdicts"`
-	}{in.LineRateGbps, in.NICs, rs, in.Verdicts}
+		LineRateGbps float64            `json:"line_rate_gbps,omitempty"`
+		NICs         int                `json:"nics,omitempty"`
+		Results      []jsonScenario     `json:"results"`
+		Scaling      []bench.ScalingRow `json:"scaling,omitempty"`
+		Verdicts     []bench.Verdict    `json:"verdicts"`
+	}{in.LineRateGbps, in.NICs, rs, Scaling(in), in.Verdicts}
 }
 
 //go:embed report.html.tmpl
@@ -208,10 +225,11 @@ func renderHTML(w io.Writer, in Input, charts []chartFile) error {
 		Title    string
 		In       Input
 		Peaks    []Peak
+		Scaling  []scalingCell
 		Charts   []chartFile
 		Failed   bool
 		Verdicts []bench.Verdict
-	}{title, in, Peaks(in), charts, bench.Failed(in.Verdicts), in.Verdicts}
+	}{title, in, Peaks(in), scalingCells(Scaling(in)), charts, bench.Failed(in.Verdicts), in.Verdicts}
 	if err := tmpl.Execute(w, data); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
@@ -229,4 +247,27 @@ func PrintVerdicts(w io.Writer, vs []bench.Verdict) error {
 		return fmt.Errorf("print verdicts: %w", err)
 	}
 	return nil
+}
+
+func minEfficiency(in Input) float64 {
+	if v := in.Thresholds.MinScalingEfficiency; v > 0 {
+		return v
+	}
+	return bench.DefaultThresholds().MinScalingEfficiency
+}
+
+// scalingCell is one row of the HTML scaling table, formatted.
+type scalingCell struct {
+	Scenario, Nodes, GPUs, Throughput, Speedup, Efficiency string
+	Base                                                   bool
+}
+
+func scalingCells(rows []bench.ScalingRow) []scalingCell {
+	out := make([]scalingCell, len(rows))
+	for i, r := range rows {
+		out[i] = scalingCell{Scenario: r.Scenario, Nodes: count(r.Nodes), GPUs: count(r.GPUs),
+			Throughput: trimFloat(r.Throughput) + " " + r.Unit, Speedup: fmt.Sprintf("%.2fx", r.Speedup),
+			Efficiency: fmt.Sprintf("%.1f%%", 100*r.Efficiency), Base: r.Base}
+	}
+	return out
 }

@@ -58,7 +58,7 @@ func TestWriteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bandwidth.png", "bandwidth.svg", "latency.png", "latency.svg", "nccl-busbw.png", "nccl-busbw.svg", "report.html", "report.json"}
+	want := []string{"bandwidth.png", "bandwidth.svg", "latency.png", "latency.svg", "nccl-busbw.png", "nccl-busbw.svg", "nccl-latency.png", "nccl-latency.svg", "report.html", "report.json"}
 	if len(files) != len(want) {
 		t.Errorf("files = %v", files)
 	}
@@ -114,7 +114,7 @@ func TestChartsSkipWhenNoData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 4 { // nccl-busbw png+svg, html, json
+	if len(files) != 6 { // nccl-busbw and nccl-latency png+svg, html, json
 		t.Errorf("files = %v", files)
 	}
 }

@@ -282,3 +282,24 @@ func BytesLabel(v float64) string {
 	}
 	return fmt.Sprintf("%g%s", math.Round(v*100)/100, units[i])
 }
+
+// IntegerLabel prints whole numbers ("4") and leaves other ticks
+// unlabelled: for counts such as GPUs or nodes.
+func IntegerLabel(v float64) string {
+	if r := math.Round(v); math.Abs(v-r) < 1e-9 && math.Abs(r) < 1e15 {
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return ""
+}
+
+// MicrosecondsLabel prints a time given in microseconds with a readable
+// unit: 10µs, 1ms, 100ms, 2s.
+func MicrosecondsLabel(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return fmt.Sprintf("%gs", math.Round(v/1e6*100)/100)
+	case a >= 1e3:
+		return fmt.Sprintf("%gms", math.Round(v/1e3*100)/100)
+	}
+	return fmt.Sprintf("%gµs", math.Round(v*100)/100)
+}

@@ -169,3 +169,16 @@ func TestBytesLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestCountAndTimeLabels(t *testing.T) {
+	for v, want := range map[float64]string{1: "1", 16: "16", 2.5: "", 0: "0", -3: "-3"} {
+		if got := IntegerLabel(v); got != want {
+			t.Errorf("IntegerLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{10: "10µs", 1000: "1ms", 250000: "250ms", 2e6: "2s", 0.5: "0.5µs"} {
+		if got := MicrosecondsLabel(v); got != want {
+			t.Errorf("MicrosecondsLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
