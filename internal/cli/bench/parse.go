@@ -78,7 +78,7 @@ a failed run (ok false).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file")
-	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl or osu")
+	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl, osu or training")
 	return cmd
 }
 
@@ -92,8 +92,10 @@ func parserFor(suite string) (func([]byte) bench.Result, error) {
 		return bench.ParseNCCL, nil
 	case "osu":
 		return bench.ParseOSU, nil
+	case "training":
+		return bench.ParseTraining, nil
 	}
-	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl or osu", suite)
+	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu or training", suite)
 }
 
 // readInput reads a file ("-": stdin) of at most maxInput bytes, in
@@ -201,6 +203,11 @@ func printResult(w io.Writer, r bench.Result) error {
 		fmt.Fprintln(tw, "  bytes\tavg us\tmin us\tmax us\t")
 		for _, row := range r.OSU {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t\n", row.Bytes, opt(row.LatAvgUs), opt(row.LatMinUs), opt(row.LatMaxUs))
+		}
+	case bench.KindTraining:
+		fmt.Fprintf(tw, "  step\t%s\tper\t\n", r.Info.Unit)
+		for _, row := range r.Training {
+			fmt.Fprintf(tw, "  %d\t%g\t%s\t\n", row.Step, row.Throughput, row.Scope)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,24 +19,27 @@ const (
 	maxLineRateGbps = 1e6 // as sysfs.ParseRate accepts
 	maxSpeedup      = 1e6
 	maxNICs         = 1024
+	maxGPUsPerNode  = 1024
+	maxNodes        = 1 << 20
 )
 
 type reportFlags struct {
-	results  []string
-	lineRate float64
-	source   topo.Source
-	device   string
-	nics     int
-	out      string
-	title    string
-	th       bench.Thresholds
-	roles    bench.Roles
+	results     []string
+	gpusPerNode int
+	lineRate    float64
+	source      topo.Source
+	device      string
+	nics        int
+	out         string
+	title       string
+	th          bench.Thresholds
+	roles       bench.Roles
 }
 
 func newReportCommand(s iostreams.Streams) *cobra.Command {
 	f := reportFlags{th: bench.DefaultThresholds(), roles: bench.DefaultRoles()}
 	cmd := &cobra.Command{
-		Use:   "report --result SCENARIO=FILE... [--line-rate-gbps N | --machine NAME | --sysfs DIR]",
+		Use:   "report --result SCENARIO[@NODES]=FILE... [--line-rate-gbps N | --machine NAME | --sysfs DIR]",
 		Short: "Judge labelled benchmark results and write an HTML report with charts",
 		Long: `report reads benchmark results, each labelled with a scenario
 (--result rdma=bw.txt --result tcp=bw-tcp.txt --result pod=... --result bare-metal=...),
@@ -47,6 +51,11 @@ as raw tool outputs or as bench parse --json output, and:
   - computes the speed-up of the rdma scenario over tcp,
   - judges nccl-tests peak bus bandwidth against NICs x line rate (on 2
     nodes tree algorithms can exceed it: rerun with NCCL_ALGO=Ring),
+  - builds the training scaling table from training logs (Horovod,
+    tf_cnn_benchmarks, DeepSpeed, Megatron-LM) labelled with their node
+    count, --result rdma@4=train-rdma-4.log: speed-up and efficiency against
+    linear per scenario, runs under --min-scaling-efficiency flagged, and
+    RDMA's gain over TCP at the largest size both ran,
 
 prints the verdicts, and writes report.html, report.json and PNG/SVG charts
 into --out. The line rate is --line-rate-gbps, or read from a topology
@@ -57,6 +66,12 @@ when a check fails.`,
 			in, err := f.input(cmd, s)
 			if err != nil {
 				return err
+			}
+			if rows := benchreport.Scaling(in); len(rows) > 0 {
+				if err := benchreport.PrintScaling(s.Out, rows); err != nil {
+					return err
+				}
+				fmt.Fprintln(s.Out)
 			}
 			if err := benchreport.PrintVerdicts(s.Out, in.Verdicts); err != nil {
 				return err
@@ -77,7 +92,10 @@ when a check fails.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE: a result under a scenario name (repeatable)")
+	fl.StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE or SCENARIO@NODES=FILE: a result under a scenario name, with the node count of a training run (repeatable)")
+	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node of training runs whose log does not state its GPU count")
+	fl.Float64Var(&f.th.MinScalingEfficiency, "min-scaling-efficiency", f.th.MinScalingEfficiency, "training runs pass at this fraction of linear scaling")
+	fl.Float64Var(&f.th.MinTrainingGain, "min-training-gain", f.th.MinTrainingGain, "RDMA training throughput must beat TCP's by this factor")
 	fl.Float64Var(&f.lineRate, "line-rate-gbps", 0, "line rate of one NIC port in Gb/s")
 	f.source.AddFlags(cmd)
 	fl.StringVar(&f.device, "device", "", "with --sysfs/--machine: take the line rate of this RDMA device (mlx5_0)")
@@ -130,6 +148,15 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 	if !(f.lineRate >= 0 && f.lineRate <= maxLineRateGbps) {
 		errs = append(errs, fmt.Errorf("--line-rate-gbps %g: want 0 (unknown) to %g", f.lineRate, float64(maxLineRateGbps)))
 	}
+	if !(f.th.MinScalingEfficiency > 0 && f.th.MinScalingEfficiency <= 1) {
+		errs = append(errs, fmt.Errorf("--min-scaling-efficiency %g: want a fraction in (0, 1]", f.th.MinScalingEfficiency))
+	}
+	if !(f.th.MinTrainingGain > 0 && f.th.MinTrainingGain <= maxSpeedup) {
+		errs = append(errs, fmt.Errorf("--min-training-gain %g: want a number in (0, %g]", f.th.MinTrainingGain, float64(maxSpeedup)))
+	}
+	if f.gpusPerNode < 0 || f.gpusPerNode > maxGPUsPerNode {
+		errs = append(errs, fmt.Errorf("--gpus-per-node %d: want 0 (from the logs) to %d", f.gpusPerNode, maxGPUsPerNode))
+	}
 	if f.nics < 0 || f.nics > maxNICs {
 		errs = append(errs, fmt.Errorf("--nics %d: want 0 (from the topology) to %d", f.nics, maxNICs))
 	}
@@ -140,14 +167,14 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 	if f.device != "" && !fromTopology {
 		errs = append(errs, errors.New("--device needs --sysfs or --machine"))
 	}
-	in := benchreport.Input{Title: f.title, LineRateGbps: f.lineRate, NICs: f.nics, Thresholds: f.th}
+	in := benchreport.Input{Title: f.title, LineRateGbps: f.lineRate, NICs: f.nics, Thresholds: f.th, GPUsPerNode: f.gpusPerNode}
 	if f.lineRate > 0 {
 		in.LineRateSource = "--line-rate-gbps"
 	}
 	for _, spec := range f.results {
-		scenario, path, ok := strings.Cut(spec, "=")
-		if !ok || scenario == "" || path == "" {
-			errs = append(errs, fmt.Errorf("--result %q: want SCENARIO=FILE", spec))
+		scenario, nodes, path, err := parseResultSpec(spec)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if err := cmd.Context().Err(); err != nil {
@@ -158,7 +185,7 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
 			continue
 		}
-		in.Results = append(in.Results, bench.Labelled{Scenario: scenario, Result: r})
+		in.Results = append(in.Results, bench.Labelled{Scenario: scenario, Result: r, Nodes: nodes})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return in, err
@@ -179,6 +206,23 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 		}
 	}
 	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
-		Thresholds: f.th, Roles: f.roles})
+		GPUsPerNode: f.gpusPerNode, Thresholds: f.th, Roles: f.roles})
 	return in, nil
+}
+
+// parseResultSpec splits SCENARIO=FILE or SCENARIO@NODES=FILE.
+func parseResultSpec(spec string) (scenario string, nodes int, path string, err error) {
+	label, path, ok := strings.Cut(spec, "=")
+	scenario, n, hasNodes := strings.Cut(label, "@")
+	if !ok || scenario == "" || path == "" {
+		return "", 0, "", fmt.Errorf("--result %q: want SCENARIO=FILE or SCENARIO@NODES=FILE", spec)
+	}
+	if hasNodes {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 1 || v > maxNodes {
+			return "", 0, "", fmt.Errorf("--result %q: the node count after '@' must be an integer from 1 to %d", spec, maxNodes)
+		}
+		nodes = v
+	}
+	return scenario, nodes, path, nil
 }
