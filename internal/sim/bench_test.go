@@ -7,7 +7,7 @@ import (
 
 // BenchmarkSimulate1000Nodes100kPods is the scale goal as a benchmark: one
 // op is a whole simulation of 1,000 DGX H100 nodes and 100,000 pod arrivals
-// with the six policies (goal: < 30 s per op on 2 cores).
+// with every default policy (goal: < 30 s per op on 2 cores).
 func BenchmarkSimulate1000Nodes100kPods(b *testing.B) {
 	topo, err := machineTopologies()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestScaleGoal holds the simulator to its goal: 1,000 nodes and 100,000
-// pod arrivals (about 200,000 events) with all six policies in under 30 s.
+// pod arrivals (about 200,000 events) with every default policy in under 30 s.
 // Skipped with -short and under the race detector.
 func TestScaleGoal(t *testing.T) {
 	if testing.Short() {

@@ -18,7 +18,7 @@ func execute(t *testing.T, args ...string) (string, string, error) {
 	return clitest.Run(t, NewCommand, "", args...)
 }
 
-// TestJSONContract checks the field names tools rely on and that all six
+// TestJSONContract checks the field names tools rely on and that all eight
 // policies are present.
 func TestJSONContract(t *testing.T) {
 	out, _, err := execute(t, "--machine", "dgx-1", "--nodes", "10", "--pods", "800", "--json")
