@@ -37,6 +37,12 @@ func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
 	case KindTraining:
 		v, ok := r.Summary[SumTotalThroughput]
 		return Metric{"job throughput", v, r.Info.Unit, true}, ok
+	case KindIperf3:
+		v, ok := r.Summary[SumReceivedGbps]
+		if !ok {
+			v, ok = r.Summary[SumSentGbps]
+		}
+		return Metric{"TCP bandwidth", v, "Gb/s", true}, ok
 	}
 	return Metric{}, false
 }
@@ -64,7 +70,7 @@ func compare(in JudgeInput, check, a, b string) []Verdict {
 		}
 		found := false
 		for _, lb := range in.Results {
-			if lb.Scenario != b || !lb.Result.OK || lb.Result.Kind != la.Result.Kind {
+			if lb.Scenario != b || !lb.Result.OK || !comparable(check, la.Result.Kind, lb.Result.Kind) {
 				continue
 			}
 			mb, ok := HeadlineMetric(lb.Result, in.Thresholds.LargeMessageBytes)
@@ -146,4 +152,11 @@ func FormatBytes(n int64) string {
 		i++
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + units[i]
+}
+
+// comparable reports whether results of kinds a and b are compared: the
+// same kind, or for RDMA vs TCP a perftest bandwidth run against iperf3
+// (the TCP variant of bench plan's pod pair).
+func comparable(check string, a, b Kind) bool {
+	return a == b || check == CheckRDMAvsTCP && a == KindPerftestBW && b == KindIperf3
 }

@@ -16,7 +16,11 @@ const (
 
 // Parse detects which benchmark printed data and parses it. It never fails:
 // unrecognised input gives a Result with Tool "unknown" and OK false.
-func Parse(data []byte) Result {
+// JSON input is read as perftest --out_json (in MiB/s: see Options) or
+// iperf3 --json.
+func Parse(data []byte) Result { return ParseWith(data, Options{}) }
+
+func parseText(data []byte) Result {
 	lines := splitLines(data)
 	switch detect(lines) {
 	case FamilyPerftest:

@@ -51,6 +51,7 @@ type Result struct {
 	NCCL        []NCCLRow
 	OSU         []OSURow
 	Training    []TrainingRow
+	Iperf       []IperfRow
 
 	Summary map[string]float64
 	Info    Info
@@ -127,7 +128,7 @@ type OSURow struct {
 
 // Rows returns the number of rows of the result's kind.
 func (r Result) Rows() int {
-	return len(r.PerftestBW) + len(r.PerftestLat) + len(r.NCCL) + len(r.OSU) + len(r.Training)
+	return len(r.PerftestBW) + len(r.PerftestLat) + len(r.NCCL) + len(r.OSU) + len(r.Training) + len(r.Iperf)
 }
 
 type resultJSON struct {
@@ -155,6 +156,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		rows = nonNil(r.OSU)
 	case KindTraining:
 		rows = nonNil(r.Training)
+	case KindIperf3:
+		rows = nonNil(r.Iperf)
 	default:
 		rows = []struct{}{}
 	}
@@ -213,6 +216,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		err = json.Unmarshal(in.Rows, &r.OSU)
 	case KindTraining:
 		err = json.Unmarshal(in.Rows, &r.Training)
+	case KindIperf3:
+		err = json.Unmarshal(in.Rows, &r.Iperf)
 	default:
 		return fmt.Errorf("rows of tool %q: unknown row fields", in.Tool)
 	}
@@ -238,6 +243,8 @@ func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
 			return KindOSULat
 		case has("throughput"):
 			return KindTraining
+		case has("gbps"):
+			return KindIperf3
 		}
 		return KindUnknown
 	}
@@ -254,6 +261,8 @@ func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
 		return KindOSULat
 	case trainingTools[tool]:
 		return KindTraining
+	case tool == ToolIperf3:
+		return KindIperf3
 	}
 	return KindUnknown
 }

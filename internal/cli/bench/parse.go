@@ -25,6 +25,7 @@ const maxInput = 256 << 20
 func newParseCommand(s iostreams.Streams) *cobra.Command {
 	var asJSON bool
 	var suite string
+	var opts bench.Options
 	cmd := &cobra.Command{
 		Use:   "parse FILE...",
 		Short: "Parse saved perftest, nccl-tests or OSU outputs",
@@ -37,7 +38,7 @@ With --json it prints, per file, one JSON object:
 a failed run (ok false).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			parse, err := parserFor(suite)
+			parse, err := parserFor(suite, opts)
 			if err != nil {
 				return err
 			}
@@ -78,16 +79,24 @@ a failed run (ok false).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file")
-	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl, osu or training")
+	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl, osu, training or iperf3")
+	cmd.Flags().BoolVar(&opts.PerftestJSONGbits, "perftest-json-gbits", false, "perftest --out_json files come from runs with --report_gbits (their JSON has no unit; default MiB/s)")
 	return cmd
 }
 
-func parserFor(suite string) (func([]byte) bench.Result, error) {
+func parserFor(suite string, o bench.Options) (func([]byte) bench.Result, error) {
 	switch suite {
 	case "auto", "":
-		return bench.Parse, nil
+		return func(data []byte) bench.Result { return bench.ParseWith(data, o) }, nil
 	case "perftest":
-		return bench.ParsePerftest, nil
+		return func(data []byte) bench.Result {
+			if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+				return bench.ParsePerftestJSON(data, o)
+			}
+			return bench.ParsePerftest(data)
+		}, nil
+	case "iperf3":
+		return bench.ParseIperf3, nil
 	case "nccl", "nccl-tests":
 		return bench.ParseNCCL, nil
 	case "osu":
@@ -95,7 +104,7 @@ func parserFor(suite string) (func([]byte) bench.Result, error) {
 	case "training":
 		return bench.ParseTraining, nil
 	}
-	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu or training", suite)
+	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu, training or iperf3", suite)
 }
 
 // readInput reads a file ("-": stdin) of at most maxInput bytes, in
@@ -132,14 +141,15 @@ func readInput(ctx context.Context, path string, stdin io.Reader) ([]byte, error
 	return data, nil
 }
 
-// loadResult reads a raw tool output or the JSON printed by `bench parse
-// --json` (its first object).
-func loadResult(ctx context.Context, path string, stdin io.Reader) (bench.Result, error) {
+// loadResult reads a raw tool output (perftest --out_json and iperf3
+// --json included) or the JSON printed by `bench parse --json` (its first
+// object, recognised by its "tool" key).
+func loadResult(ctx context.Context, path string, stdin io.Reader, o bench.Options) (bench.Result, error) {
 	data, err := readInput(ctx, path, stdin)
 	if err != nil {
 		return bench.Result{}, err
 	}
-	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' && isContractJSON(t) {
 		var r bench.Result
 		if err := json.NewDecoder(bytes.NewReader(t)).Decode(&r); err != nil {
 			return bench.Result{}, fmt.Errorf("%s: not bench parse --json output: %w", path, err)
@@ -149,9 +159,20 @@ func loadResult(ctx context.Context, path string, stdin io.Reader) (bench.Result
 		}
 		return r, nil
 	}
-	r := bench.Parse(data)
+	r := bench.ParseWith(data, o)
 	r.Source = path
 	return r, nil
+}
+
+// isContractJSON reports whether the first JSON object has the "tool" key
+// of bench parse --json output; anything else is a tool's own JSON.
+func isContractJSON(data []byte) bool {
+	var head map[string]json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&head); err != nil {
+		return true // let the contract decoder say what is wrong
+	}
+	_, ok := head["tool"]
+	return ok
 }
 
 func printResult(w io.Writer, r bench.Result) error {
@@ -203,6 +224,15 @@ func printResult(w io.Writer, r bench.Result) error {
 		fmt.Fprintln(tw, "  bytes\tavg us\tmin us\tmax us\t")
 		for _, row := range r.OSU {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t\n", row.Bytes, opt(row.LatAvgUs), opt(row.LatMinUs), opt(row.LatMaxUs))
+		}
+	case bench.KindIperf3:
+		fmt.Fprintln(tw, "  start s\tend s\tGb/s\tretransmits\tomitted\t")
+		for _, row := range r.Iperf {
+			rt := "-"
+			if row.Retransmits != nil {
+				rt = fmt.Sprint(*row.Retransmits)
+			}
+			fmt.Fprintf(tw, "  %g\t%g\t%g\t%s\t%v\t\n", row.StartS, row.EndS, row.Gbps, rt, row.Omitted)
 		}
 	case bench.KindTraining:
 		fmt.Fprintf(tw, "  step\t%s\tper\t\n", r.Info.Unit)

@@ -24,6 +24,7 @@ const (
 )
 
 type reportFlags struct {
+	opts        bench.Options
 	results     []string
 	gpusPerNode int
 	lineRate    float64
@@ -93,6 +94,7 @@ when a check fails.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE or SCENARIO@NODES=FILE: a result under a scenario name, with the node count of a training run (repeatable)")
+	fl.BoolVar(&f.opts.PerftestJSONGbits, "perftest-json-gbits", false, "perftest --out_json files come from runs with --report_gbits (default MiB/s)")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node of training runs whose log does not state its GPU count")
 	fl.Float64Var(&f.th.MinScalingEfficiency, "min-scaling-efficiency", f.th.MinScalingEfficiency, "training runs pass at this fraction of linear scaling")
 	fl.Float64Var(&f.th.MinTrainingGain, "min-training-gain", f.th.MinTrainingGain, "RDMA training throughput must beat TCP's by this factor")
@@ -180,7 +182,7 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 		if err := cmd.Context().Err(); err != nil {
 			return in, err
 		}
-		r, err := loadResult(cmd.Context(), path, s.In)
+		r, err := loadResult(cmd.Context(), path, s.In, f.opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
 			continue
