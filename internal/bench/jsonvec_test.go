@@ -99,3 +99,18 @@ func FuzzParseJSONOutputs(f *testing.F) {
 		checkInvariants(t, ParseWith(data, Options{PerftestJSONGbits: len(data)%2 == 0}))
 	})
 }
+
+// kubectl logs --tail=3 --prefix of an nccl-tests launcher: rows only.
+func TestNCCLRowsWithoutHeader(t *testing.T) {
+	in := "[pod/bench-nccl-rdma-launcher-5x2kq/launcher]    268435456      67108864     float     sum      -1   2801.3   95.83  179.68      0   2795.1   96.04  180.07      0\n" +
+		"[pod/bench-nccl-rdma-launcher-5x2kq/launcher]    536870912     134217728     float     sum      -1   5541.9   96.88  181.65      0   5540.2   96.90  181.69      0\n" +
+		"[pod/bench-nccl-rdma-launcher-5x2kq/launcher] # Avg bus bandwidth    : 181.02\n"
+	r := Parse([]byte(in))
+	if r.Kind != KindNCCL || !r.OK || len(r.NCCL) != 2 || !near(r.Summary[SumMaxBusBWGBps], 181.69) || !near(r.Summary[SumAvgBusBWGBps], 181.02) {
+		t.Errorf("got %+v", r)
+	}
+	// Two numbers on a line are no nccl-tests row.
+	if Detect([]byte("1 2\n")) != FamilyUnknown {
+		t.Error("two numbers detected as a suite")
+	}
+}

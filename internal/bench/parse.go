@@ -77,6 +77,11 @@ func detect(lines []line) Family {
 			perf += 2
 		case perftestError(t):
 			perf++
+		case l.complete && t != "" && t[0] >= '0' && t[0] <= '9' && ncclRowShape(t):
+			// Rows without their header (kubectl logs --tail, a log
+			// collector that drops "#" lines): nccl-tests rows name their
+			// type and reduction, so they identify themselves.
+			nccl += 3
 		}
 	}
 	switch {
@@ -91,4 +96,11 @@ func detect(lines []line) Family {
 		return FamilyNCCL
 	}
 	return FamilyPerftest
+}
+
+// ncclRowShape reports whether t parses as an nccl-tests result row in
+// either column layout.
+func ncclRowShape(t string) bool {
+	_, ok := ncclRow(t, ncclLayout{})
+	return ok
 }
