@@ -282,3 +282,45 @@ func BenchmarkParseCanonical(b *testing.B) {
 		}
 	}
 }
+
+// TestSortByAddress: SortByAddress orders as CompareStrings does.
+func TestSortByAddress(t *testing.T) {
+	in := []string{"zzz", "10000:00:04.0", "0000:18:00.0-s1", "ffff:ff:1f.7", "0000:1B:00.0", "0000:18:00.0", "", "0000:1b:00.0", "00000000:1b:00.0", "0000:18:00.1"}
+	want := slices.Clone(in)
+	slices.SortFunc(want, CompareStrings)
+	type dev struct{ addr string }
+	var devs []dev
+	for _, s := range in {
+		devs = append(devs, dev{s})
+	}
+	SortByAddress(devs, func(d dev) string { return d.addr })
+	var got []string
+	for _, d := range devs {
+		got = append(got, d.addr)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("SortByAddress = %q, want %q", got, want)
+	}
+	if want[0] != "0000:18:00.0" || want[len(want)-1] != "zzz" {
+		t.Errorf("CompareStrings order %q", want)
+	}
+}
+
+// TestIsCanonical: the sysfs names the kernel gives functions and host
+// bridges (the cases sysfs.ValidPCIAddress and ValidHostBridge had).
+func TestIsCanonical(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0000:18:00.1": true, "10000:00:02.0": true, "10000:e1:00.1": true, "ffffffff:00:00.0": true, "abcd:01:1f.7": true,
+		"0000:18:00.8": false, "0000:18:20.0": false, "../../etc": false, "00000:00:02.0": false, "100000000:00:00.0": false,
+		"1000:0:00.0": false, "10000:00:02.0/": false, "10000:00:02": false, "0000:18:0A.0": false,
+	} {
+		if IsCanonical(s) != want {
+			t.Errorf("IsCanonical(%q) = %v, want %v", s, !want, want)
+		}
+	}
+	for s, want := range map[string]bool{"pci0000:00": true, "pci10000:00": true, "pci0000:0": false, "pci00000:00": false, "0000:00": false} {
+		if IsCanonicalHostBridge(s) != want {
+			t.Errorf("IsCanonicalHostBridge(%q) = %v, want %v", s, !want, want)
+		}
+	}
+}
