@@ -4,47 +4,40 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
-func TestParseBDF(t *testing.T) {
-	for _, c := range []struct {
-		in       string
-		dom, bdf uint16
-		ok       bool
-	}{
-		{"0000:18:00.0", 0, 0x18 << 8, true},
-		{"0000:18:00.1", 0, 0x18<<8 | 1, true},
-		{"0001:ff:1f.7", 1, 0xff<<8 | 31<<3 | 7, true},
-		{"0000:18:20.0", 0, 0, false}, // device > 31
-		{"0000:18:00.8", 0, 0, false}, // function > 7
-		{"0000:18:0A.0", 0, 0, false}, // upper case is not canonical
-		{"10000:00:00.0", 0, 0, false},
-		{"", 0, 0, false},
-		{"0000-18:00.0", 0, 0, false},
-	} {
-		dom, bdf, ok := parseBDF(c.in)
-		if ok != c.ok || (ok && (dom != c.dom || bdf != c.bdf)) {
-			t.Errorf("parseBDF(%q) = %x, %x, %v; want %x, %x, %v", c.in, dom, bdf, ok, c.dom, c.bdf, c.ok)
+// TestVMDDomainsInAddressOrder: devices in domains wider than four digits
+// (Intel VMD) sort after domain ffff, as pciaddr orders addresses (string
+// order put them first), and are found through the fast path too.
+func TestVMDDomainsInAddressOrder(t *testing.T) {
+	var in topology.Inventory
+	for _, pf := range []string{"10000:01:00.0", "ffff:01:00.0", "0000:18:00.0"} {
+		dom := pf[:len(pf)-len(":01:00.0")]
+		in.NICs = append(in.NICs, topology.NIC{PCI: pf, Vendor: 0x15b3, NUMA: 0,
+			VFs: []topology.VF{{Index: 0, PCI: dom + ":01:00.1"}, {Index: 1, PCI: dom + ":01:00.2"}}})
+	}
+	in.NICs[2].VFs = []topology.VF{{Index: 0, PCI: "0000:18:00.1"}}
+	ix := NewIndex(topology.Build(in))
+	want := "[0000:18:00.0 0000:18:00.1 ffff:01:00.0 ffff:01:00.1 ffff:01:00.2 10000:01:00.0 10000:01:00.1 10000:01:00.2]"
+	if got := fmt.Sprint(ix.Devices()); got != want {
+		t.Errorf("Devices() = %s, want %s", got, want)
+	}
+	for i, d := range ix.Devices() {
+		j, ok := ix.lookup(d)
+		if !ok || int(j) != i {
+			t.Errorf("lookup(%q) = %d, %v; want %d", d, j, ok, i)
 		}
 	}
-}
-
-// FuzzParseBDF checks that parseBDF never panics and only accepts strings
-// that print back to themselves.
-func FuzzParseBDF(f *testing.F) {
-	for _, s := range []string{"0000:18:00.0", "ffff:ff:1f.7", "0000:18:20.0", "", "xxxx:yy:zz.w"} {
-		f.Add(s)
+	if tab := ix.byRID[0x10000]; tab == nil || tab[(pciaddr.Addr{Bus: 1, Function: 2}).RID()] == 0 {
+		t.Error("domain 10000 has no fast-path table")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		dom, bdf, ok := parseBDF(s)
-		if !ok {
-			return
+	for _, id := range []string{"10000:01:00.3", "10000:01:00.2-s1", "10000:01:00.2 ", "0000:18:00.2"} {
+		if j, ok := ix.lookup(id); ok {
+			t.Errorf("lookup(%q) = %d, want not found", id, j)
 		}
-		if back := fmt.Sprintf("%04x:%02x:%02x.%x", dom, bdf>>8, bdf>>3&31, bdf&7); back != s {
-			t.Fatalf("parseBDF(%q) round-trips to %q", s, back)
-		}
-	})
+	}
 }
 
 // TestLookupFallsBack checks that IDs outside the fast path still resolve.

@@ -1,10 +1,10 @@
 package alloc
 
 import (
-	"cmp"
 	"slices"
 	"sync"
 
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -25,11 +25,12 @@ type Index struct {
 	topo   *topology.Topology
 	devs   []device         // every PF and VF, sorted by address
 	byAddr map[string]int32 // address -> index in devs
-	// byBDF maps a PCI domain to a table indexed by bus<<8|device<<3|function
-	// holding 1 + the index in devs (0: none): the fast path of lookup.
-	byBDF  map[uint16]*[1 << 16]int32
-	dom0   uint16          // the domain of the first device
-	tab0   *[1 << 16]int32 // byBDF[dom0]
+	// byRID maps a PCI domain to a table indexed by routing ID
+	// (bus<<8|device<<3|function) holding 1 + the index in devs (0: none):
+	// the fast path of lookup.
+	byRID  map[uint32]*[1 << 16]int32
+	dom0   uint32          // the domain of the first device
+	tab0   *[1 << 16]int32 // byRID[dom0]
 	pfs    []pf            // the topology's NICs, in its order
 	gpuIdx map[string]int  // GPU address -> index in topo.GPUs
 	// rank[g*len(pfs)+p] is the class rank of GPU g to PF p.
@@ -68,24 +69,24 @@ func NewIndex(t *topology.Topology) *Index {
 			ix.devs = append(ix.devs, device{addr: vf.PCI, pf: int32(i), healthy: ok})
 		}
 	}
-	slices.SortFunc(ix.devs, func(a, b device) int { return cmp.Compare(a.addr, b.addr) })
+	pciaddr.SortByAddress(ix.devs, func(d device) string { return d.addr })
 	ix.devs = slices.CompactFunc(ix.devs, func(a, b device) bool { return a.addr == b.addr })
-	ix.byBDF = map[uint16]*[1 << 16]int32{}
+	ix.byRID = map[uint32]*[1 << 16]int32{}
 	for i, d := range ix.devs {
 		ix.byAddr[d.addr] = int32(i)
-		if dom, bdf, ok := parseBDF(d.addr); ok {
-			tab := ix.byBDF[dom]
+		if a, ok := pciaddr.ParseCanonical(d.addr); ok {
+			tab := ix.byRID[a.Domain]
 			if tab == nil {
 				tab = new([1 << 16]int32)
-				ix.byBDF[dom] = tab
+				ix.byRID[a.Domain] = tab
 			}
-			tab[bdf] = int32(i) + 1
+			tab[a.RID()] = int32(i) + 1
 		}
 		ix.pfs[d.pf].devs = append(ix.pfs[d.pf].devs, int32(i))
 	}
 	if len(ix.devs) > 0 {
-		if dom, _, ok := parseBDF(ix.devs[0].addr); ok {
-			ix.dom0, ix.tab0 = dom, ix.byBDF[dom]
+		if a, ok := pciaddr.ParseCanonical(ix.devs[0].addr); ok {
+			ix.dom0, ix.tab0 = a.Domain, ix.byRID[a.Domain]
 		}
 	}
 	np := len(ix.pfs)
@@ -106,13 +107,13 @@ func NewIndex(t *topology.Topology) *Index {
 
 // lookup returns the index in devs of the device at addr.
 func (ix *Index) lookup(addr string) (int32, bool) {
-	if dom, bdf, ok := parseBDF(addr); ok {
+	if a, ok := pciaddr.ParseCanonical(addr); ok {
 		tab := ix.tab0
-		if dom != ix.dom0 {
-			tab = ix.byBDF[dom]
+		if a.Domain != ix.dom0 {
+			tab = ix.byRID[a.Domain]
 		}
 		if tab != nil {
-			if i := tab[bdf] - 1; i >= 0 && ix.devs[i].addr == addr {
+			if i := tab[a.RID()] - 1; i >= 0 && ix.devs[i].addr == addr {
 				return i, true
 			}
 		}
@@ -121,55 +122,6 @@ func (ix *Index) lookup(addr string) (int32, bool) {
 	return i, ok
 }
 
-// parseBDF reads a canonical PCI address "dddd:bb:dd.f" (lower-case hex)
-// into its domain and its bus/device/function key.
-func parseBDF(a string) (dom uint16, bdf uint16, ok bool) {
-	if len(a) != 12 || a[4] != ':' || a[7] != ':' || a[10] != '.' {
-		return 0, 0, false
-	}
-	h0, ok0 := hex4(a[0], a[1], a[2], a[3])
-	h1, ok1 := hex4('0', a[5], a[6], a[8])
-	lo, ok2 := hex4('0', '0', a[9], a[11])
-	if !ok0 || !ok1 || !ok2 || a[8] > '1' || lo&0xf > 7 {
-		return 0, 0, false
-	}
-	// h1 = bus<<4 | device-high-digit; lo = device-low-digit<<4 | function.
-	bdf = (h1>>4)<<8 | ((h1&1)<<4|lo>>4)<<3 | lo&7
-	return h0, bdf, true
-}
-
-// hex4 reads four lower-case hex digits.
-func hex4(a, b, c, d byte) (uint16, bool) {
-	va, vb, vc, vd := hexVal[a], hexVal[b], hexVal[c], hexVal[d]
-	if va|vb|vc|vd > 15 {
-		return 0, false
-	}
-	return uint16(va)<<12 | uint16(vb)<<8 | uint16(vc)<<4 | uint16(vd), true
-}
-
-// hexVal maps a byte to its value as a lower-case hex digit, 0xff when it
-// is none (a constant string, so indexing it is a bounds-check-free load).
-const hexVal = "" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\x0a\x0b\x0c\x0d\x0e\x0f\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
-	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
-
-// portsActive reports whether a device with these ports is healthy: all of
-// them are active. A device whose ports are not known (none in the model) is
-// taken as healthy: there is no evidence against it.
 // Topology returns the model the index was built from.
 func (ix *Index) Topology() *topology.Topology { return ix.topo }
 

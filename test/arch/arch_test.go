@@ -67,7 +67,7 @@ var rules = []struct {
 	{
 		name:     "policies see only the model",
 		packages: []string{"internal/alloc"},
-		only:     []string{"internal/topology", "internal/assign"},
+		only:     []string{"internal/topology", "internal/assign", "internal/pciaddr"},
 	},
 	{
 		name:     "only netops changes the network (netlink, namespaces)",
