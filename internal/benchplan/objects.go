@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,13 +44,25 @@ func Objects(opts Options) ([]runtime.Object, error) {
 	}
 	var objs []runtime.Object
 	for _, v := range o.Variants {
+		ov := o
+		if v == TCPPodNetwork {
+			ov.Rails = nil // no secondary network, no RDMA device
+		}
 		for _, t := range o.Tests {
+			var runs []mpiRun
 			switch t {
 			case Perftest:
-				svc, server, client := perftestPair(o, v)
+				svc, server, client := perftestPair(ov, v)
 				objs = append(objs, svc, server, client)
 			case NCCLTests:
-				job, err := mpiJob(o, v)
+				runs = []mpiRun{ncclRun(ov, v)}
+			case OSU:
+				runs = osuRuns(ov, v)
+			case Horovod:
+				runs = horovodRuns(ov, v)
+			}
+			for _, r := range runs {
+				job, err := mpiJob(ov, v, r)
 				if err != nil {
 					return nil, err
 				}
@@ -95,9 +106,16 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 		words := append([]string{o.Perftest}, o.PerftestArgs...)
 		serverCmd = "exec " + shellLine(words...)
 		clientCmd = retry(shellLine(append(words, addr)...))
-	case TCP:
+	case TCP, TCPPodNetwork:
+		if v == TCPPodNetwork {
+			addr = serverName // the pod network, whatever --server-address says
+		}
 		serverCmd = "exec iperf3 --server --one-off"
-		clientCmd = retry("iperf3 --client " + shellWord(addr) + " --parallel 8 --time 30 --format g")
+		// --json for bench parse; only the successful attempt's output is
+		// printed (every failed attempt would print a JSON object too).
+		clientCmd = fmt.Sprintf("for i in $(seq 1 %d); do iperf3 --client %s --parallel 8 --time 30 --json > /tmp/iperf3.json && "+
+			"cat /tmp/iperf3.json && exit 0; sleep %d; done; cat /tmp/iperf3.json; exit 1",
+			connectAttempts, shellWord(addr), connectRetrySeconds)
 	}
 	pod := func(podName, component, node, cmd string) *corev1.Pod {
 		return &corev1.Pod{
@@ -126,112 +144,6 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 func retry(cmd string) string {
 	return fmt.Sprintf("for i in $(seq 1 %d); do %s && exit 0; sleep %d; done; exit 1",
 		connectAttempts, cmd, connectRetrySeconds)
-}
-
-// ncclEnv is the environment every rank gets. Open MPI does not pass a
-// worker container's environment to ranks it starts over ssh, so the
-// launcher forwards each variable with -x.
-func ncclEnv(o Options, v Variant) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}
-	if v == TCP {
-		env = append(env, corev1.EnvVar{Name: "NCCL_IB_DISABLE", Value: "1"})
-		if ifnames := interfaces(o.Rails); len(ifnames) > 0 {
-			env = append(env, corev1.EnvVar{Name: "NCCL_SOCKET_IFNAME", Value: strings.Join(ifnames, ",")})
-		}
-	}
-	return append(env, o.NCCLEnv...)
-}
-
-func mpiJob(o Options, v Variant) (*unstructured.Unstructured, error) {
-	env := ncclEnv(o, v)
-	ranks := o.Workers * max(o.GPUsPerNode, 1)
-	args := []string{"mpirun", "--allow-run-as-root", "-np", itoa(ranks), "-bind-to", "none", "-map-by", "slot"}
-	for _, e := range env {
-		args = append(args, "-x", e.Name)
-	}
-	args = append(args, o.NCCLTestsDir+"/"+o.NCCLTest)
-	args = append(args, o.NCCLArgs...)
-
-	launcher := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels(o, "nccl-launcher", v)},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyOnFailure,
-			Containers: []corev1.Container{{
-				Name:    "launcher",
-				Image:   o.Image,
-				Command: args,
-				Env:     env,
-			}},
-		},
-	}
-	workerLabels := labels(o, "nccl-worker", v)
-	worker := corev1.PodTemplateSpec{
-		ObjectMeta: podMeta(o, "", "nccl-worker", v),
-		Spec: corev1.PodSpec{
-			Affinity: workerAffinity(o, workerLabels),
-			Containers: []corev1.Container{{
-				Name:            "worker",
-				Image:           o.Image,
-				Command:         []string{"/usr/sbin/sshd", "-De"},
-				Env:             env,
-				Resources:       resources(o, o.GPUsPerNode),
-				SecurityContext: securityContext(),
-				VolumeMounts:    []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
-			}},
-			// NCCL moves intra-node data through /dev/shm; the container
-			// default of 64 MiB is too small.
-			Volumes: []corev1.Volume{{Name: "dshm", VolumeSource: corev1.VolumeSource{
-				EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(8<<30, resource.BinarySI)},
-			}}},
-		},
-	}
-	worker.Namespace = ""
-	lt, err := toMap(&launcher)
-	if err != nil {
-		return nil, err
-	}
-	wt, err := toMap(&worker)
-	if err != nil {
-		return nil, err
-	}
-	job := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": MPIJobAPIVersion,
-		"kind":       MPIJobKind,
-		"metadata": map[string]any{
-			"name":      name(o, v, "nccl"),
-			"namespace": o.Namespace,
-			"labels":    stringMap(labels(o, "nccl", v)),
-		},
-		"spec": map[string]any{
-			"slotsPerWorker":    int64(max(o.GPUsPerNode, 1)),
-			"runPolicy":         map[string]any{"cleanPodPolicy": "Running"},
-			"mpiImplementation": "OpenMPI",
-			"mpiReplicaSpecs": map[string]any{
-				"Launcher": map[string]any{"replicas": int64(1), "template": lt},
-				"Worker":   map[string]any{"replicas": int64(o.Workers), "template": wt},
-			},
-		},
-	}}
-	return job, nil
-}
-
-// workerAffinity keeps workers on distinct nodes and, when nodes are named,
-// on those nodes.
-func workerAffinity(o Options, workerLabels map[string]string) *corev1.Affinity {
-	a := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: workerLabels},
-			TopologyKey:   corev1.LabelHostname,
-		}},
-	}}
-	if len(o.Nodes) > 0 {
-		a.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), o.Nodes...),
-			}}}},
-		}}
-	}
-	return a
 }
 
 func stringMap(m map[string]string) map[string]any {

@@ -21,6 +21,10 @@ const (
 	// TCP runs over the same secondary network without RDMA: iperf3 for the
 	// pod pair, NCCL sockets (NCCL_IB_DISABLE=1) for nccl-tests.
 	TCP Variant = "tcp"
+	// TCPPodNetwork is the TCP baseline with the secondary network removed
+	// entirely: no networks annotation, no RDMA resource, traffic over the
+	// pod network's eth0 (one published deployment's definition of TCP).
+	TCPPodNetwork Variant = "tcp-podnet"
 )
 
 // Test selects which manifests to generate.
@@ -30,6 +34,12 @@ type Test string
 const (
 	Perftest  Test = "perftest"
 	NCCLTests Test = "nccl"
+	// OSU: MPIJobs running osu_latency and osu_bw between two nodes and
+	// osu_allreduce across every worker, one rank per node.
+	OSU Test = "osu"
+	// Horovod: one MPIJob per node count in HorovodNodes running Horovod's
+	// synthetic benchmark, for the training scaling table.
+	Horovod Test = "horovod"
 )
 
 // Defaults.
@@ -43,11 +53,14 @@ const (
 	DefaultNCCLTest      = "all_reduce_perf"
 	DefaultNCCLTestsDir  = "/opt/nccl-tests/build"
 	DefaultGPUsPerNode   = 8
+	DefaultOSUDir        = "/opt/osu-micro-benchmarks/libexec/osu-micro-benchmarks/mpi"
+	DefaultHorovodScript = "/horovod/examples/pytorch/pytorch_synthetic_benchmark.py"
 	NetworksAnnotation   = "k8s.v1.cni.cncf.io/networks"
 	interfacePrefix      = "net" // Multus names the i-th secondary interface net<i+1>
 	labelApp             = "app.kubernetes.io/name"
 	labelComponent       = "app.kubernetes.io/component"
 	labelVariant         = "railyard.io/bench-variant"
+	labelJob             = "railyard.io/bench-job"
 	perftestPort         = 18515
 	iperfPort            = 5201
 	connectAttempts      = 60
@@ -89,8 +102,16 @@ type Options struct {
 	NCCLTestsDir  string
 	NCCLArgs      []string // default -b 8 -e 8G -f 2 -g 1
 	// NCCLEnv adds NCCL_* settings (for example NCCL_ALGO=Ring) to every
-	// rank.
+	// rank (nccl-tests and Horovod).
 	NCCLEnv []corev1.EnvVar
+	// OSUDir holds the OSU MPI benchmarks (pt2pt/osu_latency, pt2pt/osu_bw,
+	// collective/osu_allreduce).
+	OSUDir string
+	// HorovodNodes are the node counts of the Horovod runs; empty means
+	// 1, 2, 4... up to Workers.
+	HorovodNodes  []int
+	HorovodScript string   // a Horovod benchmark printing "Total img/sec on N GPU(s)"
+	HorovodArgs   []string // default --model resnet50 --batch-size 64
 }
 
 // withDefaults fills zero fields and checks the rest; it returns every
@@ -144,13 +165,27 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Workers == 0 {
 		o.Workers = len(o.Nodes)
 	}
+	if o.OSUDir == "" {
+		o.OSUDir = DefaultOSUDir
+	}
+	if o.HorovodScript == "" {
+		o.HorovodScript = DefaultHorovodScript
+	}
+	if o.HorovodArgs == nil {
+		o.HorovodArgs = []string{"--model", "resnet50", "--batch-size", "64"}
+	}
+	if len(o.HorovodNodes) == 0 {
+		for n := 1; n <= o.Workers; n *= 2 {
+			o.HorovodNodes = append(o.HorovodNodes, n)
+		}
+	}
 	var errs []error
 	if o.Image == "" {
 		errs = append(errs, errors.New("image: required (it must contain perftest, iperf3, nccl-tests, Open MPI and sshd)"))
 	}
 	for _, v := range o.Variants {
-		if v != RDMA && v != TCP {
-			errs = append(errs, fmt.Errorf("variant %q: want rdma or tcp", v))
+		if v != RDMA && v != TCP && v != TCPPodNetwork {
+			errs = append(errs, fmt.Errorf("variant %q: want rdma, tcp or tcp-podnet", v))
 		}
 	}
 	for _, t := range o.Tests {
@@ -166,8 +201,21 @@ func (o Options) withDefaults() (Options, error) {
 			if len(o.Nodes) > 0 && o.Workers > len(o.Nodes) {
 				errs = append(errs, fmt.Errorf("workers: %d workers on %d nodes, one worker per node", o.Workers, len(o.Nodes)))
 			}
+		case OSU:
+			if o.Workers < 2 {
+				errs = append(errs, fmt.Errorf("workers: the OSU runs need two nodes, got %d workers", o.Workers))
+			}
+		case Horovod:
+			for _, n := range o.HorovodNodes {
+				if n < 1 || n > o.Workers || (len(o.Nodes) > 0 && n > len(o.Nodes)) {
+					errs = append(errs, fmt.Errorf("horovod nodes: %d: want 1 to %d (the workers, one per node)", n, o.Workers))
+				}
+			}
+			if strings.ContainsAny(o.HorovodScript, " \t\n") || !strings.HasPrefix(o.HorovodScript, "/") {
+				errs = append(errs, fmt.Errorf("horovod script %q: want an absolute path in the image", o.HorovodScript))
+			}
 		default:
-			errs = append(errs, fmt.Errorf("test %q: want perftest or nccl", t))
+			errs = append(errs, fmt.Errorf("test %q: want perftest, nccl, osu or horovod", t))
 		}
 	}
 	if !perftestBinary.MatchString(o.Perftest) {
@@ -186,7 +234,8 @@ func (o Options) withDefaults() (Options, error) {
 			errs = append(errs, err)
 		}
 	}
-	for _, msg := range validation.IsDNS1123Label(o.Name + "-nccl-" + string(TCP) + "-launcher") {
+	// The MPI Operator names pods <job>-launcher and <job>-worker-<i>.
+	for _, msg := range validation.IsDNS1123Label(o.Name + "-osu-allreduce-" + string(TCPPodNetwork) + "-launcher") {
 		errs = append(errs, fmt.Errorf("name %q: %s", o.Name, msg))
 	}
 	for _, msg := range validation.IsDNS1123Label(o.Namespace) {

@@ -14,21 +14,28 @@ import (
 
 func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var o benchplan.Options
-	var variant, perftestArgs, ncclArgs string
+	var variant, perftestArgs, ncclArgs, horovodArgs string
 	var tests, env, resources, networks []string
 	var resourceCount int
 	cmd := &cobra.Command{
 		Use:   "plan --image IMAGE --nodes A,B [flags]",
-		Short: "Print the Kubernetes manifests that run perftest and nccl-tests on Railyard's resources",
+		Short: "Print the Kubernetes manifests that run perftest, nccl-tests, OSU and Horovod on Railyard's resources",
 		Long: `plan prints multi-document YAML to apply with kubectl:
 
   - a perftest server/client pod pair on the first two --nodes (with a
     headless Service so the client finds the server), and
   - an nccl-tests MPIJob (kubeflow.org/v2beta1, needs the MPI Operator)
     with one worker per node,
+  - with --tests osu: MPIJobs for osu_latency, osu_bw (two nodes) and
+    osu_allreduce (every worker),
+  - with --tests horovod: a Horovod synthetic-benchmark MPIJob per node
+    count (--horovod-nodes, default 1,2,4...) for bench report's scaling
+    table,
 
 each in an RDMA variant and a TCP variant over the same secondary network
-(iperf3 for the pair, NCCL_IB_DISABLE=1 for nccl-tests). Every benchmark pod
+(iperf3 for the pair, NCCL_IB_DISABLE=1 for NCCL, Open MPI's TCP transport
+for OSU), and with --variant tcp-podnet or all a TCP baseline with the
+secondary network removed entirely (pod network, eth0). Every benchmark pod
 requests --resource, carries the --network annotation and adds only the
 IPC_LOCK capability, never privileged mode.
 
@@ -48,10 +55,15 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 			switch variant {
 			case "both":
 				o.Variants = []benchplan.Variant{benchplan.RDMA, benchplan.TCP}
-			case "rdma", "tcp":
+			case "all":
+				o.Variants = []benchplan.Variant{benchplan.RDMA, benchplan.TCP, benchplan.TCPPodNetwork}
+			case "rdma", "tcp", "tcp-podnet":
 				o.Variants = []benchplan.Variant{benchplan.Variant(variant)}
 			default:
-				return fmt.Errorf("--variant %q: want rdma, tcp or both", variant)
+				return fmt.Errorf("--variant %q: want rdma, tcp, tcp-podnet, both (rdma and tcp) or all", variant)
+			}
+			if cmd.Flags().Changed("horovod-args") {
+				o.HorovodArgs = strings.Fields(horovodArgs)
 			}
 			for _, t := range tests {
 				o.Tests = append(o.Tests, benchplan.Test(t))
@@ -103,8 +115,12 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringArrayVar(&networks, "network", nil, "secondary network of the --resource at the same position, [namespace/]name[@ifname] (\"\" for none; default "+benchplan.DefaultNetwork+")")
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
 	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
-	fl.StringVar(&variant, "variant", "both", "rdma, tcp or both")
-	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, nccl")
+	fl.StringVar(&variant, "variant", "both", "rdma, tcp (over the secondary network), tcp-podnet (no secondary network), both (rdma and tcp) or all")
+	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, nccl, osu, horovod")
+	fl.StringVar(&o.OSUDir, "osu-dir", benchplan.DefaultOSUDir, "directory of the OSU MPI benchmarks in the image (pt2pt/, collective/)")
+	fl.IntSliceVar(&o.HorovodNodes, "horovod-nodes", nil, "node counts of the Horovod runs (default 1,2,4... up to the workers)")
+	fl.StringVar(&o.HorovodScript, "horovod-script", benchplan.DefaultHorovodScript, "Horovod benchmark script in the image")
+	fl.StringVar(&horovodArgs, "horovod-args", "--model resnet50 --batch-size 64", "arguments of the Horovod script")
 	fl.StringVar(&o.Namespace, "namespace", benchplan.DefaultNamespace, "namespace of the objects")
 	fl.StringVar(&o.Name, "name", benchplan.DefaultName, "name prefix of the objects")
 	fl.StringVar(&o.Perftest, "perftest", benchplan.DefaultPerftest, "perftest binary (ib_write_bw, ib_read_lat, ...)")
