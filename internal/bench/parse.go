@@ -77,8 +77,8 @@ func detect(lines []line) Family {
 			perf += 2
 		case perftestError(t):
 			perf++
-		case l.complete && t != "" && t[0] >= '0' && t[0] <= '9' && ncclRowShape(t):
-			// Rows without their header (kubectl logs --tail, a log
+		case nccl == 0 && perf == 0 && osu == 0 && train == 0 && l.complete && t != "" && t[0] >= '0' && t[0] <= '9' && ncclRowShape(t):
+			// Rows without their header, until a suite is recognised (kubectl logs --tail, a log
 			// collector that drops "#" lines): nccl-tests rows name their
 			// type and reduction, so they identify themselves.
 			nccl += 3

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -159,4 +160,14 @@ func FuzzParseTraining(f *testing.F) {
 	addVectorSeeds(f)
 	f.Add([]byte("iteration 1/ 2 | elapsed time per iteration (ms): 0 | global batch size: 9 |\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { checkInvariants(t, ParseTraining(data)) })
+}
+
+// 100,000 Horovod Iter lines behind kubectl logs --prefix.
+func BenchmarkParseTrainingLarge(b *testing.B) {
+	var buf strings.Builder
+	buf.WriteString("[pod/hvd-launcher/launcher] Number of GPUs: 32\n")
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&buf, "[pod/hvd-launcher/launcher] Iter #%d: %.1f img/sec per GPU\n", i, 300+float64(i%7))
+	}
+	benchParse(b, []byte(buf.String()), func(r Result) int { return len(r.Training) }, 100000)
 }
