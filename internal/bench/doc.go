@@ -1,7 +1,11 @@
 // Package bench parses saved outputs of RDMA and collective benchmarks
-// (perftest ib_*_bw / ib_*_lat, NVIDIA nccl-tests and the OSU
-// micro-benchmarks) into one Result shape, and judges results against the
-// link rate and against each other (pod vs bare metal, RDMA vs TCP).
+// (perftest ib_*_bw / ib_*_lat as text or --out_json, NVIDIA nccl-tests,
+// the OSU micro-benchmarks, iperf3 --json) and training logs with a
+// throughput per step (Horovod's synthetic benchmarks, tf_cnn_benchmarks,
+// DeepSpeed, Megatron-LM) into one Result shape, and judges results against
+// the link rate and against each other (pod vs bare metal, RDMA vs TCP);
+// training runs form a scaling table (speed-up and efficiency against
+// linear per scenario).
 //
 // Parsing never fails and never panics: whatever the input, Parse returns a
 // Result. Failed runs (connection errors, NCCL failures, wrong results) have

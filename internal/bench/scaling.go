@@ -105,11 +105,18 @@ func ScalingTable(points []ScalingPoint) (rows []ScalingRow, skipped []ScalingPo
 func (r ScalingRow) label() string {
 	switch {
 	case r.Nodes > 0 && r.GPUs > 0:
-		return fmt.Sprintf("%d nodes, %d GPUs", r.Nodes, r.GPUs)
+		return plural(r.Nodes, "node") + ", " + plural(r.GPUs, "GPU")
 	case r.GPUs > 0:
-		return fmt.Sprintf("%d GPUs", r.GPUs)
+		return plural(r.GPUs, "GPU")
 	}
-	return fmt.Sprintf("%d nodes", r.Nodes)
+	return plural(r.Nodes, "node")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // judgeScaling flags every run whose efficiency is under the threshold

@@ -11,14 +11,17 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Parse, judge and plot RDMA benchmark results; generate the manifests that run them",
-		Long: `bench turns saved outputs of perftest (ib_*_bw, ib_*_lat), NVIDIA nccl-tests
-and the OSU micro-benchmarks into verdicts and charts:
+		Long: `bench turns saved outputs of perftest (ib_*_bw, ib_*_lat, --out_json), NVIDIA
+nccl-tests, the OSU micro-benchmarks, iperf3 --json and training logs
+(Horovod, tf_cnn_benchmarks, DeepSpeed, Megatron-LM) into verdicts, a
+training scaling table and charts:
 
   parse    parse outputs into one JSON shape
   report   judge labelled results (rdma, tcp, pod, bare-metal...) against the
            line rate and each other; write an HTML report with charts
   plan     print the Kubernetes manifests that run the benchmarks on
-           Railyard's resources (perftest pod pair, nccl-tests MPIJob)`,
+           Railyard's resources (perftest pod pair, nccl-tests, OSU and
+           Horovod MPIJobs)`,
 	}
 	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s))
 	return cmd
