@@ -58,7 +58,7 @@ func newError(what, s, reason string) *Error {
 // "00000000:1B:00.0"). It trims nothing: callers trim what their input
 // format allows.
 func Parse(s string) (Addr, error) {
-	if a, _, ok := scan(s); ok {
+	if a, ok := parse(s); ok {
 		return a, nil
 	}
 	return Addr{}, newError("PCI address", s, diagnose(s, false))
@@ -73,7 +73,7 @@ func ParseOptionalDomain(s string) (Addr, error) {
 		}
 		return Addr{}, newError("PCI address", s, diagnose(s, true))
 	}
-	if a, _, ok := scan(s); ok {
+	if a, ok := parse(s); ok {
 		return a, nil
 	}
 	return Addr{}, newError("PCI address", s, diagnose(s, true))
@@ -165,8 +165,8 @@ func FromRID(domain uint32, rid uint16) Addr {
 // that it does not, which sort by bytes. It is a total order, for sorting
 // lists that should hold addresses but might not. It does not allocate.
 func CompareStrings(a, b string) int {
-	x, _, okA := scan(a)
-	y, _, okB := scan(b)
+	x, okA := parse(a)
+	y, okB := parse(b)
 	switch {
 	case okA && okB:
 		if c := x.Compare(y); c != 0 {
@@ -191,7 +191,7 @@ func SortByAddress[T any](xs []T, addr func(T) string) {
 	ks := make([]keyed, len(xs))
 	for i, x := range xs {
 		ks[i] = keyed{notAddr, int32(i)}
-		if a, _, ok := scan(addr(x)); ok {
+		if a, ok := parse(addr(x)); ok {
 			ks[i].k = a.key()
 		}
 	}
@@ -248,6 +248,16 @@ const hexVal = "" +
 	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
 	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff" +
 	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+
+// parse is Parse without the error: the canonical fast path first, as
+// nearly every input is canonical, then any spelling.
+func parse(s string) (Addr, bool) {
+	if a, ok := ParseCanonical(s); ok {
+		return a, true
+	}
+	a, _, ok := scan(s)
+	return a, ok
+}
 
 // scan reads a full address; canonical reports whether s is exactly its
 // canonical form.
