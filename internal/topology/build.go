@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/railyard-io/railyard/internal/assign"
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // Inventory is what discovery read from sysfs, before any reasoning: the raw
@@ -46,8 +47,8 @@ func Build(in Inventory) *Topology {
 		vfOwner:     map[string]int{},
 	}
 	slices.SortFunc(t.HostBridges, func(a, b HostBridge) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortFunc(t.GPUs, func(a, b GPU) int { return cmp.Compare(a.PCI, b.PCI) })
-	slices.SortFunc(t.NICs, func(a, b NIC) int { return cmp.Compare(a.PCI, b.PCI) })
+	pciaddr.SortByAddress(t.GPUs, func(g GPU) string { return g.PCI }) // numeric: domain 10000 after ffff
+	pciaddr.SortByAddress(t.NICs, func(n NIC) string { return n.PCI })
 	for i := range in.Devices {
 		d := in.Devices[i]
 		t.devices[d.Address] = &d
