@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // resolve returns the real directory (relative to root) of a PCI function.
@@ -84,7 +86,6 @@ func addVFs(ctx context.Context, root, pfAddr string, n int) error {
 	pfNet := firstEntry(filepath.Join(abs, "net"))
 	pfRDMA := firstEntry(filepath.Join(abs, "infiniband"))
 	st := portState{state: "4: ACTIVE", phys: "5: LinkUp", rate: "100 Gb/sec (4X EDR)", linkLayer: "Ethernet"}
-	domain, _, _ := strings.Cut(pfAddr, ":")
 	if pfRDMA != "" {
 		pd := filepath.Join(abs, "infiniband", pfRDMA, "ports/1")
 		st.rate = readTrim(filepath.Join(pd, "rate"))
@@ -94,10 +95,11 @@ func addVFs(ctx context.Context, root, pfAddr string, n int) error {
 	if !ok {
 		vfDevice = 0x101e
 	}
-	rid, err := routingID(pfAddr)
-	if err != nil {
-		return err
+	pf, ok := pciaddr.ParseCanonical(pfAddr)
+	if !ok {
+		return fmt.Errorf("fakesysfs: bad PCI address %q", pfAddr)
 	}
+	rid := int(pf.RID())
 	nextRDMA := nextIndex(filepath.Join(root, "class/infiniband"), "mlx5_")
 	nextUverbs := nextIndex(filepath.Join(root, "class/infiniband_verbs"), "uverbs")
 	for i := have; i < have+n; i++ {
@@ -107,10 +109,10 @@ func addVFs(ctx context.Context, root, pfAddr string, n int) error {
 		var vfAddr string
 		for {
 			rid++
-			vfAddr, err = addressOf(domain, rid)
-			if err != nil {
-				return err
+			if rid > 0xffff {
+				return fmt.Errorf("fakesysfs: out of PCI bus numbers")
 			}
+			vfAddr = pciaddr.FromRID(pf.Domain, uint16(rid)).String()
 			if _, err := os.Lstat(filepath.Join(root, "bus/pci/devices", vfAddr)); os.IsNotExist(err) {
 				break
 			}
@@ -171,25 +173,6 @@ func (v vfEndpoints) write(root string, nextRDMA, nextUverbs *int) error {
 	}
 	*nextUverbs++
 	return nil
-}
-
-func routingID(addr string) (int, error) {
-	var bus, dev, fn int
-	_, rest, ok := strings.Cut(addr, ":") // the domain may be wider than four digits
-	if !ok {
-		return 0, fmt.Errorf("fakesysfs: bad PCI address %q", addr)
-	}
-	if _, err := fmt.Sscanf(rest, "%02x:%02x.%1d", &bus, &dev, &fn); err != nil {
-		return 0, fmt.Errorf("fakesysfs: bad PCI address %q: %w", addr, err)
-	}
-	return bus<<8 | dev<<3 | fn, nil
-}
-
-func addressOf(domain string, rid int) (string, error) {
-	if rid > 0xffff {
-		return "", fmt.Errorf("fakesysfs: out of PCI bus numbers")
-	}
-	return fmt.Sprintf("%s:%02x:%02x.%d", domain, rid>>8, (rid>>3)&0x1f, rid&7), nil
 }
 
 // RemoveVFs removes every VF of a PF, as writing 0 to sriov_numvfs does.

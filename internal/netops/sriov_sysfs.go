@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
 // SRIOVSysfs changes SR-IOV state the way an administrator does, by
@@ -27,9 +29,11 @@ func (s SRIOVSysfs) root() string {
 	return s.Root
 }
 
+// validPCI: addr names a function in bus/pci/devices, so it must be the
+// kernel's form of an address (which also keeps it one path element).
 func validPCI(addr string) error {
-	if addr == "" || strings.ContainsAny(addr, "/\x00") || addr == "." || addr == ".." {
-		return fmt.Errorf("invalid PCI address %q", addr)
+	if !pciaddr.IsCanonical(addr) {
+		return fmt.Errorf("invalid PCI address %q: want DDDD:BB:DD.F as sysfs names it: %w", addr, pciaddr.ErrInvalid)
 	}
 	return nil
 }
