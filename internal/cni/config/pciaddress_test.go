@@ -13,7 +13,7 @@ func TestNormalizePCIAddress(t *testing.T) {
 		"0000:3B:00.0":     "0000:3b:00.0",
 		"3b:00.1":          "0000:3b:00.1",
 		" 3b:00.1\n":       "0000:3b:00.1",
-		"00000000:3B:00.0": "0000:3b:00.0", // nvidia-smi's form
+		"00000000:3B:00.0": "0000:3b:00.0",  // nvidia-smi's form
 		"10000:e1:00.1":    "10000:e1:00.1", // behind Intel VMD
 	} {
 		if got, ok := NormalizePCIAddress(in); !ok || got != want {
