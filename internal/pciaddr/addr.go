@@ -201,11 +201,24 @@ func SortByAddress[T any](xs []T, addr func(T) string) {
 		}
 		return cmp.Compare(addr(xs[p.i]), addr(xs[q.i])) // two spellings, or two non-addresses
 	})
-	sorted := make([]T, len(xs))
-	for j, k := range ks {
-		sorted[j] = xs[k.i]
+	// Move xs[ks[j].i] to xs[j], one cycle of the permutation at a time,
+	// marking each place done with ks[j].i = j.
+	for j := range ks {
+		if int(ks[j].i) == j {
+			continue
+		}
+		tmp, k := xs[j], j
+		for {
+			next := int(ks[k].i)
+			ks[k].i = int32(k)
+			if next == j {
+				xs[k] = tmp
+				break
+			}
+			xs[k] = xs[next]
+			k = next
+		}
 	}
-	copy(xs, sorted)
 }
 
 const hexDigits = "0123456789abcdef"

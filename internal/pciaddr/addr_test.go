@@ -324,3 +324,32 @@ func TestIsCanonical(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSortByAddress: SortByAddress sorts as CompareStrings does and keeps
+// every element (its in-place permutation loses and repeats none).
+func FuzzSortByAddress(f *testing.F) {
+	f.Add("10000:00:04.0,ffff:ff:1f.7,0000:18:00.1,0000:18:00.0,zzz,,0000:1B:00.0,0000:18:00.0")
+	f.Add("b,a,0000:00:00.0")
+	f.Fuzz(func(t *testing.T, list string) {
+		in := strings.Split(list, ",")
+		type item struct {
+			s string
+			n int
+		}
+		var items []item
+		for i, s := range in {
+			items = append(items, item{s, i})
+		}
+		SortByAddress(items, func(x item) string { return x.s })
+		seen := make([]bool, len(in))
+		for i, x := range items {
+			if seen[x.n] || in[x.n] != x.s {
+				t.Fatalf("item %d (%q) lost or repeated: %v", x.n, x.s, items)
+			}
+			seen[x.n] = true
+			if i > 0 && CompareStrings(items[i-1].s, x.s) > 0 {
+				t.Fatalf("out of order at %d: %q > %q", i, items[i-1].s, x.s)
+			}
+		}
+	})
+}
