@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -117,7 +116,7 @@ func (p *Plugin) Status(ctx context.Context, a Args) error {
 	}
 	_ = f.Close()
 	_ = os.Remove(f.Name())
-	if _, err := os.Stat(filepath.Join(s.cfg.SysfsRoot, "bus/pci/devices")); err != nil {
+	if err := s.fs.CheckPCIBus(); err != nil {
 		return unavailable(fmt.Errorf("sysfs root %s: %w", s.cfg.SysfsRoot, err))
 	}
 	if s.cfg.RDMA {

@@ -3,7 +3,8 @@ package cni
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
+
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/cni/config"
@@ -55,43 +56,28 @@ func hostNetdev(fs sysfs.FS, pci string) (string, error) {
 }
 
 // vfOf returns the PF a VF's settings are made through, or nil when pci is
-// not a VF. internal/sysfs has no physfn/virtfn reader, so this reads the
-// links itself (read-only).
+// not a VF.
 func vfOf(fs sysfs.FS, pci string) (*state.PF, error) {
-	pf, err := fs.LinkBase("bus/pci/devices/" + pci + "/physfn")
+	pf, err := fs.PhysFn(pci)
 	if errors.Is(err, sysfs.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading physfn of %s: %w", pci, err)
 	}
-	entries, err := fs.List("bus/pci/devices/" + pf)
+	vfs, err := fs.VFs(pf)
 	if err != nil {
-		return nil, fmt.Errorf("listing PF %s: %w", pf, err)
+		return nil, fmt.Errorf("listing the VFs of PF %s: %w", pf, err)
 	}
-	index := -1
-	for _, e := range entries {
-		n, ok := strings.CutPrefix(e, "virtfn")
-		if !ok {
-			continue
-		}
-		i, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if target, err := fs.LinkBase("bus/pci/devices/" + pf + "/" + e); err == nil && target == pci {
-			index = i
-			break
-		}
-	}
-	if index < 0 {
+	i := slices.IndexFunc(vfs, func(v sysfs.VFRef) bool { return v.PCI == pci })
+	if i < 0 {
 		return nil, fmt.Errorf("VF %s is not among the virtfn links of its PF %s", pci, pf)
 	}
 	pfNet, err := fs.Netdevs(pf)
 	if err != nil || len(pfNet) == 0 {
 		return nil, fmt.Errorf("PF %s of VF %s has no netdev in the host namespace (needed for VF settings)", pf, pci)
 	}
-	return &state.PF{Netdev: pfNet[0], PCI: pf, VF: index}, nil
+	return &state.PF{Netdev: pfNet[0], PCI: pf, VF: vfs[i].Index}, nil
 }
 
 // rdmaOf returns the RDMA device of PCI function pci.

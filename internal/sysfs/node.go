@@ -70,27 +70,8 @@ func (f FS) SRIOV(pf string) (SRIOVState, error) {
 	if s.NumVFs, err = f.ReadInt(filepath.Join(dir, "sriov_numvfs")); err != nil {
 		return s, err
 	}
-	names, err := f.List(dir)
-	if err != nil {
-		return s, err
-	}
-	for _, n := range names {
-		idx, ok := strings.CutPrefix(n, "virtfn")
-		if !ok {
-			continue
-		}
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 {
-			continue
-		}
-		addr, err := f.LinkBase(filepath.Join(dir, n))
-		if err != nil || !pciaddr.IsCanonical(addr) {
-			continue
-		}
-		s.VFs = append(s.VFs, VFRef{Index: i, PCI: addr})
-	}
-	slices.SortFunc(s.VFs, func(a, b VFRef) int { return a.Index - b.Index })
-	return s, nil
+	s.VFs, err = f.VFs(pf)
+	return s, err
 }
 
 // Driver returns the driver a PCI function is bound to ("" when none).
