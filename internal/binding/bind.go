@@ -288,6 +288,7 @@ func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, 
 		}
 	}
 	const anyNUMA = -1
+	var short []string // GPUs of NUMA nodes with fewer tokens than GPUs
 	groups := map[int][]TokenID{}
 	for _, t := range toks {
 		groups[t.NUMA] = append(groups[t.NUMA], t) // -1 (unknown) is anyNUMA
@@ -300,8 +301,12 @@ func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, 
 		// on its node.
 		deficit := 0
 		for n, gs := range gpuNUMA {
-			deficit += max(0, len(gs)-len(groups[n]))
+			if d := len(gs) - len(groups[n]); d > 0 {
+				deficit += d
+				short = append(short, gs...)
+			}
 		}
+		slices.Sort(short)
 		nodes := make([]int, 0, len(groups))
 		for n := range groups {
 			if n != anyNUMA {
@@ -370,13 +375,22 @@ func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, 
 		if len(cand) < len(g) {
 			return nil, notes, fmt.Errorf("%d tokens to bind but %d free devices", len(g), len(cand))
 		}
-		r, err := pol.Allocate(alloc.Request{Topology: topo, Available: append(slices.Clone(cand), must...), MustInclude: must, Size: len(must) + len(g), GPUs: serve})
+		req := alloc.Request{Topology: topo, Available: append(slices.Clone(cand), must...), MustInclude: must, Size: len(must) + len(g), GPUs: serve}
+		if n == anyNUMA && len(short) > 0 && pol.Needs().PodGPUs {
+			// Tokens made up for short nodes serve those nodes' GPUs that
+			// have no device of their own yet, one device per GPU. The
+			// policies count a GPU whose NIC already carries another GPU's
+			// device as served and would spread the token to another
+			// GPU's rail, so the devices the container has are left out.
+			req = alloc.Request{Topology: topo, Available: slices.Clone(cand), Size: len(g), GPUs: unserved(topo, p, short, must)}
+		}
+		r, err := pol.Allocate(req)
 		if err != nil {
 			return nil, notes, fmt.Errorf("policy %s: %w", pol.Name(), err)
 		}
 		var fresh []string
 		for _, d := range r.Devices {
-			if !slices.Contains(must, d) {
+			if !slices.Contains(req.MustInclude, d) {
 				fresh = append(fresh, d)
 			}
 		}
@@ -393,6 +407,34 @@ func choose(topo *topology.Topology, p *Pool, pol alloc.Policy, toks []TokenID, 
 		must = append(must, fresh...)
 	}
 	return out, notes, nil
+}
+
+// unserved returns the GPUs that get no device of devs at their rail's
+// class, one device per GPU, in order (all of gpus when every one does).
+func unserved(topo *topology.Topology, p *Pool, gpus, devs []string) []string {
+	taken := map[string]bool{}
+	var out []string
+	for _, g := range gpus {
+		rail, ok := topo.Rail(g)
+		found := false
+		for _, d := range devs {
+			dv, known := p.Device(d)
+			if taken[d] || !known || !ok {
+				continue
+			}
+			if c := topo.Class(g, dv.PF); c != topology.ClassUnknown && c <= rail.Class {
+				taken[d], found = true, true
+				break
+			}
+		}
+		if !found {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return gpus
+	}
+	return out
 }
 
 // bestClass is the device's best class to the GPUs ("" without GPUs).

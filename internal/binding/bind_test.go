@@ -323,3 +323,34 @@ func TestBindUnalignedTokensFollowTheGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestBindMadeUpTokenStaysOnTheShortNodesRail: found by the e2e on
+// roce-8gpu-4nic (2 GPUs per NIC, 2 VFs each): a pod with GPUs 07, 0b
+// (NUMA 0) and 85, 86 (NUMA 1, both on NIC 84) holding three NUMA-0 tokens
+// and one NUMA-1 token; the made-up token must take NIC 84's second VF,
+// not a VF of NIC 8b, which GPUs 89 and 8a need.
+func TestBindMadeUpTokenStaysOnTheShortNodesRail(t *testing.T) {
+	v, tp := testView(t, "roce-8gpu-4nic", 2)
+	s := newTestStore(t, v, Options{})
+	taken := map[string]bool{}
+	toks := append(freeTokens(t, s, v, 0, 3, taken), freeTokens(t, s, v, 1, 1, taken)...)
+	gpus := []string{"0000:07:00.0", "0000:0b:00.0", "0000:85:00.0", "0000:86:00.0"}
+	for _, g := range gpus {
+		if _, ok := tp.GPU(g); !ok {
+			t.Fatalf("no GPU %s", g)
+		}
+	}
+	res, err := s.Bind(context.Background(), Request{Pod: PodRef{Namespace: "ns", Name: "a"},
+		Containers: []ContainerTokens{{Name: "c", Tokens: toks, GPUs: gpus}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPF := map[string]int{}
+	for _, b := range res.Bindings {
+		d, _ := v.Pools[0].Device(b.Device)
+		perPF[d.PF]++
+	}
+	if perPF["0000:84:00.0"] != 2 || perPF["0000:8b:00.0"] != 0 {
+		t.Errorf("devices per NIC %v: want both of 84's VFs and none of 8b's", perPF)
+	}
+}
