@@ -29,10 +29,10 @@ type Binder interface {
 }
 
 // preferTokens answers GetPreferredAllocation for tokens: kubelet's
-// must-include tokens, then tokens of the NUMA nodes of the pod's GPUs
-// when they are known, then the rest, each by NUMA node and index. Which
-// device a token gets is decided when it is bound, so this only keeps the
-// tokens on the GPUs' NUMA nodes when Topology Manager did not.
+// must-include tokens, then tokens spread over NUMA nodes (spreadTokens).
+// Which device a token gets is decided when it is bound, on the token's
+// NUMA node, so the spread is what lets every GPU of a pod that spans NUMA
+// nodes get a NIC near it.
 func (p *Plugin) preferTokens(ctx context.Context, snap *snapshot, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.GetContainerRequests() {
@@ -41,51 +41,111 @@ func (p *Plugin) preferTokens(ctx context.Context, snap *snapshot, req *pluginap
 			return nil, status.Errorf(codes.InvalidArgument, "cannot choose %d of %d available tokens with %d must-include",
 				size, len(cr.GetAvailableDeviceIDs()), len(cr.GetMustIncludeDeviceIDs()))
 		}
-		near := map[int]bool{}
+		var gpuNUMA []int
 		if p.cfg.Policy != nil && p.cfg.Policy.Needs().PodGPUs && snap.topo != nil {
 			gpus, _ := p.podGPUs(ctx)
 			for _, g := range gpus {
 				if gg, ok := snap.topo.GPU(g); ok {
-					near[gg.NUMA] = true
+					gpuNUMA = append(gpuNUMA, gg.NUMA)
 				}
 			}
 		}
-		type cand struct {
-			id  string
-			tok binding.TokenID
-		}
-		var cands []cand
-		for _, id := range cr.GetAvailableDeviceIDs() {
-			if slices.Contains(cr.GetMustIncludeDeviceIDs(), id) {
-				continue
-			}
-			t, err := binding.ParseToken(id)
-			if err != nil {
-				t = binding.TokenID{NUMA: -1, K: binding.MaxTokenIndex + 1}
-			}
-			cands = append(cands, cand{id, t})
-		}
-		slices.SortFunc(cands, func(a, b cand) int {
-			return cmp.Or(cmp.Compare(boolRank(!near[a.tok.NUMA]), boolRank(!near[b.tok.NUMA])),
-				cmp.Compare(a.tok.NUMA, b.tok.NUMA), cmp.Compare(a.tok.K, b.tok.K), strings.Compare(a.id, b.id))
-		})
-		chosen := slices.Clone(cr.GetMustIncludeDeviceIDs())
-		for _, c := range cands {
-			if len(chosen) >= size {
-				break
-			}
-			chosen = append(chosen, c.id)
-		}
+		chosen := spreadTokens(cr.GetAvailableDeviceIDs(), cr.GetMustIncludeDeviceIDs(), size, gpuNUMA)
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: chosen})
 	}
 	return resp, nil
 }
 
-func boolRank(b bool) int {
-	if b {
-		return 1
+// spreadTokens chooses size tokens: the must-include ones, then tokens
+// spread over NUMA nodes in proportion to the pod's GPUs on each (gpuNUMA,
+// one entry per GPU), or evenly over the offered nodes when the GPUs are
+// not known yet (kubelet allocated the tokens first). Each pick goes to the
+// node furthest below its share (lowest node on a tie), lowest index first
+// within a node; nodes without pod GPUs come after those with, and tokens
+// whose NUMA node is unknown last.
+func spreadTokens(available, mustInclude []string, size int, gpuNUMA []int) []string {
+	weight := map[int]int{}
+	for _, n := range gpuNUMA {
+		weight[n]++
 	}
-	return 0
+	byNode := map[int][]binding.TokenID{}
+	ids := map[binding.TokenID]string{}
+	for _, id := range available {
+		if slices.Contains(mustInclude, id) {
+			continue
+		}
+		t, err := binding.ParseToken(id)
+		if err != nil {
+			t = binding.TokenID{Tag: id, NUMA: -1, K: binding.MaxTokenIndex + 1}
+		}
+		byNode[t.NUMA] = append(byNode[t.NUMA], t)
+		ids[t] = id
+	}
+	if len(weight) == 0 { // GPUs unknown: even over the offered nodes
+		for n := range byNode {
+			if n >= 0 {
+				weight[n] = 1
+			}
+		}
+	}
+	nodes := make([]int, 0, len(byNode))
+	for n, ts := range byNode {
+		slices.SortFunc(ts, func(a, b binding.TokenID) int { return cmp.Or(cmp.Compare(a.K, b.K), strings.Compare(ids[a], ids[b])) })
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	taken := map[int]int{}
+	chosen := slices.Clone(mustInclude)
+	for _, id := range mustInclude {
+		if t, err := binding.ParseToken(id); err == nil {
+			taken[t.NUMA]++
+		}
+	}
+	total := 0
+	for _, w := range weight {
+		total += w
+	}
+	for len(chosen) < size {
+		best := -2 // no node yet
+		for _, n := range nodes {
+			if len(byNode[n]) == 0 {
+				continue
+			}
+			if best == -2 || better(n, best, weight, taken, total) {
+				best = n
+			}
+		}
+		if best == -2 {
+			break
+		}
+		chosen = append(chosen, ids[byNode[best][0]])
+		byNode[best] = byNode[best][1:]
+		taken[best]++
+	}
+	return chosen
+}
+
+// better reports whether NUMA node a should get the next token before b:
+// weighted nodes first (the unknown node -1 last), then the one furthest
+// below its share of the weight, then the lower node.
+func better(a, b int, weight, taken map[int]int, total int) bool {
+	wa, wb := weight[a] > 0, weight[b] > 0
+	if wa != wb {
+		return wa
+	}
+	if (a < 0) != (b < 0) {
+		return b < 0
+	}
+	if wa && total > 0 {
+		// deficit = share of the tokens so far - tokens taken, compared
+		// without division: weight/total*(n+1) - taken.
+		da := weight[a]*(taken[a]+taken[b]+1) - total*taken[a]
+		db := weight[b]*(taken[a]+taken[b]+1) - total*taken[b]
+		if da != db {
+			return da > db
+		}
+	}
+	return a < b
 }
 
 // TokensEnvName is the variable listing a container's tokens of a pool

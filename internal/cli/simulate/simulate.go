@@ -63,11 +63,13 @@ every NIC allocation policy choose the pods' devices:
   optimal       the exact best choice with the GPUs known and every free device
                 open (the reference)
 
-and, only when asked with --policies, a candidate not built yet:
+and, only when asked with --policies:
 
   late-bound-balanced  late-bound with kubelet's tokens balanced over the NUMA
                        nodes of the pod's GPUs (or of the offer when the GPUs
-                       are not allocated yet) instead of lowest NUMA node first
+                       are not allocated yet), as the device plugin now
+                       prefers them; late-bound keeps the earlier preference
+                       (lowest NUMA node first) to show the difference
 
 The first five answer kubelet's GetPreferredAllocation at allocate time. Kubelet
 allocates a pod's resources in Go map order, so they know the pod's GPUs only
