@@ -52,12 +52,7 @@ func (b *Binder) list(ctx context.Context, v *View) ([]podlist.Pod, error) {
 // when PodResources does not list the pod. Bindings of pods the list
 // shows ended are released in the same change.
 func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (Result, error) {
-	v, err := b.Store.View()
-	if err != nil {
-		return Result{}, err
-	}
-	at := b.Store.opt.Now()
-	pods, err := b.list(ctx, v)
+	v, pods, h, err := b.listed(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -65,7 +60,6 @@ func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (R
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %s", ErrPodNotListed, pod)
 	}
-	h := HoldersFrom(pods, v, at)
 	req.Sandbox, req.By, req.Holders = sandbox, by, &h
 	return b.Store.Bind(ctx, req)
 }
@@ -75,12 +69,7 @@ func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (R
 // no listed container holds (a non-restartable init container's) are bound
 // for no pod, without GPUs.
 func (b *Binder) BindTokens(ctx context.Context, tokens []string, by string) (Result, error) {
-	v, err := b.Store.View()
-	if err != nil {
-		return Result{}, err
-	}
-	at := b.Store.opt.Now()
-	pods, err := b.list(ctx, v)
+	v, pods, h, err := b.listed(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -88,9 +77,23 @@ func (b *Binder) BindTokens(ctx context.Context, tokens []string, by string) (Re
 	if !ok {
 		req = Request{Containers: []ContainerTokens{{Tokens: tokens}}}
 	}
-	h := HoldersFrom(pods, v, at)
 	req.By, req.Holders = by, &h
 	return b.Store.Bind(ctx, req)
+}
+
+// listed reads the view and lists the pods, with who holds which token
+// now: what every bind starts from.
+func (b *Binder) listed(ctx context.Context) (*View, []podlist.Pod, Holders, error) {
+	v, err := b.Store.View()
+	if err != nil {
+		return nil, nil, Holders{}, err
+	}
+	at := b.Store.opt.Now()
+	pods, err := b.list(ctx, v)
+	if err != nil {
+		return nil, nil, Holders{}, err
+	}
+	return v, pods, HoldersFrom(pods, v, at), nil
 }
 
 // ErrPodNotListed: PodResources does not list the pod.
