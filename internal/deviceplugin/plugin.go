@@ -205,8 +205,10 @@ func (p *Plugin) current() *snapshot {
 	return p.snap
 }
 
-// Restart makes Run re-create its socket and register again (kubelet
-// restarted, or the socket was removed). It never blocks.
+// Restart makes Run re-create its socket and register again if kubelet
+// restarted (kubelet.sock is a new file) or the plugin's socket was removed
+// since it registered; a request with nothing new is dropped. It never
+// blocks.
 func (p *Plugin) Restart() {
 	select {
 	case p.restart <- struct{}{}:

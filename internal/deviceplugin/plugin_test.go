@@ -165,6 +165,38 @@ func TestReRegisterAfterKubeletRestart(t *testing.T) {
 	w.Next(t, "4 devices after re-registration", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 4 })
 }
 
+// TestRestartRequestAlreadyServedIsDropped: one kubelet restart sends the
+// plugin two requests (its socket removed, kubelet.sock created); the one
+// that arrives after the plugin registered with the new kubelet must not
+// make it serve again, which would drop kubelet's fresh connection (seen as
+// "connection refused" in CI). A request with nothing changed is dropped
+// too.
+func TestRestartRequestAlreadyServedIsDropped(t *testing.T) {
+	n := newNode(t, "roce-8gpu-4nic", 1)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
+	p := newPlugin(t, n, resource, "spread", nil)
+	refresh(t, n, p, vfPool)
+	runPlugin(t, p)
+	reg.Wait(t)
+	w := kubelettest.Watch(t, dial(t, p))
+	w.Next(t, "4 devices", 5*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 4 })
+	p.Restart()
+	p.Restart()
+	reg.None(t, 300*time.Millisecond)
+	w.Open(t, 100*time.Millisecond)
+
+	reg.Stop()
+	os.Remove(p.SocketPath())
+	reg2 := kubelettest.StartRegistrar(t, n.pluginDir)
+	p.Restart()
+	reg2.Wait(t)
+	w2 := kubelettest.Watch(t, dial(t, p))
+	w2.Next(t, "4 devices after re-registration", 5*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 4 })
+	p.Restart() // the late second request of the same kubelet restart
+	reg2.None(t, 300*time.Millisecond)
+	w2.Open(t, 100*time.Millisecond)
+}
+
 // TestRegistrationRetriesUntilKubeletAppears starts the plugin before
 // kubelet.sock exists.
 func TestRegistrationRetriesUntilKubeletAppears(t *testing.T) {

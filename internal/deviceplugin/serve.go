@@ -88,6 +88,11 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", sock, err)
 	}
+	own, err := os.Stat(sock)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("socket %s: %w", sock, err)
+	}
 	srv := grpc.NewServer()
 	pluginapi.RegisterDevicePluginServer(srv, &rpcServer{p: p})
 	served := make(chan error, 1)
@@ -97,25 +102,57 @@ func (p *Plugin) serveOnce(ctx context.Context) error {
 		srv.Stop()
 		_ = os.Remove(sock)
 	}()
-	if err := p.register(ctx); err != nil {
+	kubelet := filepath.Join(p.cfg.PluginDir, KubeletSocket)
+	registeredWith, _ := os.Stat(kubelet) // nil: re-checked on the next request
+	if err := p.register(ctx, kubelet); err != nil {
 		return err
 	}
 	p.serving.Store(true)
 	p.cfg.Metrics.SetRegistered(p.cfg.Resource, true)
 	p.cfg.Log.Info("registered with kubelet", "resource", p.cfg.Resource, "socket", sock, "devices", len(p.current().list))
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.restart:
-		return errRestart
-	case err := <-served:
-		return fmt.Errorf("gRPC server: %w", err)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.restart:
+			if stale(sock, own, kubelet, registeredWith) {
+				return errRestart
+			}
+			// One kubelet restart sends several requests (kubelet.sock
+			// created, our socket removed); one may arrive after this
+			// attempt already served it. Serving again would drop the
+			// connection kubelet just opened.
+			p.cfg.Log.Debug("restart request already served", "resource", p.cfg.Resource)
+		case err := <-served:
+			return fmt.Errorf("gRPC server: %w", err)
+		}
 	}
 }
 
+// stale says whether the plugin must serve again: its socket file is gone
+// or replaced, or kubelet.sock is another file than the one it registered
+// with (kubelet restarted). A missing kubelet.sock is not a reason (kubelet
+// is down; its new socket will send another request).
+func stale(sock string, own os.FileInfo, kubelet string, registeredWith os.FileInfo) bool {
+	cur, err := os.Stat(sock)
+	if err != nil || !sameFile(cur, own) {
+		return true
+	}
+	k, err := os.Stat(kubelet)
+	if err != nil {
+		return false
+	}
+	return registeredWith == nil || !sameFile(k, registeredWith)
+}
+
+// sameFile also compares modification times: a file created right after
+// another was removed may get its inode number.
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime())
+}
+
 // register announces the plugin to kubelet through kubelet.sock.
-func (p *Plugin) register(ctx context.Context) error {
-	kubelet := filepath.Join(p.cfg.PluginDir, KubeletSocket)
+func (p *Plugin) register(ctx context.Context, kubelet string) error {
 	conn, err := grpc.NewClient("unix://"+kubelet, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("kubelet socket %s: %w", kubelet, err)

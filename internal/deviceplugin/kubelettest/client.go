@@ -77,3 +77,19 @@ func Health(list []*pluginapi.Device) map[string]string {
 	}
 	return m
 }
+
+// Open fails the test if the stream ends within d.
+func (s *Stream) Open(t testing.TB, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case _, open := <-s.lists:
+			if !open {
+				t.Fatal("stream ended")
+			}
+		case <-deadline:
+			return
+		}
+	}
+}

@@ -76,3 +76,13 @@ func (r *Registrar) WaitAll(t testing.TB, resources ...string) {
 		}
 	}
 }
+
+// None fails the test if a registration arrives within d.
+func (r *Registrar) None(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case req := <-r.reqs:
+		t.Fatalf("unexpected registration: %+v", req)
+	case <-time.After(d):
+	}
+}
