@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // freeTokens returns n healthy tokens of NUMA node numa that no binding
@@ -64,7 +66,7 @@ func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 		if b.Class != rail.Class.String() || b.Token != tok[0] || b.Pod != pod || b.By != ByCNI || b.Sandbox != "sb" {
 			t.Errorf("binding %+v, want class %s", b, rail.Class)
 		}
-		var spec cdiSpec
+		var spec cdispec.Spec
 		if err := json.Unmarshal(readFile(t, CDISpecPath(v.CDISpecDir, b.Token)), &spec); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +126,7 @@ func TestBindIsIdempotent(t *testing.T) {
 	}
 	readFile(t, CDISpecPath(v.CDISpecDir, first.Bindings[1].Token))
 	// Both specs of the container carry the same environment.
-	var a, b cdiSpec
+	var a, b cdispec.Spec
 	_ = json.Unmarshal(readFile(t, CDISpecPath(v.CDISpecDir, first.Bindings[0].Token)), &a)
 	_ = json.Unmarshal(readFile(t, CDISpecPath(v.CDISpecDir, first.Bindings[1].Token)), &b)
 	if !slices.Equal(a.Devices[0].ContainerEdits.Env, b.Devices[0].ContainerEdits.Env) || len(a.Devices[0].ContainerEdits.Env) != 4 {

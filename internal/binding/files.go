@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // CDIKind is the CDI kind of the per-token devices: a container that holds
@@ -49,32 +51,6 @@ func RDMAEnvName(resource string) string {
 
 // containerIB is where RDMA device nodes appear in a container.
 const containerIB = "/dev/infiniband"
-
-// cdiSpec is the subset of a CDI spec (github.com/cncf-tags/container-device-interface,
-// specs-go) written per token.
-type cdiSpec struct {
-	Version string      `json:"cdiVersion"`
-	Kind    string      `json:"kind"`
-	Devices []cdiDevice `json:"devices"`
-}
-
-type cdiDevice struct {
-	Name           string   `json:"name"`
-	ContainerEdits cdiEdits `json:"containerEdits"`
-}
-
-type cdiEdits struct {
-	Env         []string        `json:"env,omitempty"`
-	DeviceNodes []cdiDeviceNode `json:"deviceNodes,omitempty"`
-}
-
-// cdiDeviceNode leaves type, major and minor out: the CDI library fills
-// them from the host path when it injects the device.
-type cdiDeviceNode struct {
-	Path        string `json:"path"`
-	HostPath    string `json:"hostPath"`
-	Permissions string `json:"permissions"`
-}
 
 // boundDevice is a binding with its device's details (empty when the
 // device left the view).
@@ -140,7 +116,7 @@ func (bd boundDevice) nodes() []string {
 // the same values and no variable conflicts.
 func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 	cds := containerDevices(v, all, b)
-	dev := cdiDevice{Name: b.Token}
+	dev := cdispec.Device{Name: b.Token}
 	type infoEntry struct {
 		Generic map[string]string `json:"generic"`
 		RDMA    map[string]string `json:"rdma,omitempty"`
@@ -154,7 +130,9 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 		}
 		if cd.Token == b.Token {
 			for _, n := range cd.nodes() {
-				dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, cdiDeviceNode{
+				// Type, major and minor are left out: the CDI library
+				// fills them from the host path when it injects the device.
+				dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{
 					Path: containerIB + "/" + n, HostPath: filepath.Join(v.DevRoot, "infiniband", n), Permissions: "rw"})
 			}
 		}
@@ -195,7 +173,13 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 		env = append(env, "NCCL_IB_HCA=="+strings.Join(hcas, ","))
 	}
 	dev.ContainerEdits.Env = env
-	b2, err := json.Marshal(cdiSpec{Version: "0.5.0", Kind: CDIKind, Devices: []cdiDevice{dev}})
+	spec := &cdispec.Spec{Kind: CDIKind, Devices: []cdispec.Device{dev}}
+	ver, err := cdispec.MinimumRequiredVersion(spec)
+	if err != nil {
+		return nil, fmt.Errorf("CDI spec version: %w", err)
+	}
+	spec.Version = ver
+	b2, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding CDI spec: %w", err)
 	}

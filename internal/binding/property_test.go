@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -210,7 +211,7 @@ func (w *world) check(what string) {
 				t.Fatalf("after %s: pod %s token %s resolves to %+v (%v)", what, p.name, tk, b, ok)
 			}
 			devs[b.Device] = true
-			var spec cdiSpec
+			var spec cdispec.Spec
 			raw, err := os.ReadFile(CDISpecPath(w.v.CDISpecDir, tk))
 			if err != nil || json.Unmarshal(raw, &spec) != nil {
 				t.Fatalf("after %s: pod %s token %s has no spec: %v", what, p.name, tk, err)

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/google/renameio/v2"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // groupState is the record of one group, <stateDir>/nccl/<group>.json.
@@ -132,30 +135,18 @@ func (f groupFiles) write(st groupState, hcas []string) (string, error) {
 	return f.confPath(st.Group), nil
 }
 
-// cdiSpec is the subset of a CDI spec (github.com/cncf-tags/container-device-interface)
-// the agent writes: one device whose only edit is an environment variable.
-type cdiSpec struct {
-	Version string      `json:"cdiVersion"`
-	Kind    string      `json:"kind"`
-	Devices []cdiDevice `json:"devices"`
-}
-
-type cdiDevice struct {
-	Name           string   `json:"name"`
-	ContainerEdits cdiEdits `json:"containerEdits"`
-}
-
-type cdiEdits struct {
-	Env []string `json:"env"`
-}
-
 func (f groupFiles) writeCDI(group string, hcas []string) error {
 	if f.cdiDir == "" {
 		return nil
 	}
-	spec := cdiSpec{Version: "0.5.0", Kind: NCCLCDIKind, Devices: []cdiDevice{{
-		Name: group, ContainerEdits: cdiEdits{Env: []string{"NCCL_IB_HCA==" + strings.Join(hcas, ",")}},
+	spec := &cdispec.Spec{Kind: NCCLCDIKind, Devices: []cdispec.Device{{
+		Name: group, ContainerEdits: cdispec.ContainerEdits{Env: []string{"NCCL_IB_HCA==" + strings.Join(hcas, ",")}},
 	}}}
+	ver, err := cdispec.MinimumRequiredVersion(spec)
+	if err != nil {
+		return fmt.Errorf("CDI spec version: %w", err)
+	}
+	spec.Version = ver
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("encoding CDI spec: %w", err)
@@ -188,29 +179,14 @@ func (f groupFiles) restore() error {
 	return errors.Join(errs...)
 }
 
-// writeAtomic writes path through a temporary file in dir (whose name
-// ends in neither .json nor .yaml, so a CDI registry never loads it).
+// writeAtomic replaces path with b (temporary file, fsync, rename). The
+// temporary file's name ends in neither .json nor .yaml, so a CDI registry
+// never loads it half-written.
 func writeAtomic(dir, path string, b []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".railyard-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := renameio.WriteFile(path, b, mode, renameio.WithTempDir(dir), renameio.WithStaticPermissions(mode)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
@@ -164,7 +165,7 @@ func (m *multiRail) cdiEnv(t *testing.T, name string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spec cdiSpec
+	var spec cdispec.Spec
 	if err := json.Unmarshal(b, &spec); err != nil {
 		t.Fatal(err)
 	}

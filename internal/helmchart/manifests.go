@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/google/renameio/v2"
 )
 
 // StaticManifest is one file of deploy/ and how it is rendered.
@@ -112,24 +114,10 @@ func Write(chartDir, deployDir string, check bool) ([]string, error) {
 	return written, nil
 }
 
+// writeAtomic replaces path with data (temporary file beside it, fsync,
+// rename).
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("manifests: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("manifests: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("manifests: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("manifests: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(filepath.Dir(path)), renameio.WithStaticPermissions(0o644)); err != nil {
 		return fmt.Errorf("manifests: %w", err)
 	}
 	return nil
