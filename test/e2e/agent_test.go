@@ -23,15 +23,15 @@ import (
 // fake RDMA device nodes. The subtests run in order and share the agent and
 // a "holder" pod that keeps 2 PFs and 1 VF allocated throughout.
 func TestAgentWithRealKubelet(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 10*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 10*time.Minute)
 	dir, err := os.MkdirTemp(c.RunDir(), "agent-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := newAgentEnv(t, dir)
 	t.Cleanup(func() {
-		cctx := testContext(t, 2*time.Minute)
+		cctx := framework.Context(t, 2*time.Minute)
 		for _, p := range []string{"holder", "too-many", "filler", "one-more", "after-agent-restart"} {
 			_ = c.DeletePod(cctx, "default", p)
 		}

@@ -36,9 +36,9 @@ import (
 // configuration and arguments Multus sends a delegate of a network with a
 // resourceName, deviceID and pciBusID included (internal/cni/multustest).
 func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
-	c := requireCluster(t)
+	c := suite.Cluster(t)
 	netnstest.Require(t)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := framework.Context(t, 5*time.Minute)
 	dir, err := os.MkdirTemp(c.RunDir(), "attach-")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	env := newAgentEnv(t, dir)
 	const podName = "attached"
 	t.Cleanup(func() {
-		_ = c.DeletePod(testContext(t, 2*time.Minute), "default", podName)
+		_ = c.DeletePod(framework.Context(t, 2*time.Minute), "default", podName)
 		_ = env.stopAgent(c)
 	})
 	// A previous test's agent may just have stopped: until the node status

@@ -18,8 +18,8 @@ import (
 // pass admission. (The nccl-tests MPIJob needs the MPI Operator's CRD, which
 // this cluster does not have, so it is not included.)
 func TestBenchPlanPerftestManifestsPassServerDryRun(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, time.Minute)
 	bin, err := c.ProjectBin("railyard")
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 )
 
 func TestNodeRegistersAndIsReady(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, time.Minute)
 	n, err := c.Node(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +52,11 @@ func TestNodeRegistersAndIsReady(t *testing.T) {
 }
 
 func TestBusyboxPodRunsCommandAndLogsOutput(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 2*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 2*time.Minute)
 	const name = "echo"
 	pod := framework.BusyboxPod("default", name, "sh", "-c", `echo "hello from $(hostname)"; echo "args: $*"`, "sh", "one", "two")
-	t.Cleanup(func() { _ = c.DeletePod(testContext(t, time.Minute), "default", name) })
+	t.Cleanup(func() { _ = c.DeletePod(framework.Context(t, time.Minute), "default", name) })
 	start := time.Now()
 	if _, err := c.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -80,10 +80,10 @@ func TestBusyboxPodRunsCommandAndLogsOutput(t *testing.T) {
 }
 
 func TestPodGetsBridgeIPAndExecWorks(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 2*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 2*time.Minute)
 	const name = "sleeper"
-	t.Cleanup(func() { _ = c.DeletePod(testContext(t, time.Minute), "default", name) })
+	t.Cleanup(func() { _ = c.DeletePod(framework.Context(t, time.Minute), "default", name) })
 	start := time.Now()
 	if _, err := c.CreatePod(ctx, framework.BusyboxPod("default", name, "sleep", "3600")); err != nil {
 		t.Fatal(err)
@@ -118,11 +118,11 @@ func TestPodGetsBridgeIPAndExecWorks(t *testing.T) {
 }
 
 func TestUnsatisfiableExtendedResourceStaysPending(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 2*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 2*time.Minute)
 	const name = "wants-nonexistent"
 	pod := framework.WithResourceLimit(framework.BusyboxPod("default", name, "true"), "example.com/nonexistent", 1)
-	t.Cleanup(func() { _ = c.DeletePod(testContext(t, time.Minute), "default", name) })
+	t.Cleanup(func() { _ = c.DeletePod(framework.Context(t, time.Minute), "default", name) })
 	if _, err := c.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestUnsatisfiableExtendedResourceStaysPending(t *testing.T) {
 }
 
 func TestKubeletRestartKeepsNodeReadyAndPods(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 3*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 3*time.Minute)
 	const before, after = "before-restart", "after-restart"
 	t.Cleanup(func() {
-		cctx := testContext(t, time.Minute)
+		cctx := framework.Context(t, time.Minute)
 		_ = c.DeletePod(cctx, "default", before)
 		_ = c.DeletePod(cctx, "default", after)
 	})
@@ -196,8 +196,8 @@ func TestKubeletRestartKeepsNodeReadyAndPods(t *testing.T) {
 }
 
 func TestDryRunApplyValidatesWithoutStoring(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, time.Minute)
 	objs, err := framework.DecodeObjects([]byte(`
 apiVersion: v1
 kind: ConfigMap

@@ -55,9 +55,9 @@ const (
 // into the pod through the chart's hostPath volumes because the
 // configuration names them.
 func TestInstallChartRunsAgentAsDaemonSetPod(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 15*time.Minute)
-	repo, err := repoRoot()
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 15*time.Minute)
+	repo, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,8 @@ const mpiJobCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourc
 // field it sets kept (none pruned as unknown), and each launcher and worker
 // pod template, wrapped in a Pod, must pass the apiserver's pod validation.
 func TestBenchPlanMPIJobPassesServerDryRun(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 2*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 2*time.Minute)
 	dyn, err := dynamic.NewForConfig(c.RESTConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -49,8 +49,8 @@ const (
 // merged NCCL_IB_HCA. The runtime-side CDI injection (NCCL_IB_HCA as an
 // environment variable, containerd >= 1.7) is not exercised here.
 func TestMultiRailAndSharedWithRealKubelet(t *testing.T) {
-	c := requireCluster(t)
-	ctx := testContext(t, 10*time.Minute)
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, 10*time.Minute)
 	dir, err := os.MkdirTemp(c.RunDir(), "multirail-")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ pools:
 	railPods := []string{"rail-0", "rail-1", "rail-2"}
 	sharePods := []string{"share-0", "share-1", "share-2"}
 	t.Cleanup(func() {
-		cctx := testContext(t, 2*time.Minute)
+		cctx := framework.Context(t, 2*time.Minute)
 		for _, p := range append(slices.Clone(railPods), sharePods...) {
 			_ = c.DeletePod(cctx, "default", p)
 		}

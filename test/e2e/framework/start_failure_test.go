@@ -18,27 +18,11 @@ import (
 // repoDir finds the repository root from the package directory.
 func repoDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func envOrDefault(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+	return dir
 }
 
 // hostSnapshot is what a failed Start must leave as it found it.
@@ -111,8 +95,8 @@ func TestStartFailureLeavesNothingBehind(t *testing.T) {
 		t.Skip("needs root (it starts etcd, containerd and a bridge)")
 	}
 	repo := repoDir(t)
-	k8sBin := envOrDefault("RAILYARD_E2E_K8S_BIN", filepath.Join(repo, "_output/k8s/bin"))
-	cniBin := envOrDefault("RAILYARD_E2E_CNI_BIN", filepath.Join(repo, "_output/k8s/cni"))
+	k8sBin := envOr("RAILYARD_E2E_K8S_BIN", filepath.Join(repo, "_output/k8s/bin"))
+	cniBin := envOr("RAILYARD_E2E_CNI_BIN", filepath.Join(repo, "_output/k8s/cni"))
 	const bridge = "ry-e2e-fail0"
 	for _, tc := range []struct {
 		name    string

@@ -150,7 +150,7 @@ func splitList(s string) []string {
 // running pods keep their bindings. Faked: the sysfs tree, the device nodes
 // (real char devices, no driver), the GPU plugin (a stand-in, named so).
 func TestLateBindingWithRealKubelet(t *testing.T) {
-	c := requireCluster(t)
+	c := suite.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	n := newNode(t, c)
