@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Boots Debian's kernel in QEMU (TCG: no KVM needed) with real SR-IOV
+# hardware and runs a job script inside, chrooted into this machine's own
+# root (read-only over 9p), then powers off. The job's output is printed
+# and kept in <results>/out.log; the script exits with the job's status.
+#
+# The machine (q35, NUMA nodes 0 and 1):
+#   pcie.0 - pcie-root-port rp1 - igb (PF, 0000:01:00.0, 7 VFs possible)
+#   pcie.0 - pxb-pcie (NUMA node 1) - pcie-root-port rp2 - x3130-upstream
+#            - xio3130-downstream - igb (a second PF behind a PCIe switch)
+#   virtio-9p: "host" (/, read-only) and "results" (<results>, read-write)
+#
+# Usage: hack/vm/run.sh JOB.sh [RESULTS-DIR]
+# Exit status: the job's, 125 when the VM could not run the job, and 0 with
+# "SKIP:" on stderr when QEMU or a kernel is missing (VMTEST_REQUIRE=1
+# turns that into a failure).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+job=${1:?usage: hack/vm/run.sh JOB.sh [RESULTS-DIR]}
+results=${2:-$root/_output/vm/results}
+timeout_s=${VM_TIMEOUT:-900}
+
+skip() {
+  echo "SKIP: vmtest: $* (hack/vm/install.sh installs it as root)" >&2
+  if [ "${VMTEST_REQUIRE:-0}" = 1 ]; then exit 1; fi
+  exit 0
+}
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || skip "no qemu-system-x86_64"
+qv=$("$qemu" --version | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
+[ "${qv:-0}" -ge 8 ] || skip "QEMU $qv has no igb device (need 8.0 or later)"
+kver=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1 || true)
+[ -n "$kver" ] || skip "no kernel in /boot"
+[ -r "/boot/vmlinuz-$kver" ] || skip "/boot/vmlinuz-$kver is not readable"
+[ "$(id -u)" = 0 ] || skip "needs root (9p export of / with security_model=none)"
+
+initrd=$("$here/initramfs.sh" "$kver")
+rm -rf "$results"
+mkdir -p "$results"
+cp "$job" "$results/job.sh"
+
+start=$(date +%s.%N)
+set +e
+timeout --foreground -k 10 "$timeout_s" "$qemu" \
+  -accel tcg -cpu max -machine q35 -m 1024 -smp 2 \
+  -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M \
+  -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
+  -nographic -no-reboot -nodefaults -serial stdio \
+  -kernel "/boot/vmlinuz-$kver" -initrd "$initrd" \
+  -append "console=ttyS0 rdinit=/init quiet loglevel=3 pci=realloc panic=-1" \
+  -device pcie-root-port,id=rp1,chassis=1,bus=pcie.0,addr=0x2 \
+  -netdev user,id=n1,restrict=on -device igb,bus=rp1,netdev=n1,mac=52:54:00:00:01:00 \
+  -device pxb-pcie,id=pxb1,bus_nr=0x20,numa_node=1,bus=pcie.0,addr=0x3 \
+  -device pcie-root-port,id=rp2,chassis=2,bus=pxb1 \
+  -device x3130-upstream,id=up1,bus=rp2 \
+  -device xio3130-downstream,id=dp1,bus=up1,chassis=3,slot=0 \
+  -netdev user,id=n2,restrict=on -device igb,bus=dp1,netdev=n2,mac=52:54:00:00:02:00 \
+  -fsdev local,id=fs0,path=/,security_model=none,readonly=on,multidevs=remap \
+  -device virtio-9p-pci,fsdev=fs0,mount_tag=host,bus=pcie.0,addr=0x4 \
+  -fsdev local,id=fs1,path="$results",security_model=none,multidevs=remap \
+  -device virtio-9p-pci,fsdev=fs1,mount_tag=results,bus=pcie.0,addr=0x5 \
+  >"$results/console.log" 2>&1
+qrc=$?
+set -e
+end=$(date +%s.%N)
+printf 'vm: boot+job+poweroff %.1f s (QEMU exit %d)\n' "$(echo "$end - $start" | bc)" "$qrc" >&2
+if [ ! -f "$results/rc" ]; then
+  echo "vm: the job did not finish (QEMU exit $qrc); console:" >&2
+  tail -50 "$results/console.log" >&2
+  exit 125
+fi
+exit "$(cat "$results/rc")"
