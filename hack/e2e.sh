@@ -38,8 +38,8 @@ if [ -x _output/tools/staticcheck ]; then # installed by `make tools` (make lint
   step "staticcheck (e2e tag)" _output/tools/staticcheck -tags e2e ./test/e2e/...
 fi
 step "debian packages" hack/cluster/install-packages.sh
-step "kubernetes binaries" hack/cluster/build-k8s.sh "$repo/_output/k8s/bin"
-step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build-containerd.sh "$repo/_output/containerd/bin"
+step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
+step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
 

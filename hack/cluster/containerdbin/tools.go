@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package containerdbin pins the containerd commands that
-// hack/cluster/build-containerd.sh builds. It has no code of its own.
+// hack/cluster/build.sh containerd builds. It has no code of its own.
 package containerdbin
 
 import (

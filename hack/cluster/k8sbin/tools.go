@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package k8sbin pins the Kubernetes commands that hack/cluster/build-k8s.sh
+// Package k8sbin pins the Kubernetes commands that hack/cluster/build.sh k8s
 // builds. It has no code of its own.
 package k8sbin
 

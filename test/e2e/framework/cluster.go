@@ -22,7 +22,7 @@ import (
 // Config says where the framework finds its binaries and where it works.
 type Config struct {
 	// K8sBinDir holds kube-apiserver, kube-scheduler, kubelet and kubectl
-	// (hack/cluster/build-k8s.sh builds them into _output/k8s/bin).
+	// (hack/cluster/build.sh k8s builds them into _output/k8s/bin).
 	K8sBinDir string
 	// CNIBinDir holds the bridge, host-local and loopback CNI plugins
 	// (hack/cluster/install-cni.sh installs them into _output/k8s/cni).
@@ -46,7 +46,7 @@ type Config struct {
 	// (default 10.217.0.0/24). Start refuses a subnet the host routes.
 	Subnet string
 	// ContainerdBinDir, when set, holds containerd, containerd-shim-runc-v2
-	// and ctr to run instead of the host's (hack/cluster/build-containerd.sh
+	// and ctr to run instead of the host's (hack/cluster/build.sh containerd
 	// builds containerd v2.4.2, which has CDI, into _output/containerd/bin);
 	// its CRI plugin reads CDI specs from Cluster.CDISpecDir.
 	ContainerdBinDir string
@@ -130,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	for _, b := range []string{"kube-apiserver", "kube-scheduler", "kubelet", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(cfg.K8sBinDir, b)); err != nil {
-			return nil, fmt.Errorf("framework: %w (run hack/cluster/build-k8s.sh)", err)
+			return nil, fmt.Errorf("framework: %w (run hack/cluster/build.sh k8s)", err)
 		}
 	}
 	for _, b := range []string{"bridge", "host-local", "loopback"} {

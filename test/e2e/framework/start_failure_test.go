@@ -122,7 +122,7 @@ func TestStartFailureLeavesNothingBehind(t *testing.T) {
 			}
 			for _, b := range []string{"kube-apiserver", "kube-scheduler", "kubelet", "kubectl"} {
 				if _, err := os.Stat(filepath.Join(k8sBin, b)); err != nil {
-					t.Fatalf("%v (run hack/cluster/build-k8s.sh)", err)
+					t.Fatalf("%v (run hack/cluster/build.sh k8s)", err)
 				}
 				if b == tc.failing {
 					script := "#!/bin/sh\necho injected failure >&2\nexit 1\n"

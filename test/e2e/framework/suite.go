@@ -21,7 +21,7 @@ type Suite struct {
 	// name.
 	Name string
 	// ContainerdV2 runs the cluster on containerd v2 with CDI, built by
-	// hack/cluster/build-containerd.sh (the suite skips without it).
+	// hack/cluster/build.sh containerd (the suite skips without it).
 	ContainerdV2 bool
 
 	cluster *Cluster
@@ -57,7 +57,7 @@ func (s *Suite) Run(m *testing.M) int {
 	if s.ContainerdV2 {
 		cfg.ContainerdBinDir = envOr("RAILYARD_E2E_CONTAINERD_BIN", filepath.Join(repo, "_output/containerd/bin"))
 		if _, err := os.Stat(filepath.Join(cfg.ContainerdBinDir, "containerd")); err != nil {
-			return s.skipAll(m, s.Name+": no containerd v2 in "+cfg.ContainerdBinDir+" (hack/cluster/build-containerd.sh builds it); skipping")
+			return s.skipAll(m, s.Name+": no containerd v2 in "+cfg.ContainerdBinDir+" (hack/cluster/build.sh containerd builds it); skipping")
 		}
 		what = "cluster with containerd v2"
 	}
