@@ -32,10 +32,15 @@ type Result struct {
 }
 
 // Needs says what a policy uses beyond the offered devices, so adapters
-// gather only that (a PodResources call per request, for instance).
+// gather only that (a PodResources call per request, for instance), and
+// how it wants what adapters decide on its behalf.
 type Needs struct {
 	// PodGPUs: the policy places devices by the pod's GPUs (Request.GPUs).
 	PodGPUs bool
+	// PackShares: where an adapter splits a device into shares, it takes
+	// shares of the device with the fewest free first (others spread: the
+	// most free first).
+	PackShares bool
 }
 
 // Policy chooses devices. Implementations are pure and safe for concurrent

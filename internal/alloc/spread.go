@@ -55,7 +55,7 @@ func NewPacked() *Packed { return &Packed{} }
 func (*Packed) Name() string { return "packed" }
 
 // Needs implements Policy.
-func (*Packed) Needs() Needs { return Needs{PodGPUs: false} }
+func (*Packed) Needs() Needs { return Needs{PackShares: true} }
 
 // Allocate chooses req.Size devices, filling PFs one after the other: the
 // PF already used by this answer first, then the PF with the fewest offered

@@ -112,7 +112,7 @@ func (req shareRequest) pickNICs(cands []string, n int, free map[string]int) []s
 			return res.Devices
 		}
 	}
-	packed := req.policy != nil && req.policy.Name() == "packed"
+	packed := req.policy != nil && req.policy.Needs().PackShares
 	slices.SortStableFunc(cands, func(a, b string) int {
 		if packed {
 			return cmp.Compare(free[a], free[b])
