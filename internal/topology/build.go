@@ -46,7 +46,21 @@ func Build(in Inventory) *Topology {
 		nicIdx:      make(map[string]int, len(in.NICs)),
 		vfOwner:     map[string]int{},
 	}
-	slices.SortFunc(t.HostBridges, func(a, b HostBridge) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(t.HostBridges, func(a, b HostBridge) int {
+		// Numeric like the devices (pci10000:00 after pcifffe:00); a name
+		// that does not parse sorts last, by name.
+		ha, ea := pciaddr.ParseHostBridge(a.Name)
+		hb, eb := pciaddr.ParseHostBridge(b.Name)
+		switch {
+		case ea == nil && eb == nil:
+			return ha.Compare(hb)
+		case ea == nil:
+			return -1
+		case eb == nil:
+			return 1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
 	pciaddr.SortByAddress(t.GPUs, func(g GPU) string { return g.PCI }) // numeric: domain 10000 after ffff
 	pciaddr.SortByAddress(t.NICs, func(n NIC) string { return n.PCI })
 	for i := range in.Devices {

@@ -7,7 +7,8 @@ import "fmt"
 type Topology struct {
 	// Root is the sysfs directory the model was read from ("/sys" on a node).
 	Root string `json:"-"`
-	// HostBridges are the PCI root complexes ("pci0000:15"), sorted by name.
+	// HostBridges are the PCI root complexes ("pci0000:15"), sorted by
+	// domain and bus (numerically, as the devices are).
 	HostBridges []HostBridge `json:"host_bridges"`
 	// GPUs are NVIDIA and AMD GPUs, sorted by PCI address.
 	GPUs []GPU `json:"gpus"`
