@@ -131,8 +131,11 @@ func TestSIGINTEndsABlockedCommand(t *testing.T) {
 // command that checks its context (the simulator) stops well within the
 // grace period.
 func TestSIGTERMStopsASimulationPromptly(t *testing.T) {
-	c := startChild(t, "simulate", "--machine", "dgx-a100", "--nodes", "2000", "--pods", "1000000", "--policies", "optimal")
-	time.Sleep(1500 * time.Millisecond)
+	// Every policy over 2M pods: about 9 s on 2 cores, so still running
+	// when the signal comes (the simulator got fast enough to finish
+	// 1M pods of one policy in under a second).
+	c := startChild(t, "simulate", "--machine", "dgx-a100", "--nodes", "2000", "--pods", "2000000")
+	time.Sleep(time.Second)
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
