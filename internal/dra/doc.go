@@ -1,0 +1,24 @@
+// Package dra builds what Railyard publishes to Kubernetes' Dynamic
+// Resource Allocation (resource.k8s.io/v1): the ResourceSlice devices of a
+// node, one per allocatable RDMA unit (an SR-IOV virtual function or a
+// whole physical function, per the pool's deviceKind), computed from the
+// topology model and the agent's pool configuration. It reads nothing
+// else: no sysfs, no API server.
+//
+// Each device is named from its PCI address ("pci-0000-18-00-2", a DNS
+// label that survives restarts and netns moves) and carries the standard
+// attributes resource.kubernetes.io/pcieRoot (the PCI host bridge, the
+// value k8s.io/dynamic-resource-allocation/deviceattribute reads from
+// sysfs), resource.kubernetes.io/pciBusID and, when known,
+// resource.kubernetes.io/numaNode, plus Railyard's own under railyard.io/
+// (RDMA device, link layer, speed, VF/PF, rail, PCIe switch and root port,
+// distance class to each GPU). Unhealthy devices (topology.NIC.Health,
+// VFHealth, and a missing verbs device, as internal/pool judges them) are
+// not published. A pool's devices are split into slices of at most
+// resourceapi.ResourceSliceMaxDevices.
+//
+// The package is a library: it does not log, holds no state, and links
+// nothing of the agent or the CLI. The kubelet plugin that publishes these
+// slices and prepares claims lives in the agent (see docs/dra.md for what
+// is built and what is not).
+package dra
