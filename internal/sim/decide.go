@@ -86,10 +86,10 @@ func (r *runner) bindTokens(node int, pod *podSpec, gpus uint64) ([]int32, error
 		}
 		r.poolCount[k] = n
 	}
-	if r.p.balanceTokens {
-		r.balanceTokens(need, pod.gpusKnown, gpus)
+	if r.p.lowestNUMATokens {
+		r.lowestNUMATokens(need, pod.gpusKnown, gpus)
 	} else {
-		r.preferTokens(need, pod.gpusKnown, gpus)
+		r.balanceTokens(need, pod.gpusKnown, gpus)
 	}
 
 	free := c.free(node)
@@ -143,10 +143,10 @@ func (r *runner) bindTokens(node int, pod *podSpec, gpus uint64) ([]int32, error
 	return r.chosen, nil
 }
 
-// preferTokens adds need tokens as Railyard's device plugin prefers them
-// (deviceplugin.preferTokens): those of the NUMA nodes of the pod's GPUs
-// first when the GPUs are known, then by NUMA node, lowest first.
-func (r *runner) preferTokens(need int, known bool, gpus uint64) {
+// lowestNUMATokens adds need tokens as the device plugin's first build
+// preferred them: those of the NUMA nodes of the pod's GPUs first when the
+// GPUs are known, then by NUMA node, lowest first (late-bound-lowest-numa).
+func (r *runner) lowestNUMATokens(need int, known bool, gpus uint64) {
 	for _, wantNear := range [2]bool{true, false} {
 		for k := range r.tokens {
 			near := known && gpus&r.c.numaGPUs[k] != 0
@@ -163,8 +163,8 @@ func (r *runner) preferTokens(need int, known bool, gpus uint64) {
 // balanceTokens adds need tokens balanced over NUMA nodes, one at a time
 // to the node furthest below its share: with the GPUs known, a node's
 // share is its number of the pod's GPUs; without, every offered node's is
-// the same. (A candidate preference for the device plugin, modelled to
-// measure it: policy late-bound-balanced.)
+// the same. This is how Railyard's device plugin prefers tokens
+// (deviceplugin.spreadTokens): policy late-bound.
 func (r *runner) balanceTokens(need int, known bool, gpus uint64) {
 	for ; need > 0; need-- {
 		best, bestGap := -1, 0

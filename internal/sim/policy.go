@@ -45,10 +45,10 @@ type Policy struct {
 	// may reuse its answer to an identical request (every policy
 	// PolicyByName returns but numa, whose draws form a seeded sequence).
 	Pure bool
-	// balanceTokens: late binding whose tokens are preferred balanced
-	// over NUMA nodes (late-bound-balanced) instead of as the device
-	// plugin prefers them today.
-	balanceTokens bool
+	// lowestNUMATokens: late binding whose tokens are preferred lowest
+	// NUMA node first, as the first build of the device plugin did
+	// (late-bound-lowest-numa), instead of balanced over NUMA nodes.
+	lowestNUMATokens bool
 }
 
 // PolicyNames returns the names PolicyByName accepts, in the order they
@@ -59,18 +59,20 @@ func PolicyNames() []string {
 }
 
 // ExtraPolicyNames returns what PolicyByName also accepts but no default
-// run compares: candidates modelled to measure them before they are built.
-func ExtraPolicyNames() []string { return []string{"late-bound-balanced"} }
+// run compares: behaviours no longer built, kept to show why they changed.
+func ExtraPolicyNames() []string { return []string{"late-bound-lowest-numa"} }
 
 // PolicyByName returns a new contender:
 //
 //   - kubelet, numa, spread, gpu-aware, packed: package alloc's policies at
 //     allocate time (AtAllocate);
-//   - late-bound: gpu-aware behind late binding (AtSandbox), tokens
-//     preferred as Railyard's device plugin prefers them;
-//   - late-bound-balanced: the same with tokens balanced over the NUMA
-//     nodes of the pod's GPUs (or of the offer, when the GPUs are not known
-//     yet): a candidate for the device plugin, not built;
+//   - late-bound: gpu-aware behind late binding (AtSandbox), kubelet's
+//     tokens preferred as Railyard's device plugin prefers them: balanced
+//     over the NUMA nodes of the pod's GPUs (or of the offer, when the GPUs
+//     are not known yet);
+//   - late-bound-lowest-numa: the same with tokens preferred lowest NUMA
+//     node first, as the device plugin first did (which starves the other
+//     node's GPUs: kept to show it);
 //   - dra-pcieroot: the DRA scheduler's first-fit allocator with a
 //     matchAttribute constraint on resource.kubernetes.io/pcieRoot between
 //     each GPU and its NIC (InClaim);
@@ -80,8 +82,8 @@ func PolicyByName(name string) (Policy, error) {
 	switch name {
 	case "late-bound":
 		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true}, nil
-	case "late-bound-balanced":
-		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true, balanceTokens: true}, nil
+	case "late-bound-lowest-numa":
+		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true, lowestNUMATokens: true}, nil
 	case "dra-pcieroot":
 		return Policy{Name: name, Binding: InClaim, Alloc: newPCIeRootFirstFit(), Pure: true}, nil
 	case "optimal":

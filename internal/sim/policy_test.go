@@ -14,7 +14,7 @@ import (
 func TestPolicyByName(t *testing.T) {
 	want := map[string]Binding{
 		"kubelet": AtAllocate, "numa": AtAllocate, "spread": AtAllocate, "gpu-aware": AtAllocate, "packed": AtAllocate,
-		"late-bound": AtSandbox, "late-bound-balanced": AtSandbox, "dra-pcieroot": InClaim, "optimal": InClaim,
+		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "optimal": InClaim,
 	}
 	for _, n := range append(PolicyNames(), ExtraPolicyNames()...) {
 		p, err := PolicyByName(n)
@@ -32,8 +32,8 @@ func TestPolicyByName(t *testing.T) {
 	if _, err := PolicyByName("nearest"); !errors.Is(err, ErrConfig) {
 		t.Errorf("unknown policy: err %v, want ErrConfig", err)
 	}
-	if slices.Contains(PolicyNames(), "late-bound-balanced") {
-		t.Error("a candidate that is not built is compared by default")
+	if slices.Contains(PolicyNames(), "late-bound-lowest-numa") {
+		t.Error("a behaviour no longer built is compared by default")
 	}
 }
 
@@ -111,23 +111,23 @@ func TestPCIeRootFirstFitInTheCluster(t *testing.T) {
 	}
 }
 
-// Late binding as Railyard's device plugin prefers tokens today: an 8-GPU
-// pod on DGX H100 spans both NUMA nodes; kubelet offers the tokens of both
-// and the plugin prefers the lowest NUMA node's, so all eight bind on NUMA
-// node 0, and the four GPUs of NUMA node 1 get a NIC across the sockets.
-// Balanced tokens give every GPU its rail NIC.
+// Late binding as the device plugin first preferred tokens: an 8-GPU pod
+// on DGX H100 spans both NUMA nodes; kubelet offers the tokens of both and
+// the plugin preferred the lowest NUMA node's, so all eight bound on NUMA
+// node 0, and the four GPUs of NUMA node 1 got a NIC across the sockets.
+// Balanced tokens (late-bound, as built) give every GPU its rail NIC.
 func TestLateBoundTokensOnOneNUMANodeStarveTheOther(t *testing.T) {
 	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 4, Pods: 200, Seed: 1, Load: 0.3,
-		Mix: []MixEntry{{8, 1}}, Policies: policies(t, "late-bound", "late-bound-balanced", "optimal")})
+		Mix: []MixEntry{{8, 1}}, Policies: policies(t, "late-bound-lowest-numa", "late-bound", "optimal")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, bal, opt := res.Policies[0], res.Policies[1], res.Policies[2]
-	if lb.GPUs == 0 || lb.GDRFraction != 0.5 || lb.ClassCount(topology.SYS) != lb.GPUs/2 {
-		t.Errorf("late-bound: gdr %.3f, classes %v over %d GPUs; want half PIX, half SYS", lb.GDRFraction, lb.Classes, lb.GPUs)
+	low, lb, opt := res.Policies[0], res.Policies[1], res.Policies[2]
+	if low.GPUs == 0 || low.GDRFraction != 0.5 || low.ClassCount(topology.SYS) != low.GPUs/2 {
+		t.Errorf("late-bound-lowest-numa: gdr %.3f, classes %v over %d GPUs; want half PIX, half SYS", low.GDRFraction, low.Classes, low.GPUs)
 	}
-	if bal.GDRFraction != 1 || opt.GDRFraction != 1 {
-		t.Errorf("late-bound-balanced gdr %.3f, optimal %.3f; want 1", bal.GDRFraction, opt.GDRFraction)
+	if lb.GDRFraction != 1 || opt.GDRFraction != 1 {
+		t.Errorf("late-bound gdr %.3f, optimal %.3f; want 1", lb.GDRFraction, opt.GDRFraction)
 	}
 }
 

@@ -65,11 +65,11 @@ every NIC allocation policy choose the pods' devices:
 
 and, only when asked with --policies:
 
-  late-bound-balanced  late-bound with kubelet's tokens balanced over the NUMA
-                       nodes of the pod's GPUs (or of the offer when the GPUs
-                       are not allocated yet), as the device plugin now
-                       prefers them; late-bound keeps the earlier preference
-                       (lowest NUMA node first) to show the difference
+  late-bound-lowest-numa  late-bound with kubelet's tokens preferred lowest NUMA
+                         node first, as the device plugin first did (late-bound
+                         balances them over the NUMA nodes of the pod's GPUs,
+                         or of the offer when the GPUs are not allocated yet):
+                         kept to show why
 
 The first five answer kubelet's GetPreferredAllocation at allocate time. Kubelet
 allocates a pod's resources in Go map order, so they know the pod's GPUs only
