@@ -509,7 +509,7 @@ func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {
 			errs = append(errs, err)
 		}
 		if p.LinkLayer == "Ethernet" {
-			p.RoCEv2GIDs = r.roceV2GIDs(pd)
+			p.RoCEv2GIDs, p.RoutableRoCEv2GIDs = r.roceV2GIDs(pd)
 		}
 		if len(errs) > 0 {
 			f.warn(addr, fmt.Sprintf("port %d: %v", num, errors.Join(errs...)))
@@ -519,8 +519,9 @@ func (r *reader) readPorts(f *fn, ibDir, addr string) []topology.Port {
 	return ports
 }
 
-// roceV2GIDs returns the GID indexes of type "RoCE v2" whose GID is set.
-func (r *reader) roceV2GIDs(portDir string) []int {
+// roceV2GIDs returns the GID indexes of type "RoCE v2" whose GID is set,
+// and those of them that are routable (not link-local).
+func (r *reader) roceV2GIDs(portDir string) (set, routable []int) {
 	types, _ := r.fs.List(filepath.Join(portDir, "gid_attrs/types"))
 	var out []int
 	for _, t := range types {
@@ -537,7 +538,11 @@ func (r *reader) roceV2GIDs(portDir string) []int {
 			continue
 		}
 		out = append(out, idx)
+		if !sysfs.IsLinkLocalGID(gid) {
+			routable = append(routable, idx)
+		}
 	}
 	slices.Sort(out)
-	return out
+	slices.Sort(routable)
+	return out, routable
 }

@@ -89,6 +89,9 @@ func TestDiscoverSmallMachine(t *testing.T) {
 	if got := roce.Ports[0].RoCEv2GIDs; len(got) != 2 || got[0] != 1 || got[1] != 3 {
 		t.Errorf("RoCE v2 GID indexes = %v, want [1 3]", got)
 	}
+	if got := roce.Ports[0].RoutableRoCEv2GIDs; len(got) != 1 || got[0] != 3 {
+		t.Errorf("routable RoCE v2 GID indexes = %v, want [3] (1 is link-local)", got)
+	}
 	if roce.Ports[0].RateGbps != 100 || !roce.Ports[0].Active() {
 		t.Errorf("port: %+v", roce.Ports[0])
 	}

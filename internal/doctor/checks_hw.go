@@ -101,10 +101,17 @@ func (n *node) roceGIDs(context.Context) []Check {
 			c := Check{ID: "roce-gid", Subject: fmt.Sprintf("%s/%d", x.RDMA, p.Num), Status: OK,
 				Summary: fmt.Sprintf("RoCE v2 GIDs at indexes %v", p.RoCEv2GIDs),
 				Read:    []string{fmt.Sprintf("sysfs class/infiniband/%s/ports/%d/gid_attrs/types/* and gids/*", x.RDMA, p.Num)}}
-			if len(p.RoCEv2GIDs) == 0 {
+			switch {
+			case len(p.RoCEv2GIDs) == 0:
 				c.Status = Fail
 				c.Summary = "no RoCE v2 GID: RoCE v2 (routable RoCE, what NCCL uses) has no address to send from"
-				c.Fix = fmt.Sprintf("give %s an IP address (RoCE v2 GIDs appear once the netdev has one in the RDMA device's namespace)", orDash(x.Netdev))
+				c.Fix = fmt.Sprintf("bring %s up and give it an IP address (RoCE v2 GIDs appear once the netdev has one in the RDMA device's namespace)", orDash(x.Netdev))
+			case len(p.RoutableRoCEv2GIDs) == 0:
+				c.Status = Fail
+				c.Summary = fmt.Sprintf("only link-local RoCE v2 GIDs (indexes %v, fe80::): RoCE v2 cannot route them and NCCL looks for an IPv4 one by default", p.RoCEv2GIDs)
+				c.Fix = fmt.Sprintf("give %s an IPv4 (or global IPv6) address in the RDMA device's namespace", orDash(x.Netdev))
+			default:
+				c.Summary = fmt.Sprintf("routable RoCE v2 GIDs at indexes %v", p.RoutableRoCEv2GIDs)
 			}
 			out = append(out, c)
 		}

@@ -140,10 +140,13 @@ func TestEachFailureIsReported(t *testing.T) {
 		}, "gpu-nic", Warn, "is PHB: NCCL uses GPUDirect RDMA only up to PXB", "NCCL_NET_GDR_LEVEL"},
 		"port down":        {func(e *env) { _ = fakesysfs.SetPortState(e.sys, "mlx5_1", 1, fakesysfs.PortDown) }, "ports", Fail, "port is DOWN (Disabled)", "cable"},
 		"wrong link layer": {func(e *env) { e.opt.Policy.PFs[0].LinkLayer = "Ethernet" }, "link-layer", Fail, "InfiniBand, the policy wants Ethernet", "LINK_TYPE_P1=2"},
-		"no RoCE v2 GID":   {func(e *env) { _ = fakesysfs.RemoveRoCEv2GIDs(e.sys, "mlx5_1", 1) }, "roce-gid", Fail, "no RoCE v2 GID", "give ens42np0 an IP address"},
-		"RoCE MTU 1500":    {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ens42np0", 1500) }, "mtu", Warn, "netdev MTU 1500 gives RoCE active_mtu 1024", "mtu 9000"},
-		"IB MTU 2048":      {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ibp24s0", 2044) }, "mtu", Warn, "the port's MTU is 2048", "mtu=5"},
-		"VF count":         {func(e *env) { e.opt.Policy.PFs[0].NumVFs = 4 }, "sriov", Fail, "2 VFs, the policy wants 4", "railyard node apply"},
+		"no RoCE v2 GID":   {func(e *env) { _ = fakesysfs.RemoveRoCEv2GIDs(e.sys, "mlx5_1", 1) }, "roce-gid", Fail, "no RoCE v2 GID", "give it an IP address"},
+		// Up without an IP address: the link-local GID is there, and is
+		// not enough.
+		"link-local RoCE v2 GID only": {func(e *env) { _ = fakesysfs.RemoveIPGIDs(e.sys, "mlx5_1", 1) }, "roce-gid", Fail, "only link-local RoCE v2 GIDs (indexes [1]", "give ens42np0 an IPv4"},
+		"RoCE MTU 1500":               {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ens42np0", 1500) }, "mtu", Warn, "netdev MTU 1500 gives RoCE active_mtu 1024", "mtu 9000"},
+		"IB MTU 2048":                 {func(e *env) { _ = fakesysfs.SetNetdevMTU(e.sys, "ibp24s0", 2044) }, "mtu", Warn, "the port's MTU is 2048", "mtu=5"},
+		"VF count":                    {func(e *env) { e.opt.Policy.PFs[0].NumVFs = 4 }, "sriov", Fail, "2 VFs, the policy wants 4", "railyard node apply"},
 		"SR-IOV off": {func(e *env) {
 			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:2a:00.0", NumVFs: 4})
 			_ = os.WriteFile(filepath.Join(e.sys, "bus/pci/devices/0000:2a:00.0/sriov_totalvfs"), []byte("0\n"), 0o644)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // SetNodeGUID writes an RDMA device's node_guid ("0c42:a103:00a1:b2c4"
@@ -63,12 +64,22 @@ func SetLinkLayer(root, rdma string, port int, linkLayer string) error {
 }
 
 // RemoveRoCEv2GIDs zeroes an Ethernet port's RoCE v2 GIDs, as a netdev
-// without an IP address has.
+// that is down has. RemoveIPGIDs is a netdev up without an IP address.
 func RemoveRoCEv2GIDs(root, rdma string, port int) error {
+	return zeroGIDs(root, rdma, port, func(typ, _ string) bool { return typ == "RoCE v2" })
+}
+
+// RemoveIPGIDs zeroes an Ethernet port's GIDs of IP addresses, as removing
+// the netdev's addresses does: the link-local GIDs stay.
+func RemoveIPGIDs(root, rdma string, port int) error {
+	return zeroGIDs(root, rdma, port, func(_, gid string) bool { return !strings.HasPrefix(gid, "fe80:") })
+}
+
+func zeroGIDs(root, rdma string, port int, which func(typ, gid string) bool) error {
 	pd := filepath.Join(root, "class/infiniband", rdma, "ports", strconv.Itoa(port))
 	types, _ := os.ReadDir(filepath.Join(pd, "gid_attrs/types"))
 	for _, t := range types {
-		if readTrim(filepath.Join(pd, "gid_attrs/types", t.Name())) != "RoCE v2" {
+		if !which(readTrim(filepath.Join(pd, "gid_attrs/types", t.Name())), readTrim(filepath.Join(pd, "gids", t.Name()))) {
 			continue
 		}
 		if err := writeAtomic(filepath.Join(pd, "gids", t.Name()), "0000:0000:0000:0000:0000:0000:0000:0000"); err != nil {

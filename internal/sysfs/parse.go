@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -81,6 +82,14 @@ func IsZeroGID(s string) bool {
 		}
 	}
 	return true
+}
+
+// IsLinkLocalGID reports whether a GID string is an IPv6 link-local
+// address (fe80::/10): the GID every RoCE port gets from its netdev's
+// link-local address, which RoCE v2 cannot route.
+func IsLinkLocalGID(s string) bool {
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	return err == nil && a.Is6() && a.IsLinkLocalUnicast()
 }
 
 // numError drops the input strconv repeats in its errors (unbounded and

@@ -92,3 +92,19 @@ func FuzzParseNUMANode(f *testing.F) {
 		}
 	})
 }
+
+func TestIsLinkLocalGID(t *testing.T) {
+	for gid, want := range map[string]bool{
+		"fe80:0000:0000:0000:0200:00ff:fe00:0001\n": true,
+		"febf:0000:0000:0000:0000:0000:0000:0001":   true,  // still fe80::/10
+		"0000:0000:0000:0000:0000:ffff:c0a8:0001":   false, // IPv4-mapped
+		"2001:0db8:0000:0000:0000:0000:0000:0001":   false,
+		"0000:0000:0000:0000:0000:0000:0000:0000":   false,
+		"fe80": false,
+		"":     false,
+	} {
+		if got := IsLinkLocalGID(gid); got != want {
+			t.Errorf("IsLinkLocalGID(%q) = %v, want %v", gid, got, want)
+		}
+	}
+}

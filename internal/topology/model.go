@@ -104,6 +104,11 @@ type Port struct {
 	LinkLayer string  `json:"link_layer"` // "InfiniBand" | "Ethernet"
 	// RoCEv2GIDs are the GID indexes of type "RoCE v2" with a non-zero GID.
 	RoCEv2GIDs []int `json:"rocev2_gids,omitempty"`
+	// RoutableRoCEv2GIDs are those of RoCEv2GIDs that are not IPv6
+	// link-local (fe80::/10): an IPv4-mapped or global IPv6 address, which
+	// RoCE v2 can route and NCCL selects (NCCL_IB_ADDR_FAMILY). A port up
+	// without an IP address has only the link-local one.
+	RoutableRoCEv2GIDs []int `json:"routable_rocev2_gids,omitempty"`
 }
 
 // Healthy reports whether the NIC can carry RDMA traffic: see Health.
