@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	nodesetup "github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	cniconfig "github.com/railyard-io/railyard/internal/cni/config"
 )
 
@@ -247,6 +249,9 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{map[string]any{"config": map[string]any{"pools": []any{map[string]any{"name": "a.io/b", "policy": "closest", "selectors": map[string]any{}}}}}, "/config/pools/0/policy"},
 		{map[string]any{"networks": map[string]any{"roce": map[string]any{"vlan": 5000}}}, "/networks/roce/vlan"},
 		{map[string]any{"cni": map[string]any{"binDir": "opt/cni/bin"}}, "/cni/binDir"},
+		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ib0", "numVFs": -1}}}}}, "/nodeSetup/policy/pfs/0/numVFs"},
+		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ib0", "numVF": 8}}}}}, "numVF"},
+		{map[string]any{"nodeSetup": map[string]any{"interval": "soon"}}, "/nodeSetup/interval"},
 	} {
 		_, err := Render(ch, Options{Release: "r", Namespace: "n", Values: c.values})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -255,12 +260,14 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 	}
 }
 
-// TestSchemaCoversEveryAgentConfigField fails when api/config/v1alpha1
-// gains or loses a field that values.schema.json does not list.
+// TestSchemaCoversEveryAgentConfigField fails when api/config/v1alpha1 (or
+// the node policy, api/nodesetup/v1alpha1) gains or loses a field that
+// values.schema.json does not list.
 func TestSchemaCoversEveryAgentConfigField(t *testing.T) {
 	var schema struct {
 		Properties struct {
-			Config schemaObject `json:"config"`
+			Config    schemaObject `json:"config"`
+			NodeSetup schemaObject `json:"nodeSetup"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(loadChart(t).Schema, &schema); err != nil {
@@ -278,6 +285,8 @@ func TestSchemaCoversEveryAgentConfigField(t *testing.T) {
 		{"pool", reflect.TypeFor[v1alpha1.Pool](), *pool, nil},
 		{"selectors", reflect.TypeFor[v1alpha1.Selectors](), *pool.Properties["selectors"], nil},
 		{"deviceNodes", reflect.TypeFor[v1alpha1.DeviceNodes](), *pool.Properties["deviceNodes"], nil},
+		{"nodeSetup.policy", reflect.TypeFor[nodesetup.NodePolicy](), *schema.Properties.NodeSetup.Properties["policy"], []string{"apiVersion", "kind"}},
+		{"nodeSetup.policy.pfs", reflect.TypeFor[nodesetup.PF](), *schema.Properties.NodeSetup.Properties["policy"].Properties["pfs"].Items, nil},
 	} {
 		var fields, props []string
 		skip := map[string]bool{}
@@ -296,9 +305,9 @@ func TestSchemaCoversEveryAgentConfigField(t *testing.T) {
 		sort.Strings(fields)
 		sort.Strings(props)
 		if !reflect.DeepEqual(fields, props) {
-			t.Errorf("%s: api/config/v1alpha1 has %v, values.schema.json %v", c.name, fields, props)
+			t.Errorf("%s: the Go type has %v, values.schema.json %v", c.name, fields, props)
 		}
-		if c.obj.AdditionalProperties == nil || *c.obj.AdditionalProperties {
+		if c.obj.AdditionalProperties != false {
 			t.Errorf("%s: schema accepts unknown fields", c.name)
 		}
 	}
@@ -307,5 +316,72 @@ func TestSchemaCoversEveryAgentConfigField(t *testing.T) {
 type schemaObject struct {
 	Properties           map[string]*schemaObject `json:"properties"`
 	Items                *schemaObject            `json:"items"`
-	AdditionalProperties *bool                    `json:"additionalProperties"`
+	AdditionalProperties any                      `json:"additionalProperties"` // false, or a schema
+}
+
+// TestNodeSetupIsOptInPrivilegedAndLoadsAsANodePolicy: off by default; on,
+// a DaemonSet of its own runs `railyard node apply --watch` privileged in
+// the host's network namespace (what writing sriov_numvfs and setting VF
+// addresses through the PF need), with a policy file that `node apply`'s
+// own loader accepts, and mounts exactly the two sources of "VFs in use"
+// the policy names.
+func TestNodeSetupIsOptInPrivilegedAndLoadsAsANodePolicy(t *testing.T) {
+	for _, v := range variants() {
+		_, objs := render(t, v.values)
+		var ds appsv1.DaemonSet
+		on := objs.byComponent(t, "DaemonSet", "node-setup", &ds)
+		if v.name != "node-setup" {
+			if on {
+				t.Errorf("%s: node setup rendered without nodeSetup.enabled", v.name)
+			}
+			continue
+		}
+		if !on {
+			t.Fatal("nodeSetup.enabled renders no DaemonSet")
+		}
+		var cm corev1.ConfigMap
+		if !objs.byComponent(t, "ConfigMap", "node-setup", &cm) {
+			t.Fatal("no node policy ConfigMap")
+		}
+		pol, err := nodesetup.Parse([]byte(cm.Data["policy.yaml"]))
+		if err != nil {
+			t.Fatalf("the node policy does not load: %v", err)
+		}
+		if len(pol.PFs) != 1 || pol.PFs[0].Netdev != "ibp24s0" || pol.PFs[0].NumVFs != 8 || pol.PFs[0].PKey != "0x8001" ||
+			pol.CNIStateDir != "/var/lib/cni/railyard" || pol.PodResourcesSocket != "/var/lib/kubelet/pod-resources/kubelet.sock" {
+			t.Errorf("policy %+v", pol)
+		}
+		spec := ds.Spec.Template.Spec
+		if !spec.HostNetwork || len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
+			t.Fatalf("pod spec: hostNetwork %v, %d containers", spec.HostNetwork, len(spec.Containers))
+		}
+		c := spec.Containers[0]
+		if want := []string{"/usr/local/bin/railyard", "node", "apply", "--policy=/etc/railyard-node/policy.yaml", "--watch", "--interval=1m"}; !reflect.DeepEqual(c.Command, want) {
+			t.Errorf("command %v, want %v", c.Command, want)
+		}
+		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("security context %+v", sc)
+		}
+		hostPaths := map[string]string{}
+		for _, vol := range spec.Volumes {
+			if vol.HostPath != nil {
+				hostPaths[vol.Name] = vol.HostPath.Path
+			}
+		}
+		got := map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			if hp, ok := hostPaths[m.Name]; ok {
+				if hp != m.MountPath {
+					t.Errorf("host %s mounted at %s", hp, m.MountPath)
+				}
+				got[hp] = m.ReadOnly
+			}
+		}
+		if want := map[string]bool{"/var/lib/cni/railyard": true, "/var/lib/kubelet/pod-resources": false}; !reflect.DeepEqual(got, want) {
+			t.Errorf("host mounts %v, want %v", got, want)
+		}
+		if ds.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != "node-setup" {
+			t.Errorf("selector %v overlaps the agent's", ds.Spec.Selector.MatchLabels)
+		}
+	}
 }

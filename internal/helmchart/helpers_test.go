@@ -50,6 +50,8 @@ func variants() []variant {
 					"policy": "spread", "selectors": map[string]any{"pfNames": []any{"ens113f0"}}}},
 			},
 		}},
+		{"node-setup", map[string]any{"nodeSetup": map[string]any{"enabled": true, "interval": "1m",
+			"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ibp24s0", "numVFs": 8, "linkLayer": "InfiniBand", "pkey": "0x8001"}}}}}},
 		{"sandbox-binding", map[string]any{
 			"config": map[string]any{
 				"cdiSpecDir": "/var/run/cdi",
@@ -93,17 +95,49 @@ func (o objects) one(t *testing.T, kind string, into any) {
 	}
 }
 
+// byComponent decodes the object of kind whose app.kubernetes.io/component
+// label is component; there must be exactly one.
+func (o objects) byComponent(t *testing.T, kind, component string, into any) bool {
+	t.Helper()
+	found := 0
+	for _, doc := range o.byKind[kind] {
+		var head struct {
+			Metadata struct{ Labels map[string]string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatal(err)
+		}
+		if head.Metadata.Labels["app.kubernetes.io/component"] != component {
+			continue
+		}
+		found++
+		if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+			t.Fatalf("%s %s: %v", kind, component, err)
+		}
+	}
+	if found > 1 {
+		t.Fatalf("%d objects of kind %s for %s, want 1", found, kind, component)
+	}
+	return found == 1
+}
+
+// daemonSet is the agent's DaemonSet.
 func (o objects) daemonSet(t *testing.T) *appsv1.DaemonSet {
 	t.Helper()
 	var ds appsv1.DaemonSet
-	o.one(t, "DaemonSet", &ds)
+	if !o.byComponent(t, "DaemonSet", "agent", &ds) {
+		t.Fatal("no agent DaemonSet")
+	}
 	return &ds
 }
 
+// configMap is the agent's ConfigMap.
 func (o objects) configMap(t *testing.T) *corev1.ConfigMap {
 	t.Helper()
 	var cm corev1.ConfigMap
-	o.one(t, "ConfigMap", &cm)
+	if !o.byComponent(t, "ConfigMap", "agent", &cm) {
+		t.Fatal("no agent ConfigMap")
+	}
 	return &cm
 }
 

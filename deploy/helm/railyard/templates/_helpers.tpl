@@ -104,3 +104,21 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+The node policy file: values.nodeSetup.policy + apiVersion and kind. The
+sources of "VFs in use" default to the agent's: railyard-cni's state
+directory and kubelet's PodResources socket (docs/nodesetup.md).
+*/}}
+{{- define "railyard.nodePolicy" -}}
+{{- $p := deepCopy .Values.nodeSetup.policy -}}
+{{- if not (hasKey $p "cniStateDir") -}}
+{{- $_ := set $p "cniStateDir" "/var/lib/cni/railyard" -}}
+{{- end -}}
+{{- if not (hasKey $p "podResourcesSocket") -}}
+{{- $_ := set $p "podResourcesSocket" (.Values.config.podResourcesSocket | default "/var/lib/kubelet/pod-resources/kubelet.sock") -}}
+{{- end -}}
+apiVersion: railyard.io/v1alpha1
+kind: NodePolicy
+{{ toYaml $p }}
+{{- end -}}
