@@ -36,6 +36,10 @@ const (
 	SumReceivedGbps = "received_gbps"
 	SumRetransmits  = "retransmits"
 	ToolIperf3      = "iperf3"
+	// ToolTCPProbe is Railyard's own TCP probe (railyard bench probe tcp),
+	// whose output is iperf3-compatible JSON with a start.version naming
+	// it: a TCP measurement, read by the iperf3 parser, never called iperf3.
+	ToolTCPProbe = "railyard-tcp-probe"
 )
 
 // IperfRow is one iperf3 interval (the sum over streams), Gb/s.
@@ -235,12 +239,19 @@ func parseIperf3(top map[string]json.RawMessage) Result {
 		r.Summary[SumReceivedGbps] = round(recv.BitsPerSec / 1e9)
 	}
 	var start struct {
+		Version   string `json:"version"`
 		TestStart struct {
 			Reverse int `json:"reverse"`
 		} `json:"test_start"`
 	}
 	if raw, ok := top["start"]; ok {
 		_ = json.Unmarshal(raw, &start)
+	}
+	if strings.HasPrefix(start.Version, ToolTCPProbe+"/") {
+		r.Tool = ToolTCPProbe
+		if errMsg == "iperf3 reported an error" {
+			errMsg = "the tcp probe reported an error"
+		}
 	}
 	r.Error = errMsg
 	if r.Error == "" && len(r.Summary) == 0 {
