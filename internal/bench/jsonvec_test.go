@@ -6,6 +6,18 @@ import (
 )
 
 var jsonVectorWants = map[string]vectorWant{
+	// Railyard's own TCP probe: iperf3-compatible JSON, read by the iperf3
+	// parser and labelled with the probe's name (a TCP result, not iperf3).
+	"railyard-tcp-probe_loopback_2streams_3s__railyard.txt": {
+		tool: ToolTCPProbe, kind: KindIperf3, ok: true, rows: 4,
+		summary: map[string]float64{SumSentGbps: 25.5045861, SumReceivedGbps: 25.50195981},
+		check: func(t *testing.T, r Result) {
+			second := r.Iperf[1]
+			if !near(second.Gbps, 26.135742687) || !near(second.StartS, 1.000011788) || second.Retransmits != nil || second.Omitted {
+				t.Errorf("row = %+v", second)
+			}
+		},
+	},
 	"iperf3_3.9_tcp_json_omit3_gcp_to_ibm__cloudpilot-project-results.txt": {
 		tool: ToolIperf3, kind: KindIperf3, ok: true, rows: 13,
 		summary: map[string]float64{SumSentGbps: 0.042982423, SumReceivedGbps: 0.04223193, SumRetransmits: 680},

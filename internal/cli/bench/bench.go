@@ -21,8 +21,9 @@ training scaling table and charts:
            line rate and each other; write an HTML report with charts
   plan     print the Kubernetes manifests that run the benchmarks on
            Railyard's resources (perftest pod pair, nccl-tests, OSU and
-           Horovod MPIJobs)`,
+           Horovod MPIJobs)
+  probe    Railyard's own measurements between two pods (tcp: TCP bandwidth)`,
 	}
-	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s))
+	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s), newProbeCommand(s))
 	return cmd
 }

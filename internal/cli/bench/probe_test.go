@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/railyard-io/railyard/internal/bench"
+	"github.com/railyard-io/railyard/internal/cli/clitest"
+)
+
+// TestProbeTCPCommand runs `bench probe tcp --listen` and `--connect`
+// against each other over loopback (real sockets): the client's output is
+// a TCP result of the probe for bench parse, the server's a summary line.
+func TestProbeTCPCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	type ran struct {
+		out string
+		err error
+	}
+	srv := make(chan ran, 1)
+	go func() {
+		out, _, err := clitest.Run(t, NewCommand, "", "probe", "tcp", "--listen", addr, "--wait", "30s")
+		srv <- ran{out, err}
+	}()
+	out, _, err := run(t, "", "probe", "tcp", "--connect", addr, "--duration", "500ms", "--streams", "2", "--interval", "100ms", "--wait", "30s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r := bench.Parse([]byte(out))
+	if !r.OK || r.Tool != bench.ToolTCPProbe || r.Summary[bench.SumReceivedGbps] <= 0 || len(r.Iperf) < 4 {
+		t.Fatalf("client output parsed as %s ok=%v %q %v, %d rows", r.Tool, r.OK, r.Error, r.Summary, len(r.Iperf))
+	}
+	s := <-srv
+	if s.err != nil || !strings.Contains(s.out, "listening on "+addr) || !strings.Contains(s.out, "over 2 streams") || !strings.Contains(s.out, "Gb/s (TCP)") {
+		t.Errorf("server: %v\n%s", s.err, s.out)
+	}
+	for _, args := range [][]string{
+		{"probe", "tcp"},
+		{"probe", "tcp", "--listen", ":1", "--connect", "a:1"},
+	} {
+		if _, _, err := run(t, "", args...); err == nil || !strings.Contains(err.Error(), "exactly one of --listen and --connect") {
+			t.Errorf("%v: err = %v", args, err)
+		}
+	}
+	// A client that finds no server prints a failed report and fails.
+	out, _, err = run(t, "", "probe", "tcp", "--connect", addr, "--wait", "1s")
+	if err == nil || bench.Parse([]byte(out)).OK {
+		t.Errorf("no server: err = %v\n%s", err, out)
+	}
+}
