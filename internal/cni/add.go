@@ -161,6 +161,13 @@ func (p *Plugin) prepare(ctx context.Context, s *session, a Args) (*state.Record
 				return nil, fmt.Errorf("reading VF settings through PF %s: %w", pf.Netdev, err)
 			}
 			rec.PF, rec.OrigVF = pf, &vf
+			if len(l.MAC) == 6 {
+				a, err := p.Ops.VFAddresses(ctx, pf.Netdev, pf.VF)
+				if err != nil {
+					return nil, fmt.Errorf("reading VF addresses through PF %s: %w", pf.Netdev, err)
+				}
+				rec.OrigVFMAC = a.MAC.String()
+			}
 		}
 	}
 	if cfg.VF.Any() && rec.PF == nil {

@@ -114,6 +114,8 @@ func newWorld(t *testing.T) *world {
 	w.ops.AddLink(netops.Host, netops.Link{Name: "ens1f0v3", Index: 6, MTU: 1500, MAC: origMAC, Up: false}, false)
 	w.ops.AddVF("ens1f0", 2, origVF)
 	w.ops.AddVF("ens1f0", 3, origVF)
+	w.ops.SetVFNetdev("ens1f0", 2, origLink.Index)
+	w.ops.SetVFNetdev("ens1f0", 3, 6)
 	w.ops.AddRDMA("mlx5_3", netops.Host)
 	w.ops.AddRDMA("mlx5_4", netops.Host)
 	return w
@@ -169,6 +171,9 @@ func (w *world) assertPristine() {
 	}
 	if got := w.ops.VFSettingsOf("ens1f0", 2); got != origVF {
 		w.t.Errorf("VF settings %+v, want %+v", got, origVF)
+	}
+	if a, err := w.ops.VFAddresses(context.Background(), "ens1f0", 2); err != nil || a.MAC.String() != "00:00:00:00:00:00" {
+		w.t.Errorf("VF MAC through the PF %s (%v), want none (all zeros)", a.MAC, err)
 	}
 	if where, _ := w.ops.RDMANetns("mlx5_3"); where != netops.Host {
 		w.t.Errorf("RDMA device in %q, want host", where)

@@ -207,6 +207,9 @@ func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
 			return err
 		}
 	}
+	if err := p.restoreVFMAC(ctx, rec); err != nil {
+		return err
+	}
 	if cur.SpoofChk != want.SpoofChk {
 		if err := o.SetVFSpoofChk(ctx, pf, vf, want.SpoofChk); err != nil {
 			return err
@@ -226,6 +229,29 @@ func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
 		return o.SetVFRate(ctx, pf, vf, want.MinTxRate, want.MaxTxRate)
 	}
 	return nil
+}
+
+// restoreVFMAC puts the VF's MAC as the PF reports it back to what it was
+// before ADD. The pod's MAC, set on the VF netdev, is what the PF reports
+// from then on (and hands the VF again at its next reset) even after the
+// netdev got its own MAC back; all zeros, the usual value, is set as such:
+// the kernel takes it as "no administrative MAC" (igb, mlx5).
+func (p *Plugin) restoreVFMAC(ctx context.Context, rec *state.Record) error {
+	if rec.OrigVFMAC == "" {
+		return nil
+	}
+	want, err := net.ParseMAC(rec.OrigVFMAC)
+	if err != nil {
+		return fmt.Errorf("record of %s: original VF MAC %q: %w", rec.Key, rec.OrigVFMAC, err)
+	}
+	cur, err := p.Ops.VFAddresses(ctx, rec.PF.Netdev, rec.PF.VF)
+	if err != nil {
+		return fmt.Errorf("reading VF %d addresses through PF %s: %w", rec.PF.VF, rec.PF.Netdev, err)
+	}
+	if cur.MAC.String() == want.String() {
+		return nil
+	}
+	return p.Ops.SetVFMAC(ctx, rec.PF.Netdev, rec.PF.VF, want)
 }
 
 // releaseIPAM releases a record's addresses with the configuration it was

@@ -61,7 +61,11 @@ type Record struct {
 	// OrigGUID is an InfiniBand VF's GUID before ADD set another one
 	// ("" when ADD set none).
 	OrigGUID string `json:"origGUID,omitempty"`
-	RDMA     string `json:"rdma,omitempty"`
+	// OrigVFMAC is an Ethernet VF's MAC as its PF reported it before ADD
+	// (all zeros: none set). Changing the VF netdev's MAC changes what the
+	// PF reports (igb, mlx5), and DEL puts this back through the PF.
+	OrigVFMAC string `json:"origVFMAC,omitempty"`
+	RDMA      string `json:"rdma,omitempty"`
 
 	DeviceInfoFile string          `json:"deviceInfoFile,omitempty"`
 	Config         json.RawMessage `json:"config"`

@@ -35,7 +35,9 @@ type Fake struct {
 	rdmaMode  string
 	vfs       map[string]map[int]netops.VFSettings
 	guids     map[string]map[int]string // PF -> VF -> GUID set through the PF
-	macs      map[string]map[int]string // PF -> VF -> MAC set through the PF
+	macs      map[string]map[int]string // PF -> VF -> MAC the PF reports
+	adminMAC  map[vfRef]bool            // an administrative MAC is set
+	vfNetdevs map[int]vfRef             // ifindex -> the VF it is the netdev of
 	aliases   map[string]string         // namespace path -> the path it names
 	calls     []string
 	mutations int
@@ -380,6 +382,9 @@ func (f *Fake) SetMTU(_ context.Context, path, name string, mtu int) error {
 // SetMAC implements netops.Ops.
 func (f *Fake) SetMAC(_ context.Context, path, name string, mac net.HardwareAddr) error {
 	return f.mutate(path, name, func(l *fakeLink) error {
+		if err := f.vfSetsMAC(l.Index, mac); err != nil {
+			return err
+		}
 		l.MAC = slices.Clone(mac)
 		return nil
 	}, "SetMAC(%q, %s, %s)", path, name, mac)

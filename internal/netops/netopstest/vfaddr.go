@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
-// SetVFMAC implements netops.Ops.
+// SetVFMAC implements netops.Ops: an administrative MAC, or with all
+// zeros none (the kernel's way to clear it, as `ip link set PF vf N mac
+// 00:00:00:00:00:00`).
 func (f *Fake) SetVFMAC(_ context.Context, pf string, vf int, mac net.HardwareAddr) error {
 	if len(mac) != 6 {
 		return fmt.Errorf("MAC %s of VF %d: want 6 bytes", mac, vf)
@@ -21,14 +24,22 @@ func (f *Fake) SetVFMAC(_ context.Context, pf string, vf int, mac net.HardwareAd
 	if _, err := f.vf(pf, vf); err != nil {
 		return err
 	}
-	if f.macs == nil {
-		f.macs = map[string]map[int]string{}
+	r := vfRef{pf, vf}
+	if f.adminMAC == nil {
+		f.adminMAC = map[vfRef]bool{}
 	}
-	if f.macs[pf] == nil {
-		f.macs[pf] = map[int]string{}
-	}
-	f.macs[pf][vf] = mac.String()
+	f.adminMAC[r] = !isZero(mac)
+	f.putMAC(r, mac)
 	return nil
+}
+
+func isZero(mac net.HardwareAddr) bool {
+	for _, b := range mac {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // VFAddresses implements netops.Ops: the MAC and GUID last set through the
@@ -61,6 +72,16 @@ func (f *Fake) RemoveVFs(pf string) {
 	delete(f.vfs, pf)
 	delete(f.guids, pf)
 	delete(f.macs, pf)
+	for r := range f.adminMAC {
+		if r.pf == pf {
+			delete(f.adminMAC, r)
+		}
+	}
+	for i, r := range f.vfNetdevs {
+		if r.pf == pf {
+			delete(f.vfNetdevs, i)
+		}
+	}
 }
 
 // SetVFMAC implements netops.Ops.
@@ -69,4 +90,47 @@ func (f *Failing) SetVFMAC(ctx context.Context, pf string, vf int, mac net.Hardw
 		return err
 	}
 	return f.Ops.SetVFMAC(ctx, pf, vf, mac)
+}
+
+// SetVFNetdev says that the link with index ifindex is VF vf's own netdev.
+// As with the kernel (igb, mlx5), a MAC the VF sets on its netdev then shows
+// through the PF, unless the PF has set one (an administrative MAC), which
+// the VF cannot change. SetVFMAC with all zeros clears the administrative
+// MAC; the PF then reports all zeros until the VF sets one.
+func (f *Fake) SetVFNetdev(pf string, vf, ifindex int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.vfNetdevs == nil {
+		f.vfNetdevs = map[int]vfRef{}
+	}
+	f.vfNetdevs[ifindex] = vfRef{pf, vf}
+}
+
+type vfRef struct {
+	pf string
+	vf int
+}
+
+// vfSetsMAC is the VF's side of SetMAC on its netdev (f.mu held): refused
+// when the PF set an administrative MAC, else shown through the PF.
+func (f *Fake) vfSetsMAC(ifindex int, mac net.HardwareAddr) error {
+	r, ok := f.vfNetdevs[ifindex]
+	if !ok {
+		return nil
+	}
+	if f.adminMAC[r] {
+		return fmt.Errorf("VF %d of %s has an administrative MAC: %w", r.vf, r.pf, syscall.EADDRNOTAVAIL)
+	}
+	f.putMAC(r, mac)
+	return nil
+}
+
+func (f *Fake) putMAC(r vfRef, mac net.HardwareAddr) {
+	if f.macs == nil {
+		f.macs = map[string]map[int]string{}
+	}
+	if f.macs[r.pf] == nil {
+		f.macs[r.pf] = map[int]string{}
+	}
+	f.macs[r.pf][r.vf] = mac.String()
 }
