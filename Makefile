@@ -10,7 +10,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build demo test unit lint e2e bench fuzz tools cni-tools images manifests clean
+.PHONY: all build demo test unit lint e2e vmtest bench fuzz tools cni-tools images manifests clean
 
 all: build
 
@@ -54,6 +54,10 @@ manifests:
 ## e2e: the end-to-end suite against a real kubelet, CNI tools and netns
 e2e:
 	hack/e2e.sh
+
+## vmtest: real-kernel tests (SR-IOV VFs, RDMA) in a QEMU VM; SKIP without QEMU (hack/vm/install.sh)
+vmtest:
+	hack/vm/test.sh
 
 ## bench: every Go benchmark once, output in _output/bench.txt
 bench:

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make vmtest: the real-kernel tests. Builds Go test binaries on this host
+# (go test -c, no -race: the VM emulates its CPUs), boots one VM
+# (hack/vm/run.sh) and runs them inside against Debian's kernel with real
+# SR-IOV (igb PFs, igbvf VFs) and a real RDMA subsystem (rdma_rxe). Tests
+# that need the VM are named RealVF / RealKernel / RealRDMA and skip outside
+# it (they look for RAILYARD_VM=1, which the VM's init sets).
+#
+# Output: one log per package in _output/vm/results/<pkg>.log, a summary
+# on stdout. Exit status: non-zero when any package failed or the VM could
+# not run; 0 with "SKIP:" when QEMU or a kernel is missing (hack/vm/install.sh).
+#
+# VMTEST_RUN=<regexp> narrows the tests (go test -run) in every package.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root"
+GO=${GO:-go}
+out=$root/_output/vm
+mkdir -p "$out/bin"
+
+# package, test pattern: the VM twins of the netops and CNI tests (and the
+# netops contract table, kernel and fake), and everything in test/vm.
+pkgs=(
+  "./internal/netops|RealKernel|RealVF|RealRDMA|Contract"
+  "./internal/cni|RealVF|RealKernel|RealRDMA"
+  "./test/vm|."
+)
+t0=$(date +%s.%N)
+: >"$out/job.list"
+for entry in "${pkgs[@]}"; do
+  pkg=${entry%%|*}
+  pat=${VMTEST_RUN:-${entry#*|}}
+  name=$(echo "${pkg#./}" | tr / _)
+  CGO_ENABLED=0 "$GO" test -c -o "$out/bin/$name.test" "$pkg"
+  echo "$name|$root/${pkg#./}|$out/bin/$name.test|$pat" >>"$out/job.list"
+done
+t1=$(date +%s.%N)
+printf 'vmtest: test binaries built in %.1f s\n' "$(echo "$t1 - $t0" | bc)"
+
+job=$(mktemp)
+trap 'rm -f "$job"' EXIT
+cat >"$job" <<JOB
+# Runs inside the VM (hack/vm/init), chrooted into the host root.
+ulimit -l unlimited 2>/dev/null
+fails=0
+while IFS='|' read -r name dir bin pat; do
+  echo "=== vmtest \$name"
+  s=\$(date +%s)
+  (cd "\$dir" && "\$bin" -test.v -test.count=1 -test.timeout=10m -test.run "\$pat") >/tmp/vm/\$name.log 2>&1
+  rc=\$?
+  grep -E '^(--- |=== RUN|ok|FAIL|PASS|panic)' /tmp/vm/\$name.log | grep -v '^=== RUN' | grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS|panic)' | head -100
+  echo "=== vmtest \$name exit \$rc in \$((\$(date +%s) - s)) s"
+  [ \$rc -eq 0 ] || fails=\$((fails + 1))
+done <$out/job.list
+exit \$fails
+JOB
+set +e
+"$here/run.sh" "$job" "$out/results"
+rc=$?
+set -e
+t2=$(date +%s.%N)
+if [ -f "$out/results/rc" ]; then
+  for f in "$out"/results/*.log; do
+    case "$f" in */out.log|*/console.log) continue ;; esac
+    n=$(basename "$f" .log)
+    pass=$(grep -c -- '--- PASS' "$f" || true)
+    skip=$(grep -c -- '--- SKIP' "$f" || true)
+    fail=$(grep -c -- '--- FAIL' "$f" || true)
+    echo "vmtest: $n: $pass passed, $skip skipped, $fail failed (log $f)"
+  done
+fi
+printf 'vmtest: total %.1f s (exit %d)\n' "$(echo "$t2 - $t0" | bc)" "$rc"
+exit $rc

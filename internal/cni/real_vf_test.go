@@ -1,0 +1,236 @@
+//go:build linux
+
+package cni
+
+// Tests in this file run the plugin against the real kernel on a real
+// SR-IOV VF: an igbvf VF of QEMU's emulated Intel 82576 (igb) PF, in the
+// VM of `make vmtest` (hack/vm). They read the VM's real /sys and skip
+// anywhere else (vmkernel.Require). They are the RealVF twins of the
+// FakeVF tests in fake_add_del_test.go and fake_lifecycle_test.go.
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/netops/netnstest"
+	"github.com/railyard-io/railyard/internal/netops/netopstest"
+	"github.com/railyard-io/railyard/test/vm/vmkernel"
+)
+
+// vfWorld is VF 0 of the VM's first igb PF, reset to a new VF's settings
+// through the PF, with a pod namespace.
+type vfWorld struct {
+	t        *testing.T
+	pf       vmkernel.PF
+	vf       int
+	pci      string
+	dev      string
+	pod      string
+	orig     netops.Link
+	origVF   netops.VFSettings
+	stateDir string
+	ipam     *fakeIPAM
+}
+
+func newVFWorld(t *testing.T) *vfWorld {
+	t.Helper()
+	vmkernel.Require(t)
+	pf := vmkernel.FirstPF(t)
+	vfs := vmkernel.EnsureVFs(t, pf.PCI, 2)
+	vmkernel.ResetVF(t, pf.Netdev, 0)
+	w := &vfWorld{t: t, pf: pf, vf: 0, pci: vfs[0], dev: vmkernel.Netdev(t, vfs[0]),
+		stateDir: filepath.Join(t.TempDir(), "state"), ipam: newFakeIPAM()}
+	w.pod = netnstest.NewNetns(t, "pod")
+	netnstest.IP(t, "link", "set", w.dev, "up")
+	var err error
+	w.orig, err = netops.Linux{}.Link(ctx, netops.Host, w.dev)
+	must(t, err)
+	w.origVF, err = netops.Linux{}.VF(ctx, pf.Netdev, w.vf)
+	must(t, err)
+	return w
+}
+
+// conf asks for what sriov-cni users ask on an Ethernet VF: MTU, MAC,
+// VLAN 100 with QoS 3, spoofchk off, trust on. (igb has no link_state, and
+// refuses a max_tx_rate while the PF's link is down: not asked.)
+func (w *vfWorld) conf(extra string) []byte {
+	return []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"vf-net","type":"railyard-cni",
+		"deviceID":%q,"mtu":1400,"mac":"02:bb:00:00:00:09","vlan":100,"vlanQoS":3,
+		"spoofchk":"off","trust":"on","ipam":{"type":"fake-ipam"},
+		"stateDir":%q,"sysfsRoot":"/sys","lockTimeout":"1s"%s}`, w.pci, w.stateDir, extra))
+}
+
+func (w *vfWorld) plugin(o netops.Ops) *Plugin { return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b"} }
+
+func (w *vfWorld) args(cid string) Args { return args(cid, w.pod, "net1", w.conf("")) }
+
+// assertPristine checks the VF as the kernel reports it: its netdev on the
+// host as before, the VF settings and the VF's MAC through the PF as
+// before (all zeros: none), nothing in the pod, no record.
+func (w *vfWorld) assertPristine() {
+	w.t.Helper()
+	lx := netops.Linux{}
+	l, err := lx.Link(ctx, netops.Host, w.dev)
+	if err != nil {
+		w.t.Fatalf("VF netdev not on the host under %s: %v", w.dev, err)
+	}
+	o := w.orig
+	if l.Index != o.Index || l.MTU != o.MTU || l.MAC.String() != o.MAC.String() || l.Up != o.Up || l.Alias != o.Alias {
+		w.t.Errorf("host link %+v MAC %s, want %+v MAC %s", l, l.MAC, o, o.MAC)
+	}
+	if s, err := lx.VF(ctx, w.pf.Netdev, w.vf); err != nil || s != w.origVF {
+		w.t.Errorf("VF settings %+v (%v), want %+v", s, err, w.origVF)
+	}
+	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "00:00:00:00:00:00" {
+		w.t.Errorf("VF MAC through the PF %s (%v), want none (00:00:00:00:00:00)", a.MAC, err)
+	}
+	out, err := exec.Command("ip", "-n", filepath.Base(w.pod), "-o", "link", "show").CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("listing pod links: %v %s", err, out)
+	}
+	if n := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; n != 1 {
+		w.t.Errorf("pod namespace has %d links:\n%s", n, out)
+	}
+	recs, err := state.Store{Dir: w.stateDir}.List()
+	if err != nil || len(recs) != 0 {
+		w.t.Errorf("records left: %v %v", recs, err)
+	}
+	if n := w.ipam.allocated(); n != 0 {
+		w.t.Errorf("%d addresses left", n)
+	}
+}
+
+func TestAddCheckDelRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	lx := netops.Linux{}
+	p := w.plugin(lx)
+	res, err := p.Add(ctx, w.args("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := res.Interfaces[0]; i.PciID != w.pci || i.Mtu != 1400 || i.Mac != "02:bb:00:00:00:09" || i.Name != "net1" {
+		t.Errorf("result %+v", i)
+	}
+	l, err := lx.Link(ctx, w.pod, "net1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.MTU != 1400 || l.MAC.String() != "02:bb:00:00:00:09" || !l.Up {
+		t.Errorf("pod link %+v MAC %s", l, l.MAC)
+	}
+	if got, _ := lx.Link(ctx, netops.Host, w.dev); got.Name != "" {
+		t.Errorf("VF netdev still on the host: %+v", got)
+	}
+	s, err := lx.VF(ctx, w.pf.Netdev, w.vf)
+	if err != nil || s.VLAN != 100 || s.QoS != 3 || s.SpoofChk || !s.Trust {
+		t.Errorf("VF settings through the PF %+v (%v), want VLAN 100 QoS 3 spoofchk off trust on", s, err)
+	}
+	a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf)
+	t.Logf("VF MAC through the PF while attached: %s (%v)", a.MAC, err)
+	if err := p.Check(ctx, w.args("c1")); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	must(t, p.Del(ctx, w.args("c1")))
+	w.assertPristine()
+	must(t, p.Del(ctx, w.args("c1")))
+	w.assertPristine()
+}
+
+func TestAddRollbackAtEveryStepRealVF(t *testing.T) {
+	probe := newVFWorld(t)
+	counter := netopstest.NewFailing(netops.Linux{}, 0)
+	if _, err := probe.plugin(counter).Add(ctx, probe.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	n := counter.Mutations()
+	// vlan, spoofchk, trust, down, alias, rename, move, rename, MTU, MAC,
+	// up, addresses.
+	if n != 12 {
+		t.Fatalf("ADD made %d mutating calls (%v), want 12", n, counter.Calls())
+	}
+	must(t, probe.plugin(netops.Linux{}).Del(ctx, probe.args("c1")))
+	probe.assertPristine()
+	for k := 1; k <= n; k++ {
+		t.Run(fmt.Sprintf("step%02d", k), func(t *testing.T) {
+			w := newVFWorld(t)
+			f := netopstest.NewFailing(netops.Linux{}, k)
+			_, err := w.plugin(f).Add(ctx, w.args("c1"))
+			if !errors.Is(err, netopstest.ErrInjected) {
+				t.Fatalf("ADD error %v, want the injected failure", err)
+			}
+			w.assertPristine()
+		})
+	}
+}
+
+func TestDelFaultAtEveryStepThenRetryRealVF(t *testing.T) {
+	probe := newVFWorld(t)
+	if _, err := probe.plugin(netops.Linux{}).Add(ctx, probe.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	counter := netopstest.NewFailing(netops.Linux{}, 0)
+	must(t, probe.plugin(counter).Del(ctx, probe.args("c1")))
+	probe.assertPristine()
+	n := counter.Mutations()
+	// RDMA: none; down, rename, move, rename back, MTU, MAC, alias, up,
+	// VLAN, VF MAC, spoofchk, trust.
+	if n < 10 {
+		t.Fatalf("DEL made only %d mutating calls: %v", n, counter.Calls())
+	}
+	for k := 1; k <= n; k++ {
+		t.Run(fmt.Sprintf("step%02d", k), func(t *testing.T) {
+			w := newVFWorld(t)
+			if _, err := w.plugin(netops.Linux{}).Add(ctx, w.args("c1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.plugin(netopstest.NewFailing(netops.Linux{}, k)).Del(ctx, w.args("c1")); !errors.Is(err, netopstest.ErrInjected) {
+				t.Fatalf("DEL error %v, want the injected failure", err)
+			}
+			must(t, w.plugin(netops.Linux{}).Del(ctx, w.args("c1")))
+			w.assertPristine()
+		})
+	}
+}
+
+func TestCheckDetectsDriftRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	p := w.plugin(netops.Linux{})
+	if _, err := p.Add(ctx, w.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Del(ctx, w.args("c1")) })
+	must(t, p.Check(ctx, w.args("c1")))
+	vmkernel.Run(t, "ip", "link", "set", w.pf.Netdev, "vf", "0", "vlan", "200")
+	if err := p.Check(ctx, w.args("c1")); err == nil || !strings.Contains(strings.ToLower(err.Error()), "vlan") {
+		t.Errorf("Check with the VF's VLAN changed through the PF: %v", err)
+	}
+	vmkernel.Run(t, "ip", "link", "set", w.pf.Netdev, "vf", "0", "vlan", "100", "qos", "3")
+	must(t, p.Check(ctx, w.args("c1")))
+	netnstest.IP(t, "-n", filepath.Base(w.pod), "link", "set", "net1", "mtu", "1500")
+	if err := p.Check(ctx, w.args("c1")); err == nil || !strings.Contains(err.Error(), "MTU") {
+		t.Errorf("Check with the wrong MTU: %v", err)
+	}
+	netnstest.IP(t, "-n", filepath.Base(w.pod), "link", "set", "net1", "mtu", "1400")
+	must(t, p.Del(ctx, w.args("c1")))
+	w.assertPristine()
+}
+
+// The kernel returns a VF netdev to the host when its namespace dies.
+func TestDelAfterNetnsDeletedRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	p := w.plugin(netops.Linux{})
+	if _, err := p.Add(ctx, w.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.IP(t, "netns", "del", filepath.Base(w.pod))
+	must(t, p.Del(ctx, w.args("c1")))
+	must(t, p.Del(ctx, w.args("c1")))
+	netnstest.IP(t, "netns", "add", filepath.Base(w.pod))
+	w.assertPristine()
+}
