@@ -310,13 +310,13 @@ func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sy
 			res.Changes = append(res.Changes, Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: what, From: addrString(have), To: want.String()})
 		}
 	}
-	wantDrv := pf.driver
-	if pol.VFDriver == v1alpha1.DriverVFIO {
-		wantDrv = "vfio-pci"
-	}
 	drv, err := a.FS.Driver(v.PCI)
 	if err != nil {
 		return want, err
+	}
+	wantDrv := vfKernelDriver(pf.driver, drv)
+	if pol.VFDriver == v1alpha1.DriverVFIO {
+		wantDrv = "vfio-pci"
 	}
 	switch {
 	case drv != wantDrv:
@@ -333,6 +333,26 @@ func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sy
 		res.Changes = append(res.Changes, Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: "rebind", To: wantDrv + " (to take " + want.String() + ")"})
 	}
 	return want, nil
+}
+
+// vfKernelDriver is the kernel driver of a VF whose PF has pfDriver and
+// which is bound to vfDriver now ("" when unbound). A VF on a kernel driver
+// keeps it. Otherwise: Mellanox and Broadcom VFs take their PF's driver,
+// Intel's a VF driver of their own (found on QEMU's igb, whose VFs the
+// kernel binds to igbvf: binding them to igb leaves them without a driver).
+func vfKernelDriver(pfDriver, vfDriver string) string {
+	if vfDriver != "" && vfDriver != "vfio-pci" {
+		return vfDriver
+	}
+	switch pfDriver {
+	case "igb":
+		return "igbvf"
+	case "ixgbe":
+		return "ixgbevf"
+	case "i40e", "ice":
+		return "iavf"
+	}
+	return pfDriver
 }
 
 // vfSees reports whether a kernel-bound VF's own device shows want: its
