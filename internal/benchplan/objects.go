@@ -54,6 +54,12 @@ func Objects(opts Options) ([]runtime.Object, error) {
 			case Perftest:
 				svc, server, client := perftestPair(ov, v)
 				objs = append(objs, svc, server, client)
+			case TCPProbe:
+				if v == RDMA {
+					continue // a TCP measurement has no RDMA variant
+				}
+				svc, server, client := probePair(ov, v)
+				objs = append(objs, svc, server, client)
 			case NCCLTests:
 				runs = []mpiRun{ncclRun(ov, v)}
 			case OSU:
@@ -134,9 +140,15 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 			},
 		}
 	}
-	return svc,
-		pod(serverName, "perftest-server", o.Nodes[0], serverCmd),
-		pod(clientName, "perftest-client", o.Nodes[1], clientCmd)
+	server, client := pod(serverName, "perftest-server", o.Nodes[0], serverCmd), pod(clientName, "perftest-client", o.Nodes[1], clientCmd)
+	run := name(o, v, "perftest")
+	for _, m := range []*metav1.ObjectMeta{&svc.ObjectMeta, &server.ObjectMeta, &client.ObjectMeta} {
+		m.Labels[LabelRun], m.Labels[LabelTest] = run, string(Perftest)
+	}
+	// The client's command names the server (its Service or
+	// --server-address): no server-pod annotation, the run needs DNS.
+	markResult(client, serverName, false)
+	return svc, server, client
 }
 
 // retry runs cmd until it succeeds: the client may start before the server

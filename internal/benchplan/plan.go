@@ -112,6 +112,11 @@ type Options struct {
 	HorovodNodes  []int
 	HorovodScript string   // a Horovod benchmark printing "Total img/sec on N GPU(s)"
 	HorovodArgs   []string // default --model resnet50 --batch-size 64
+	// ProbeImage holds the railyard binary for the TCP probe pair (the
+	// railyard image); empty means Image.
+	ProbeImage    string
+	ProbeStreams  int    // parallel TCP streams; 0 means DefaultProbeStreams
+	ProbeDuration string // how long the client sends (a Go duration); empty means DefaultProbeDuration
 }
 
 // withDefaults fills zero fields and checks the rest; it returns every
@@ -174,6 +179,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.HorovodArgs == nil {
 		o.HorovodArgs = []string{"--model", "resnet50", "--batch-size", "64"}
 	}
+	if o.ProbeImage == "" {
+		o.ProbeImage = o.Image
+	}
+	if o.ProbeStreams == 0 {
+		o.ProbeStreams = DefaultProbeStreams
+	}
+	if o.ProbeDuration == "" {
+		o.ProbeDuration = DefaultProbeDuration
+	}
 	if len(o.HorovodNodes) == 0 {
 		for n := 1; n <= o.Workers; n *= 2 {
 			o.HorovodNodes = append(o.HorovodNodes, n)
@@ -194,6 +208,8 @@ func (o Options) withDefaults() (Options, error) {
 			if len(o.Nodes) < 2 {
 				errs = append(errs, fmt.Errorf("nodes: the perftest pair needs two node names, got %d", len(o.Nodes)))
 			}
+		case TCPProbe:
+			errs = append(errs, validateProbe(o)...)
 		case NCCLTests:
 			if o.Workers < 1 {
 				errs = append(errs, errors.New("workers: nccl-tests needs at least one worker (give --nodes or --workers)"))
@@ -215,7 +231,7 @@ func (o Options) withDefaults() (Options, error) {
 				errs = append(errs, fmt.Errorf("horovod script %q: want an absolute path in the image", o.HorovodScript))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("test %q: want perftest, nccl, osu or horovod", t))
+			errs = append(errs, fmt.Errorf("test %q: want perftest, probe, nccl, osu or horovod", t))
 		}
 	}
 	if !perftestBinary.MatchString(o.Perftest) {

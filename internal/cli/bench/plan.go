@@ -26,6 +26,9 @@ func newPlanCommand(s iostreams.Streams) *cobra.Command {
     headless Service so the client finds the server), and
   - an nccl-tests MPIJob (kubeflow.org/v2beta1, needs the MPI Operator)
     with one worker per node,
+  - with --tests probe: Railyard's own TCP probe pair (railyard bench probe
+    tcp, from --probe-image, the railyard image), in the TCP variants only:
+    a TCP measurement that needs no RDMA, perftest or shell,
   - with --tests osu: MPIJobs for osu_latency, osu_bw (two nodes) and
     osu_allreduce (every worker),
   - with --tests horovod: a Horovod synthetic-benchmark MPIJob per node
@@ -116,7 +119,10 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
 	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
 	fl.StringVar(&variant, "variant", "both", "rdma, tcp (over the secondary network), tcp-podnet (no secondary network), both (rdma and tcp) or all")
-	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, nccl, osu, horovod")
+	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, probe (Railyard's TCP probe pair, tcp variants only), nccl, osu, horovod")
+	fl.StringVar(&o.ProbeImage, "probe-image", "", "image with the railyard binary for --tests probe (default --image)")
+	fl.IntVar(&o.ProbeStreams, "probe-streams", benchplan.DefaultProbeStreams, "parallel TCP streams of the probe")
+	fl.StringVar(&o.ProbeDuration, "probe-duration", benchplan.DefaultProbeDuration, "how long the probe client sends")
 	fl.StringVar(&o.OSUDir, "osu-dir", benchplan.DefaultOSUDir, "directory of the OSU MPI benchmarks in the image (pt2pt/, collective/)")
 	fl.IntSliceVar(&o.HorovodNodes, "horovod-nodes", nil, "node counts of the Horovod runs (default 1,2,4... up to the workers)")
 	fl.StringVar(&o.HorovodScript, "horovod-script", benchplan.DefaultHorovodScript, "Horovod benchmark script in the image")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +35,7 @@ func newProbeTCPCommand(s iostreams.Streams) *cobra.Command {
 	var listen, connect string
 	var o benchprobe.ClientOptions
 	var wait time.Duration
+	var port int
 	cmd := &cobra.Command{
 		Use:   "tcp (--listen [HOST]:PORT | --connect HOST:PORT)",
 		Short: "TCP bandwidth probe: one server, one client, parallel streams",
@@ -40,6 +43,7 @@ func newProbeTCPCommand(s iostreams.Streams) *cobra.Command {
 
   railyard bench probe tcp --listen :5201
   railyard bench probe tcp --connect SERVER:5201 --streams 4 --duration 10s
+  railyard bench probe tcp --connect 10.0.0.2 --port 5201   # HOST alone (an IPv6 address too)
 
 The server serves one test and exits (0 when the test completed). The
 client retries connecting for --wait (the server may start later), sends
@@ -68,7 +72,7 @@ error.`,
 					res.Bytes, res.Streams, res.Client, res.Seconds, res.Gbps())
 				return nil
 			}
-			o.Addr, o.Wait, o.Version = connect, wait, "railyard "+version.String()
+			o.Addr, o.Wait, o.Version = serverAddr(connect, port), wait, "railyard "+version.String()
 			rep, runErr := benchprobe.Run(cmd.Context(), o)
 			out, err := json.MarshalIndent(rep, "", "  ")
 			if err != nil {
@@ -80,10 +84,20 @@ error.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "", "serve one test on this address ([HOST]:PORT, e.g. :5201)")
-	fl.StringVar(&connect, "connect", "", "run the test against the server at HOST:PORT")
+	fl.StringVar(&connect, "connect", "", "run the test against the server at HOST:PORT, or HOST with --port")
+	fl.IntVar(&port, "port", benchprobe.DefaultPort, "the server's port when --connect gives only a host")
 	fl.IntVar(&o.Streams, "streams", benchprobe.DefaultStreams, "parallel TCP streams (client)")
 	fl.DurationVar(&o.Duration, "duration", benchprobe.DefaultDuration, "how long the client sends")
 	fl.DurationVar(&o.Interval, "interval", time.Second, "sampling interval of the client's rows")
 	fl.DurationVar(&wait, "wait", benchprobe.DefaultWait, "server: how long to wait for a client; client: how long to keep trying to connect")
 	return cmd
+}
+
+// serverAddr is HOST:PORT as given, or HOST (a name, an IPv4 or a bare
+// IPv6 address) joined with port.
+func serverAddr(connect string, port int) string {
+	if _, _, err := net.SplitHostPort(connect); err == nil {
+		return connect
+	}
+	return net.JoinHostPort(strings.Trim(connect, "[]"), strconv.Itoa(port))
 }

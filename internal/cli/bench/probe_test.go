@@ -54,3 +54,14 @@ func TestProbeTCPCommand(t *testing.T) {
 		t.Errorf("no server: err = %v\n%s", err, out)
 	}
 }
+
+func TestProbeServerAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"server:1": "server:1", "server": "server:5201", "10.0.0.2": "10.0.0.2:5201",
+		"fd00::2": "[fd00::2]:5201", "[fd00::2]": "[fd00::2]:5201", "[fd00::2]:7": "[fd00::2]:7",
+	} {
+		if got := serverAddr(in, 5201); got != want {
+			t.Errorf("serverAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
