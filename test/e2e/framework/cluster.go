@@ -50,6 +50,11 @@ type Config struct {
 	// builds containerd v2.4.2, which has CDI, into _output/containerd/bin);
 	// its CRI plugin reads CDI specs from Cluster.CDISpecDir.
 	ContainerdBinDir string
+	// CNINetworks is how many CNI configuration files of the conf dir
+	// containerd's CRI runs for each pod (max_conf_num; default 1, the
+	// framework's bridge network). More let a test add a network of its
+	// own, as containerd runs several networks without Multus.
+	CNINetworks int
 	// Logf receives progress messages (default: none).
 	Logf func(format string, args ...any)
 }
@@ -171,6 +176,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("framework: %w", err)
 	}
 	c.ctrd = newContainerdPaths(dir, cfg.CNIBinDir)
+	c.ctrd.CNINetworks = max(cfg.CNINetworks, 1)
 	// sun_path holds 108 bytes; containerd fails obscurely past that.
 	if n := len(c.ctrd.Socket + ".ttrpc"); n > 107 {
 		_ = os.RemoveAll(dir)
@@ -358,6 +364,11 @@ func (c *Cluster) K8sBinDir() string { return c.cfg.K8sBinDir }
 // CNIBinDir is the directory of the reference CNI plugins (bridge,
 // host-local, loopback) the cluster's containerd uses.
 func (c *Cluster) CNIBinDir() string { return c.cfg.CNIBinDir }
+
+// CNIConfDir is the directory containerd reads CNI configurations from
+// (it notices new files; with Config.CNINetworks > 1 a test may add a
+// network of its own, removed when the test ends).
+func (c *Cluster) CNIConfDir() string { return c.ctrd.CNIConfDir }
 
 // Stop tears the cluster down: it stops every process the cluster started
 // (helpers first, then kubelet, containerd, scheduler, apiserver, etcd) and

@@ -25,6 +25,8 @@ type containerdPaths struct {
 	RuncRoot   string
 	CNIConfDir string
 	CNIBinDir  string
+	// CNINetworks is the CRI plugin's max_conf_num.
+	CNINetworks int
 	// BinDir holds containerd, containerd-shim-runc-v2 and ctr when the
 	// cluster runs a containerd of its own build (Config.ContainerdBinDir,
 	// containerd v2 with CDI); "" runs the host's from PATH.
@@ -98,7 +100,7 @@ disabled_plugins = [
 %[10]s  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[7]q
     conf_dir = %[8]q
-    max_conf_num = 1
+    max_conf_num = %[11]d
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"
     snapshotter = "overlayfs"
@@ -108,7 +110,7 @@ disabled_plugins = [
         Root = %[9]q
         SystemdCgroup = false
 `, p.Root, p.State, p.Socket, p.Socket+".ttrpc", filepath.Join(p.Dir, "opt"),
-		PauseImage, p.CNIBinDir, p.CNIConfDir, p.RuncRoot, p.cdiConfig())
+		PauseImage, p.CNIBinDir, p.CNIConfDir, p.RuncRoot, p.cdiConfig(), p.CNINetworks)
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}

@@ -23,6 +23,8 @@ type Suite struct {
 	// ContainerdV2 runs the cluster on containerd v2 with CDI, built by
 	// hack/cluster/build.sh containerd (the suite skips without it).
 	ContainerdV2 bool
+	// CNINetworks is Config.CNINetworks: containerd's max_conf_num.
+	CNINetworks int
 
 	cluster *Cluster
 	skip    string
@@ -51,6 +53,7 @@ func (s *Suite) Run(m *testing.M) int {
 		CNIBinDir:     envOr("RAILYARD_E2E_CNI_BIN", filepath.Join(repo, "_output/k8s/cni")),
 		LogDir:        logs,
 		ProjectBinDir: envOr("RAILYARD_E2E_BIN", filepath.Join(repo, "bin")),
+		CNINetworks:   s.CNINetworks,
 		Logf:          func(f string, a ...any) { fmt.Printf(f+"\n", a...) },
 	}
 	what := "cluster"

@@ -40,7 +40,9 @@ type node struct {
 	uverbs, rdma, pf        map[string]string // by PCI address
 }
 
-func newNode(t *testing.T, c *framework.Cluster) *node {
+// newNode makes the fake node; the sandbox pool hands out devices of kind
+// ("vf" or "pf").
+func newNode(t *testing.T, c *framework.Cluster, kind string) *node {
 	t.Helper()
 	dir := t.TempDir()
 	n := &node{sysfs: filepath.Join(dir, "sysfs"), dev: filepath.Join(dir, "dev"), dir: dir, config: filepath.Join(dir, "agent.yaml"),
@@ -62,7 +64,7 @@ func newNode(t *testing.T, c *framework.Cluster) *node {
 		for _, vf := range nic.VFs {
 			n.uverbs[vf.PCI], n.rdma[vf.PCI], n.pf[vf.PCI] = vf.Uverbs, vf.RDMA, nic.PCI
 		}
-		n.uverbs[nic.PCI], n.rdma[nic.PCI] = nic.Uverbs, nic.RDMA
+		n.uverbs[nic.PCI], n.rdma[nic.PCI], n.pf[nic.PCI] = nic.Uverbs, nic.RDMA, nic.PCI
 	}
 	for _, u := range n.uverbs {
 		if u == "" {
@@ -84,11 +86,11 @@ stateDir: %s
 cdiSpecDir: %s
 pools:
 - name: %s
-  deviceKind: vf
+  deviceKind: %s
   policy: gpu-aware
   binding: sandbox
   selectors: {rdmaCapable: true}
-`, filepath.Join(dir, "state"), c.CDISpecDir, lateRes)
+`, filepath.Join(dir, "state"), c.CDISpecDir, lateRes, kind)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestLateBindingWithRealKubelet(t *testing.T) {
 	c := suite.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	n := newNode(t, c)
+	n := newNode(t, c, "vf")
 	pods := podlist.New(c.PodResourcesSocket())
 	defer pods.Close()
 	gpu := &standinGPUPlugin{gpus: n.topo.GPUs, tokenRes: lateRes, pods: pods, orders: map[string]int{}}
@@ -272,18 +274,7 @@ func waitReleased(t *testing.T, store *binding.Store, cdiDir string, timeout tim
 // checkPod reads a pod's output and checks its devices against its GPUs.
 func checkPod(t *testing.T, ctx context.Context, c *framework.Cluster, n *node, name string) {
 	t.Helper()
-	var o podOut
-	for i := 0; ; i++ {
-		logs, err := c.PodLogs(ctx, "default", name, "main")
-		if err == nil && strings.Contains(logs, "HCA=") {
-			o = parseOut(logs)
-			break
-		}
-		if i > 50 {
-			t.Fatalf("%s: no output: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	o := podOutput(ctx, t, c, name)
 	if len(o.gpus) == 0 || len(o.vfs) != len(o.gpus) {
 		t.Fatalf("%s: GPUs %v, VFs %v (want one VF per GPU)", name, o.gpus, o.vfs)
 	}

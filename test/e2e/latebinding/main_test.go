@@ -10,6 +10,8 @@ import (
 )
 
 // suite is the cluster of this package: containerd v2 with CDI.
-var suite = &framework.Suite{Name: "latebinding", ContainerdV2: true}
+// containerd runs up to two CNI networks per pod: the bridge, and the
+// railyard-cni network TestLateBindingThroughContainerdCNI adds.
+var suite = &framework.Suite{Name: "latebinding", ContainerdV2: true, CNINetworks: 2}
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
