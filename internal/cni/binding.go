@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 // lateBinding reports whether the configuration names a late-binding
-// token (Multus passes it as deviceID) or, with no device at all, a
-// sandbox pool by resourceName.
+// token (Multus passes it as deviceID) or, with no device at all, a pool
+// by resourceName (a sandbox pool's bound device, or the device kubelet
+// allocated from any other pool: see bind).
 func lateBinding(s *session) bool {
 	return s.cfg.Token != "" || (s.cfg.DeviceID == "" && s.cfg.Device == "" && s.cfg.ResourceName != "")
 }
@@ -50,14 +54,27 @@ func (p *Plugin) bind(ctx context.Context, s *session, a Args) error {
 			fmt.Errorf("late binding needs the pod: CNI_ARGS has no K8S_POD_NAMESPACE and K8S_POD_NAME (%q)", a.PluginArgs))
 	}
 	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
-	if v, err := store.View(); err == nil {
+	v, verr := store.View()
+	if s.cfg.Token == "" && (verr != nil || !hasPool(v, binding.PoolTag(s.cfg.ResourceName))) {
+		// Not a sandbox pool of this node (or no view published): the
+		// device kubelet allocated to the pod from resourceName.
+		socket := s.cfg.PodResourcesSocket
+		if verr == nil && v.PodResourcesSocket != "" {
+			socket = v.PodResourcesSocket
+		}
+		dev, err := p.allocated(ctx, s, a, pod, socket)
+		if err != nil {
+			return err
+		}
+		s.cfg.DeviceID = dev
+		s.key = deviceKey(s.fs, s.cfg)
+		return nil
+	}
+	if verr == nil {
 		// A token of no pool of this node is a configuration error, not a
 		// reason to bind the pod's other tokens.
 		if id, err := binding.ParseToken(s.cfg.Token); s.cfg.Token != "" && (err != nil || !hasPool(v, id.Tag)) {
 			return invalidf("deviceID: %w: %s", binding.ErrUnknownToken, s.cfg.Token)
-		}
-		if s.cfg.ResourceName != "" && s.cfg.Token == "" && !hasPool(v, binding.PoolTag(s.cfg.ResourceName)) {
-			return invalidf("resourceName: %s is not a pool with binding: sandbox on this node", s.cfg.ResourceName)
 		}
 	}
 	res, err := (&binding.Binder{Store: store, Lister: p.PodResources}).BindPod(ctx, pod, a.ContainerID, binding.ByCNI)
@@ -109,11 +126,68 @@ func pickByResource(s *session, a Args, res binding.Result, pod binding.PodRef) 
 	return "", withCode(types.ErrTryAgainLater, fmt.Errorf("every device bound to pod %s from %s is attached already", pod, s.cfg.ResourceName))
 }
 
+// allocated returns the first device kubelet allocated to pod from
+// resourceName (PodResources, containers in order) that no other
+// attachment of this sandbox holds: resourceName without Multus for a
+// pool without late binding. Token IDs mean a sandbox pool whose view the
+// agent has not published yet: try again later.
+func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.PodRef, socket string) (string, error) {
+	lister := p.PodResources
+	if lister == nil {
+		c := podlist.New(socket)
+		defer c.Close()
+		lister = c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pods, err := lister.List(ctx)
+	if err != nil {
+		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("resourceName %s: listing kubelet's PodResources at %s: %w", s.cfg.ResourceName, socket, err))
+	}
+	var ids []string
+	for _, pd := range pods {
+		if pd.Namespace != pod.Namespace || pd.Name != pod.Name {
+			continue
+		}
+		for _, c := range pd.Containers {
+			for _, d := range c.Devices {
+				if d.Resource == s.cfg.ResourceName {
+					ids = append(ids, d.IDs...)
+				}
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("pod %s holds no device of %s in kubelet's PodResources", pod, s.cfg.ResourceName))
+	}
+	for _, id := range ids {
+		if _, err := binding.ParseToken(id); err == nil {
+			return "", withCode(types.ErrTryAgainLater, fmt.Errorf("pod %s holds late-binding tokens of %s but railyard-agent has published no binding view in %s yet", pod, s.cfg.ResourceName, s.cfg.BindingDir))
+		}
+		if _, ok := pciaddr.ParseCanonical(id); !ok {
+			return "", invalidf("resourceName: %s hands out %q, not a PCI address: name the device with deviceID (Multus passes it)", s.cfg.ResourceName, id)
+		}
+		rec, err := s.store.Get(id)
+		if errors.Is(err, state.ErrNoRecord) || (err == nil && rec.ContainerID == a.ContainerID && rec.IfName == a.IfName) {
+			return id, nil
+		}
+	}
+	return "", withCode(types.ErrTryAgainLater, fmt.Errorf("every device of %s allocated to pod %s is attached already", s.cfg.ResourceName, pod))
+}
+
 // releaseBinding releases what this sandbox bound (DEL). It never fails
 // DEL: the agent's GC releases what a failed release leaves.
 func (p *Plugin) releaseBinding(ctx context.Context, s *session, a Args) {
 	if !lateBinding(s) {
 		return
+	}
+	if s.cfg.Token == "" {
+		// resourceName: only a sandbox pool of the published view bound
+		// anything.
+		v, err := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout}).View()
+		if err != nil || !hasPool(v, binding.PoolTag(s.cfg.ResourceName)) {
+			return
+		}
 	}
 	pod, ok := podArgs(a.PluginArgs)
 	if !ok {

@@ -201,3 +201,62 @@ func TestLateBindingRefusals(t *testing.T) {
 	}
 	w.assertPristine()
 }
+
+// TestResourceNameOfAllocatedPoolFakeVF: without Multus, a network naming
+// a pool without late binding attaches the device kubelet allocated to
+// the pod from it (PodResources lists PCI addresses); a second network of
+// the same sandbox finds it attached and tries again later; DEL returns
+// the VF and releases no binding (there is none). PodResources listing
+// tokens of a pool the view does not name yet (agent starting) is
+// try-again-later, and an ID that is no PCI address is a configuration
+// error. The VF settings are the fake's.
+func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
+	w := newLateWorld(t)
+	const allocRes = "railyard.io/rdma_pf_alloc"
+	w.pr.resp = append(w.pr.resp, podlist.Pod{Namespace: "ml", Name: "alloc", Containers: []podlist.Container{
+		{Name: "init", Devices: []podlist.Devices{{Resource: "other.io/x", IDs: []string{"0000:99:00.0"}}}},
+		{Name: "main", Devices: []podlist.Devices{{Resource: allocRes, IDs: []string{vfPCI}}}}}})
+	p := w.plugin()
+	ctx := context.Background()
+	conf := func(ifname, res string) []byte {
+		return w.conf("", map[string]any{"deviceID": nil, "resourceName": res, "bindingDir": w.dir,
+			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.infoDir, ifname+".json")})
+	}
+	a := args("sb2", pod1, "net1", conf("net1", allocRes))
+	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
+	res, err := p.Add(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Interfaces) != 1 || res.Interfaces[0].PciID != vfPCI {
+		t.Fatalf("attached %+v, want the allocated %s", res.Interfaces, vfPCI)
+	}
+	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+		t.Fatal("net1 not in the pod")
+	}
+	a2 := args("sb2", pod1, "net2", conf("net2", allocRes))
+	a2.PluginArgs = a.PluginArgs
+	if _, err := p.Add(ctx, a2); Code(err) != types.ErrTryAgainLater {
+		t.Errorf("second network of the sandbox: %v, want try again later", err)
+	}
+	must(t, p.Del(ctx, a))
+	must(t, p.Del(ctx, a))
+	if bs := w.bindings(); len(bs) != 0 {
+		t.Errorf("bindings %+v", bs)
+	}
+	w.assertPristine()
+
+	// Tokens of a pool the view does not name yet, and an ID that is no
+	// PCI address.
+	w.pr.resp = []podlist.Pod{{Namespace: "ml", Name: "alloc", Containers: []podlist.Container{{Name: "main", Devices: []podlist.Devices{
+		{Resource: "railyard.io/later", IDs: []string{binding.Token(binding.PoolTag("railyard.io/later"), 0, 0)}},
+		{Resource: "railyard.io/odd", IDs: []string{"mlx5_0"}}}}}}}
+	for res, code := range map[string]uint{"railyard.io/later": types.ErrTryAgainLater, "railyard.io/odd": types.ErrInvalidNetworkConfig, "railyard.io/none": types.ErrTryAgainLater} {
+		a := args("sb3", pod1, "net1", conf("net1", res))
+		a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
+		if _, err := p.Add(ctx, a); Code(err) != code {
+			t.Errorf("%s: %v, want code %d", res, err, code)
+		}
+	}
+	w.assertPristine()
+}

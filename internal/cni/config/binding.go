@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// applyBinding reads the late-binding fields: resourceName (the sandbox
-// pool whose bound device to attach when no deviceID is given) and
-// bindingDir.
+// applyBinding reads the fields of resourceName without Multus:
+// resourceName (the pool whose device to attach when no deviceID is given:
+// a sandbox pool's bound device, else the one kubelet allocated),
+// bindingDir and podResourcesSocket.
 func (r *raw) applyBinding(c *Config) []FieldError {
 	var errs []FieldError
 	bad := func(field, msg string) {
@@ -23,6 +24,14 @@ func (r *raw) applyBinding(c *Config) []FieldError {
 			bad("resourceName", "a late-binding pool picks the device: set only one of resourceName and device")
 		default:
 			c.ResourceName = name
+		}
+	}
+	c.PodResourcesSocket = DefaultPodResourcesSocket
+	if r.PodResourcesSocket != nil {
+		if !filepath.IsAbs(*r.PodResourcesSocket) {
+			bad("podResourcesSocket", "must be an absolute path")
+		} else {
+			c.PodResourcesSocket = filepath.Clean(*r.PodResourcesSocket)
 		}
 	}
 	c.BindingDir = DefaultBindingDir

@@ -16,11 +16,13 @@ import (
 
 // Defaults.
 const (
-	DefaultStateDir    = "/var/lib/cni/railyard"
-	DefaultBindingDir  = "/var/lib/railyard/binding"
-	DefaultSysfsRoot   = "/sys"
-	DefaultLockTimeout = 10 * time.Second
-	MaxLockTimeout     = 5 * time.Minute
+	DefaultStateDir   = "/var/lib/cni/railyard"
+	DefaultBindingDir = "/var/lib/railyard/binding"
+	// DefaultPodResourcesSocket is kubelet's PodResources socket.
+	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+	DefaultSysfsRoot          = "/sys"
+	DefaultLockTimeout        = 10 * time.Second
+	MaxLockTimeout            = 5 * time.Minute
 )
 
 // Tri is an optional on/off setting.
@@ -81,6 +83,10 @@ type Config struct {
 	// BindingDir is the binding store railyard-agent publishes (default
 	// /var/lib/railyard/binding).
 	BindingDir string
+	// PodResourcesSocket is kubelet's PodResources socket, read for
+	// resourceName of a pool without late binding when the agent's view
+	// names none (default /var/lib/kubelet/pod-resources/kubelet.sock).
+	PodResourcesSocket string
 	// MacvlanMode is the macvlan mode for a share (default "bridge").
 	MacvlanMode string
 	// Device is the host netdev name; empty when DeviceID is set.
@@ -160,44 +166,45 @@ func (e *Error) Code() uint {
 
 // raw mirrors the JSON document. Pointers tell "absent" from "zero".
 type raw struct {
-	CNIVersion        string               `json:"cniVersion"`
-	Name              string               `json:"name"`
-	Type              string               `json:"type"`
-	Capabilities      map[string]bool      `json:"capabilities"`
-	IPAM              json.RawMessage      `json:"ipam"`
-	DNS               *types.DNS           `json:"dns"`
-	PrevResult        json.RawMessage      `json:"prevResult"`
-	ValidAttachments  []types.GCAttachment `json:"cni.dev/valid-attachments"`
-	Args              json.RawMessage      `json:"args"`
-	RuntimeConfig     json.RawMessage      `json:"runtimeConfig"`
-	DeviceID          *string              `json:"deviceID"`
-	PCIBusID          *string              `json:"pciBusID"`
-	Attachments       []types.GCAttachment `json:"cni.dev/attachments"`
-	Device            *string              `json:"device"`
-	MTU               *int                 `json:"mtu"`
-	MAC               *string              `json:"mac"`
-	VLAN              *int                 `json:"vlan"`
-	VLANQoS           *int                 `json:"vlanQoS"`
-	VLANProto         *string              `json:"vlanProto"`
-	SpoofChk          *string              `json:"spoofchk"`
-	Trust             *string              `json:"trust"`
-	LinkState         *string              `json:"link_state"`
-	MinTxRate         *int                 `json:"min_tx_rate"`
-	MaxTxRate         *int                 `json:"max_tx_rate"`
-	RDMA              *bool                `json:"rdma"`
-	RDMAIsolation     *bool                `json:"rdmaIsolation"`
-	MacvlanMode       *string              `json:"macvlanMode"`
-	PKey              *string              `json:"pkey"`
-	IBKubernetes      *bool                `json:"ibKubernetesEnabled"`
-	VFIOPCIMode       *bool                `json:"vfioPciMode"`
-	LogLevel          *string              `json:"logLevel"`
-	LogFile           *string              `json:"logFile"`
-	CNIDeviceInfoFile *string              `json:"CNIDeviceInfoFile"`
-	StateDir          *string              `json:"stateDir"`
-	SysfsRoot         *string              `json:"sysfsRoot"`
-	LockTimeout       *string              `json:"lockTimeout"`
-	ResourceName      *string              `json:"resourceName"`
-	BindingDir        *string              `json:"bindingDir"`
+	CNIVersion         string               `json:"cniVersion"`
+	Name               string               `json:"name"`
+	Type               string               `json:"type"`
+	Capabilities       map[string]bool      `json:"capabilities"`
+	IPAM               json.RawMessage      `json:"ipam"`
+	DNS                *types.DNS           `json:"dns"`
+	PrevResult         json.RawMessage      `json:"prevResult"`
+	ValidAttachments   []types.GCAttachment `json:"cni.dev/valid-attachments"`
+	Args               json.RawMessage      `json:"args"`
+	RuntimeConfig      json.RawMessage      `json:"runtimeConfig"`
+	DeviceID           *string              `json:"deviceID"`
+	PCIBusID           *string              `json:"pciBusID"`
+	Attachments        []types.GCAttachment `json:"cni.dev/attachments"`
+	Device             *string              `json:"device"`
+	MTU                *int                 `json:"mtu"`
+	MAC                *string              `json:"mac"`
+	VLAN               *int                 `json:"vlan"`
+	VLANQoS            *int                 `json:"vlanQoS"`
+	VLANProto          *string              `json:"vlanProto"`
+	SpoofChk           *string              `json:"spoofchk"`
+	Trust              *string              `json:"trust"`
+	LinkState          *string              `json:"link_state"`
+	MinTxRate          *int                 `json:"min_tx_rate"`
+	MaxTxRate          *int                 `json:"max_tx_rate"`
+	RDMA               *bool                `json:"rdma"`
+	RDMAIsolation      *bool                `json:"rdmaIsolation"`
+	MacvlanMode        *string              `json:"macvlanMode"`
+	PKey               *string              `json:"pkey"`
+	IBKubernetes       *bool                `json:"ibKubernetesEnabled"`
+	VFIOPCIMode        *bool                `json:"vfioPciMode"`
+	LogLevel           *string              `json:"logLevel"`
+	LogFile            *string              `json:"logFile"`
+	CNIDeviceInfoFile  *string              `json:"CNIDeviceInfoFile"`
+	StateDir           *string              `json:"stateDir"`
+	SysfsRoot          *string              `json:"sysfsRoot"`
+	LockTimeout        *string              `json:"lockTimeout"`
+	ResourceName       *string              `json:"resourceName"`
+	BindingDir         *string              `json:"bindingDir"`
+	PodResourcesSocket *string              `json:"podResourcesSocket"`
 }
 
 // runtimeConfig holds the runtime-supplied keys railyard-cni uses; other
