@@ -119,6 +119,24 @@ func TestCheckDetectsDriftFakeVFAndFakeRDMA(t *testing.T) {
 	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "MTU") {
 		t.Fatalf("Check with the wrong MTU: %v", err)
 	}
+	must(t, w.ops.SetMTU(ctx, pod1, "net1", 9000))
+	must(t, w.plugin().Check(ctx, a))
+	must(t, w.ops.SetVFVLAN(ctx, "ens1f0", 2, 200, 3, 0))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "vlan/qos 200/3, want 100/3") {
+		t.Fatalf("Check with the VF's VLAN changed through the PF: %v", err)
+	}
+	must(t, w.ops.SetVFVLAN(ctx, "ens1f0", 2, 100, 3, 0))
+	must(t, w.ops.SetVFTrust(ctx, "ens1f0", 2, false))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "trust false, want true") {
+		t.Fatalf("Check with the VF untrusted: %v", err)
+	}
+	must(t, w.ops.SetVFTrust(ctx, "ens1f0", 2, true))
+	must(t, w.ops.SetVFSpoofChk(ctx, "ens1f0", 2, true))
+	if err := w.plugin().Check(ctx, a); err == nil || !strings.Contains(err.Error(), "spoofchk true, want false") {
+		t.Fatalf("Check with spoofchk back on: %v", err)
+	}
+	must(t, w.ops.SetVFSpoofChk(ctx, "ens1f0", 2, false))
+	must(t, w.plugin().Check(ctx, a))
 	if err := w.plugin().Check(ctx, args("other", pod1, "net1", a.Config)); Code(err) != types.ErrUnknownContainer {
 		t.Fatalf("Check of unknown container: code %d %v", Code(err), err)
 	}
