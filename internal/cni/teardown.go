@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -51,12 +52,51 @@ func (p *Plugin) teardown(ctx context.Context, fs sysfs.FS, rec *state.Record) e
 	if err != nil {
 		return err
 	}
+	if !found && !podOK && awaitRefund(ctx, fs, rec.PCI) {
+		if l, found, err = p.findOnHost(ctx, fs, rec); err != nil {
+			return err
+		}
+	}
 	if found {
 		if err := p.restoreHost(ctx, rec, l); err != nil {
 			return err
 		}
 	}
 	return p.restoreVF(ctx, rec)
+}
+
+// refundWait bounds how long DEL waits for the kernel to return a
+// physical netdev from a namespace that was deleted before DEL.
+const refundWait = 10 * time.Second
+
+// awaitRefund waits until the PCI function pci has a netdev on the host
+// again, and reports whether it has. A deleted namespace is destroyed
+// asynchronously once its last reference goes, and only then does the
+// kernel return a VF's netdev to the host: in the VM of make vmtest the
+// netdev was still away when DEL ran right after `ip netns del`, and DEL
+// left it under its pod name. It returns at once when the function is
+// gone, has no driver, or already has a host netdev.
+func awaitRefund(ctx context.Context, fs sysfs.FS, pci string) bool {
+	if pci == "" {
+		return false
+	}
+	deadline := time.Now().Add(refundWait)
+	for {
+		if drv, err := fs.Driver(pci); err != nil || drv == "" {
+			return false
+		}
+		if n, err := fs.Netdevs(pci); err == nil && len(n) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // leavePod moves the netdev, if it is in the pod, to the host under its
