@@ -43,6 +43,7 @@ trap 'rm -f "$job"' EXIT
 cat >"$job" <<JOB
 # Runs inside the VM (hack/vm/init), chrooted into the host root.
 ulimit -l unlimited 2>/dev/null
+ip link set lo up
 fails=0
 while IFS='|' read -r name dir bin pat; do
   echo "=== vmtest \$name"

@@ -56,7 +56,7 @@ type PF struct {
 	Path   string // the resolved device directory under /sys/devices
 }
 
-// PFs returns the VM's igb PFs in address order (hack/vm/run.sh makes two:
+// PFs returns the VM's igb PFs, brought up, in address order (hack/vm/run.sh makes two:
 // 0000:01:00.0 under a root port, 0000:23:00.0 behind a PCIe switch).
 func PFs(t testing.TB) []PF {
 	t.Helper()
@@ -78,7 +78,11 @@ func PFs(t testing.TB) []PF {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, PF{PCI: e.Name(), Netdev: waitNetdev(t, e.Name()), Path: p})
+		pf := PF{PCI: e.Name(), Netdev: waitNetdev(t, e.Name()), Path: p}
+		// Up, as on a node: igb handles its VFs' mailbox (a VF setting its
+		// own MAC, a VF's reset) only while the PF is open.
+		Run(t, "ip", "link", "set", pf.Netdev, "up")
+		out = append(out, pf)
 	}
 	if len(out) == 0 {
 		t.Fatal("no igb PF in the VM (hack/vm/run.sh makes two)")
