@@ -15,6 +15,7 @@ import (
 	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -66,12 +67,11 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	if err != nil {
 		log.Warn("some GPU UUIDs are unknown", "err", err)
 	}
-	lister, _, err := podresources.Dial(cfg.PodResourcesSocket)
-	if err != nil {
-		return nil, err
-	}
+	// One PodResources client (no gRPC: internal/podresources/podlist)
+	// for the gpu-aware finder, rail groups and late binding.
+	lister := podlist.New(cfg.PodResourcesSocket)
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
-	a.late = newLateBinding(cfg, resolver, log, a.metrics.reg)
+	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg)
 	groups, err := railGroups(cfg, lister)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ type lateBinding struct {
 	cfg      *v1alpha1.AgentConfig
 	store    *binding.Store
 	binder   *binding.Binder
-	lister   binding.PodLister
+	lister   podlist.Lister
 	resolver podresources.Map
 	log      *slog.Logger
 	m        *bindingMetrics
@@ -62,7 +62,7 @@ func (b *lateBinding) unheldGrace() time.Duration {
 var _ deviceplugin.Binder = (*lateBinding)(nil)
 
 // newLateBinding returns nil when no pool binds late.
-func newLateBinding(cfg *v1alpha1.AgentConfig, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
+func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
 	late := false
 	for _, p := range cfg.Pools {
 		late = late || p.Binding == v1alpha1.BindingSandbox
@@ -71,7 +71,6 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, resolver podresources.Map, log *s
 		return nil
 	}
 	store := binding.NewStore(BindingDir(cfg.StateDir), binding.Options{})
-	lister := podlist.New(cfg.PodResourcesSocket)
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},

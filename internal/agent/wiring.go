@@ -5,12 +5,12 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
-	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 // railGroups returns the rail groups every pool shares in "merged" mode
 // (nil in "env" mode: each pool sets NCCL_IB_HCA itself).
-func railGroups(cfg *v1alpha1.AgentConfig, lister podresources.Lister) (*deviceplugin.RailGroups, error) {
+func railGroups(cfg *v1alpha1.AgentConfig, lister podlist.Lister) (*deviceplugin.RailGroups, error) {
 	if cfg.NCCLIBHCA != v1alpha1.NCCLIBHCAMerged {
 		return nil, nil
 	}

@@ -15,21 +15,13 @@ import (
 // listTimeout bounds one PodResources List.
 const listTimeout = 5 * time.Second
 
-// PodLister lists kubelet's pods and their devices (PodResources List);
-// *podlist.Client is one.
-type PodLister interface {
-	List(ctx context.Context) ([]podlist.Pod, error)
-}
-
-var _ PodLister = (*podlist.Client)(nil)
-
 // Binder binds through PodResources: it finds a pod's tokens and GPUs in
 // kubelet's List and asks the store to bind them.
 type Binder struct {
 	Store *Store
 	// Lister is kubelet's PodResources; nil dials the socket the view
 	// names (railyard-cni, one call per process).
-	Lister PodLister
+	Lister podlist.Lister
 }
 
 func (b *Binder) list(ctx context.Context, v *View) ([]podlist.Pod, error) {

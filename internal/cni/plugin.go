@@ -11,10 +11,10 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -27,7 +27,7 @@ type Plugin struct {
 	BootID string
 	// PodResources is kubelet's PodResources for late binding; nil dials
 	// the socket the binding store's view names (tests set a stand-in).
-	PodResources binding.PodLister
+	PodResources podlist.Lister
 }
 
 // markerPrefix starts the alias railyard-cni sets on an attached netdev:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 
 	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -217,11 +218,8 @@ func podResourcesFinder(b *testing.B, gpus []string) GPUFinder {
 	podresourcesapi.RegisterPodResourcesListerServer(srv, &prServer{resp: resp})
 	go srv.Serve(lis)
 	b.Cleanup(srv.Stop)
-	client, conn, err := podresources.Dial(sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close() })
+	client := podlist.New(sock)
+	b.Cleanup(client.Close)
 	return podresources.NewFinder(client, gpuMap, []string{"nvidia.com/gpu"})
 }
 

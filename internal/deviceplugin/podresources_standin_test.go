@@ -7,10 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"google.golang.org/grpc"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
-	"github.com/railyard-io/railyard/internal/podresources"
 )
 
 // podResourcesStandIn stands in for kubelet's PodResources endpoint: a
@@ -69,7 +68,7 @@ func (s *podResourcesStandIn) insert(pod, container, resource string, ids []stri
 }
 
 // startPodResourcesStandIn serves the stand-in and returns a client of it.
-func startPodResourcesStandIn(t testing.TB) (*podResourcesStandIn, podresourcesapi.PodResourcesListerClient) {
+func startPodResourcesStandIn(t testing.TB) (*podResourcesStandIn, *podlist.Client) {
 	t.Helper()
 	sock := filepath.Join(shortTempDir(t), "pr.sock")
 	lis, err := net.Listen("unix", sock)
@@ -81,10 +80,7 @@ func startPodResourcesStandIn(t testing.TB) (*podResourcesStandIn, podresourcesa
 	podresourcesapi.RegisterPodResourcesListerServer(srv, s)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	client, conn, err := podresources.Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	client := podlist.New(sock)
+	t.Cleanup(client.Close)
 	return s, client
 }

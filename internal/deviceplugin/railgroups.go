@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
-	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 // NCCLConfPath is where a container finds its merged NCCL configuration
@@ -50,7 +48,7 @@ const joinWindow = 30 * time.Second
 // may have moved to the next one). Otherwise the allocation starts its
 // own group and Joined.Note says why.
 type RailGroups struct {
-	lister  podresources.Lister
+	lister  podlist.Lister
 	files   groupFiles
 	timeout time.Duration
 	now     func() time.Time
@@ -89,7 +87,7 @@ type Joined struct {
 // not empty, writes a CDI spec per group there. It rewrites the CDI specs
 // of the groups found in stateDir (cdiDir may be a tmpfs that a reboot
 // emptied while kubelet still holds the CDI names).
-func NewRailGroups(lister podresources.Lister, stateDir, cdiDir string) (*RailGroups, error) {
+func NewRailGroups(lister podlist.Lister, stateDir, cdiDir string) (*RailGroups, error) {
 	g := &RailGroups{lister: lister, files: groupFiles{dir: stateDir + "/nccl", cdiDir: cdiDir},
 		timeout: 2 * time.Second, now: time.Now}
 	if err := g.files.restore(); err != nil {
@@ -109,7 +107,7 @@ func (g *RailGroups) Join(ctx context.Context, resource string, devs []Device) (
 	}
 	slices.Sort(ids)
 	lctx, cancel := context.WithTimeout(ctx, g.timeout)
-	resp, err := g.lister.List(lctx, &podresourcesapi.ListPodResourcesRequest{})
+	resp, err := g.lister.List(lctx)
 	cancel()
 	now := g.now()
 	pods := map[string]bool{}
@@ -117,8 +115,8 @@ func (g *RailGroups) Join(ctx context.Context, resource string, devs []Device) (
 	if err != nil {
 		note = "pod resources unavailable, not merged with an earlier pool: " + err.Error()
 	} else {
-		for _, p := range resp.GetPodResources() {
-			pods[p.GetNamespace()+"/"+p.GetName()] = true
+		for _, p := range resp {
+			pods[p.Namespace+"/"+p.Name] = true
 		}
 		group, note = g.match(resp, resource, pods, now)
 	}
@@ -154,7 +152,7 @@ func (g *RailGroups) Join(ctx context.Context, resource string, devs []Device) (
 
 // match returns the group the allocation of resource joins ("" = none)
 // and, when worth logging, why it joins none.
-func (g *RailGroups) match(resp *podresourcesapi.ListPodResourcesResponse, resource string, pods map[string]bool, now time.Time) (string, string) {
+func (g *RailGroups) match(resp []podlist.Pod, resource string, pods map[string]bool, now time.Time) (string, string) {
 	last := g.last
 	if last == nil || last.resource == resource || now.Sub(last.at) > joinWindow {
 		return "", ""
@@ -165,13 +163,14 @@ func (g *RailGroups) match(resp *podresourcesapi.ListPodResourcesResponse, resou
 		}
 	}
 	type holder struct {
-		pod *podresourcesapi.PodResources
-		c   *podresourcesapi.ContainerResources
+		pod *podlist.Pod
+		c   *podlist.Container
 	}
 	var holders []holder
-	for _, p := range resp.GetPodResources() {
-		for _, c := range p.GetContainers() {
-			if holdsAll(c, last.resource, last.ids) {
+	for i := range resp {
+		p := &resp[i]
+		for j := range p.Containers {
+			if c := &p.Containers[j]; holdsAll(c, last.resource, last.ids) {
 				holders = append(holders, holder{p, c})
 			}
 		}
@@ -183,18 +182,18 @@ func (g *RailGroups) match(resp *podresourcesapi.ListPodResourcesResponse, resou
 	if holdsAny(h.c, resource) {
 		return "", "" // that container has this pool already: a new container
 	}
-	if n := len(h.pod.GetContainers()); n > 1 {
+	if n := len(h.pod.Containers); n > 1 {
 		return "", fmt.Sprintf("pod %s/%s has %d containers: cannot tell whether this allocation is for %s too; not merged with %s",
-			h.pod.GetNamespace(), h.pod.GetName(), n, h.c.GetName(), last.resource)
+			h.pod.Namespace, h.pod.Name, n, h.c.Name, last.resource)
 	}
 	return last.group, ""
 }
 
-func holdsAll(c *podresourcesapi.ContainerResources, resource string, ids []string) bool {
+func holdsAll(c *podlist.Container, resource string, ids []string) bool {
 	var have []string
-	for _, d := range c.GetDevices() {
-		if d.GetResourceName() == resource {
-			have = append(have, d.GetDeviceIds()...)
+	for _, d := range c.Devices {
+		if d.Resource == resource {
+			have = append(have, d.IDs...)
 		}
 	}
 	for _, id := range ids {
@@ -205,9 +204,9 @@ func holdsAll(c *podresourcesapi.ContainerResources, resource string, ids []stri
 	return len(ids) > 0
 }
 
-func holdsAny(c *podresourcesapi.ContainerResources, resource string) bool {
-	for _, d := range c.GetDevices() {
-		if d.GetResourceName() == resource && len(d.GetDeviceIds()) > 0 {
+func holdsAny(c *podlist.Container, resource string) bool {
+	for _, d := range c.Devices {
+		if d.Resource == resource && len(d.IDs) > 0 {
 			return true
 		}
 	}

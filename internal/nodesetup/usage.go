@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
 	"github.com/railyard-io/railyard/internal/cni/state"
-	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -84,7 +82,7 @@ func (c CNIStateUsage) Usage(_ context.Context, vfs []string) (map[string][]stri
 // (Railyard's, the SR-IOV network device plugin) use the VF's PCI address
 // as device ID. It names the pods.
 type PodResourcesUsage struct {
-	Lister podresources.Lister
+	Lister podlist.Lister
 	Socket string // for messages
 }
 
@@ -93,20 +91,20 @@ func (p PodResourcesUsage) Name() string { return "kubelet PodResources " + p.So
 
 // Usage implements UsageSource.
 func (p PodResourcesUsage) Usage(ctx context.Context, vfs []string) (map[string][]string, error) {
-	resp, err := p.Lister.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	pods, err := p.Lister.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pod resources: %w", err)
 	}
 	out := map[string][]string{}
-	for _, pod := range resp.GetPodResources() {
-		for _, c := range pod.GetContainers() {
-			for _, d := range c.GetDevices() {
-				for _, id := range d.GetDeviceIds() {
+	for _, pod := range pods {
+		for _, c := range pod.Containers {
+			for _, d := range c.Devices {
+				for _, id := range d.IDs {
 					addr, _, _ := strings.Cut(id, "-s") // a share "<pci>-s<k>" is its NIC's
 					if !slices.Contains(vfs, addr) {
 						continue
 					}
-					who := fmt.Sprintf("pod %s/%s (container %s, resource %s)", pod.GetNamespace(), pod.GetName(), c.GetName(), d.GetResourceName())
+					who := fmt.Sprintf("pod %s/%s (container %s, resource %s)", pod.Namespace, pod.Name, c.Name, d.Resource)
 					if !slices.Contains(out[addr], who) {
 						out[addr] = append(out[addr], who)
 					}

@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
-
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 func netopsSettings() netops.VFSettings { return netops.VFSettings{} }
@@ -21,16 +19,13 @@ type fakePod struct {
 
 type fakeLister struct{ pods []fakePod }
 
-func (l *fakeLister) List(context.Context, *podresourcesapi.ListPodResourcesRequest, ...grpc.CallOption) (*podresourcesapi.ListPodResourcesResponse, error) {
-	resp := &podresourcesapi.ListPodResourcesResponse{}
+func (l *fakeLister) List(context.Context) ([]podlist.Pod, error) {
+	var out []podlist.Pod
 	for _, p := range l.pods {
-		resp.PodResources = append(resp.PodResources, &podresourcesapi.PodResources{
-			Namespace: p.ns, Name: p.name,
-			Containers: []*podresourcesapi.ContainerResources{{Name: "main",
-				Devices: []*podresourcesapi.ContainerDevices{{ResourceName: p.resource, DeviceIds: p.ids}}}},
-		})
+		out = append(out, podlist.Pod{Namespace: p.ns, Name: p.name, Containers: []podlist.Container{{Name: "main",
+			Devices: []podlist.Devices{{Resource: p.resource, IDs: p.ids}}}}})
 	}
-	return resp, nil
+	return out, nil
 }
 
 func TestPodResourcesUsageNamesPods(t *testing.T) {

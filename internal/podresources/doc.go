@@ -1,7 +1,7 @@
 // Package podresources finds the GPUs that kubelet has allocated to the
 // containers on this node, through kubelet's PodResources API (v1, the
-// unix socket /var/lib/kubelet/pod-resources/kubelet.sock), and maps GPU
-// device IDs to PCI addresses.
+// unix socket /var/lib/kubelet/pod-resources/kubelet.sock, read with
+// package podlist), and maps GPU device IDs to PCI addresses.
 //
 // Kubelet names NVIDIA GPUs by UUID ("GPU-8f6c..."). This package reads
 // the UUID -> PCI mapping from the NVIDIA driver's

@@ -8,27 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
-
-// Lister is the part of the PodResources API the Finder uses.
-type Lister interface {
-	List(ctx context.Context, in *podresourcesapi.ListPodResourcesRequest, opts ...grpc.CallOption) (*podresourcesapi.ListPodResourcesResponse, error)
-}
-
-var _ Lister = podresourcesapi.PodResourcesListerClient(nil)
-
-// Dial connects to kubelet's PodResources socket. The connection is lazy:
-// a missing socket fails the first call, not Dial.
-func Dial(socket string) (podresourcesapi.PodResourcesListerClient, *grpc.ClientConn, error) {
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("pod resources socket %s: %w", socket, err)
-	}
-	return podresourcesapi.NewPodResourcesListerClient(conn), conn, nil
-}
 
 // Finding is the answer of PodGPUs.
 type Finding struct {
@@ -52,7 +33,7 @@ type Finding struct {
 // seen by an earlier call or Prime are set aside; if that does not leave
 // exactly one, the answer is "unknown" and the caller falls back.
 type Finder struct {
-	lister       Lister
+	lister       podlist.Lister
 	resolver     GPUResolver
 	gpuResources []string
 	timeout      time.Duration
@@ -64,7 +45,7 @@ type Finder struct {
 // NewFinder returns a Finder over lister; gpuResources are the resource
 // names of GPUs ("nvidia.com/gpu"); resolver maps their IDs (nil: only
 // PCI-address IDs resolve).
-func NewFinder(lister Lister, resolver GPUResolver, gpuResources []string) *Finder {
+func NewFinder(lister podlist.Lister, resolver GPUResolver, gpuResources []string) *Finder {
 	if resolver == nil {
 		resolver = Map(nil)
 	}
@@ -81,21 +62,21 @@ type container struct {
 func (f *Finder) list(ctx context.Context) ([]container, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	resp, err := f.lister.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	pods, err := f.lister.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pod resources: %w", err)
 	}
 	var out []container
-	for _, p := range resp.GetPodResources() {
-		for _, c := range p.GetContainers() {
-			ct := container{key: p.GetNamespace() + "/" + p.GetName() + "/" + c.GetName(), holders: map[string]bool{}}
-			for _, d := range c.GetDevices() {
-				if len(d.GetDeviceIds()) == 0 {
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			ct := container{key: p.Namespace + "/" + p.Name + "/" + c.Name, holders: map[string]bool{}}
+			for _, d := range c.Devices {
+				if len(d.IDs) == 0 {
 					continue
 				}
-				ct.holders[d.GetResourceName()] = true
-				if slices.Contains(f.gpuResources, d.GetResourceName()) {
-					ct.gpuIDs = append(ct.gpuIDs, d.GetDeviceIds()...)
+				ct.holders[d.Resource] = true
+				if slices.Contains(f.gpuResources, d.Resource) {
+					ct.gpuIDs = append(ct.gpuIDs, d.IDs...)
 				}
 			}
 			if len(ct.gpuIDs) > 0 {

@@ -12,6 +12,7 @@ import (
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
 // fakeKubelet is a real gRPC PodResources v1 server on a unix socket whose
@@ -61,11 +62,8 @@ const nic = "railyard.io/rdma"
 
 func TestFinderOverRealGRPC(t *testing.T) {
 	fk, sock := startFake(t)
-	client, conn, err := Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	client := podlist.New(sock)
+	defer client.Close()
 	gpuMap := Map{"GPU-aaaa": "0000:1b:00.0", "GPU-bbbb": "0000:43:00.0"}
 	f := NewFinder(client, gpuMap, []string{"nvidia.com/gpu", "amd.com/gpu"})
 	ctx := context.Background()
@@ -111,11 +109,8 @@ func TestFinderOverRealGRPC(t *testing.T) {
 
 func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
 	fk, sock := startFake(t)
-	client, conn, err := Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	client := podlist.New(sock)
+	defer client.Close()
 	f := NewFinder(client, nil, []string{"amd.com/gpu"})
 	old := pod("gpu-only-job", map[string][]string{"amd.com/gpu": {"0000:01:00.0"}})
 	fk.set(old)
@@ -138,11 +133,8 @@ func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
 }
 
 func TestFinderSocketMissing(t *testing.T) {
-	client, conn, err := Dial(filepath.Join(t.TempDir(), "absent.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	client := podlist.New(filepath.Join(t.TempDir(), "absent.sock"))
+	defer client.Close()
 	f := NewFinder(client, nil, []string{"nvidia.com/gpu"})
 	if _, err := f.PodGPUs(context.Background(), nic); err == nil {
 		t.Fatal("no error from a missing socket")

@@ -16,7 +16,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/nodesetup"
-	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -44,12 +44,9 @@ func realApplier(p *v1alpha1.NodePolicy) (*nodesetup.Applier, func(), error) {
 	}
 	done := func() {}
 	if p.PodResourcesSocket != "" {
-		lister, conn, err := podresources.Dial(p.PodResourcesSocket)
-		if err != nil {
-			return nil, nil, err
-		}
+		lister := podlist.New(p.PodResourcesSocket)
 		a.Usage = append(a.Usage, nodesetup.PodResourcesUsage{Lister: lister, Socket: p.PodResourcesSocket})
-		done = func() { _ = conn.Close() }
+		done = lister.Close
 	}
 	return a, done, nil
 }

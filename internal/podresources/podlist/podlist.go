@@ -39,6 +39,14 @@ const MaxResponse = 16 << 20
 // listPath is the gRPC method: /<package>.<service>/<method>.
 const listPath = "/v1.PodResourcesLister/List"
 
+// Lister lists kubelet's pods and their devices (PodResources List).
+// *Client is the real one; every user of PodResources takes a Lister.
+type Lister interface {
+	List(ctx context.Context) ([]Pod, error)
+}
+
+var _ Lister = (*Client)(nil)
+
 // Client calls List on one socket.
 type Client struct {
 	socket string
