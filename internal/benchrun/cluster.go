@@ -1,0 +1,98 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Cluster is what a run needs of a Kubernetes cluster.
+type Cluster interface {
+	CreateService(ctx context.Context, svc *corev1.Service) error
+	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	// ListPods lists the pods of namespace ns matching the label selector.
+	ListPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error)
+	// PodLogs returns at most limit bytes of a container's log.
+	PodLogs(ctx context.Context, ns, pod, container string, limit int64) ([]byte, error)
+	// Delete deletes a Pod or a Service ("Pod", "Service"); a missing
+	// object is no error.
+	Delete(ctx context.Context, kind, ns, name string) error
+	// Exists reports whether the object is still there.
+	Exists(ctx context.Context, kind, ns, name string) (bool, error)
+}
+
+// Kube is a Cluster over a client-go clientset.
+type Kube struct {
+	Client kubernetes.Interface
+}
+
+var _ Cluster = Kube{}
+
+// deleteGrace is the grace period of the pods a run deletes: the
+// benchmarks hold no state worth a clean shutdown.
+const deleteGrace = 1
+
+// CreateService implements Cluster.
+func (k Kube) CreateService(ctx context.Context, svc *corev1.Service) error {
+	_, err := k.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	return err
+}
+
+// CreatePod implements Cluster.
+func (k Kube) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := k.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	return err
+}
+
+// ListPods implements Cluster.
+func (k Kube) ListPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
+	l, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// PodLogs implements Cluster.
+func (k Kube) PodLogs(ctx context.Context, ns, pod, container string, limit int64) ([]byte, error) {
+	return k.Client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).DoRaw(ctx)
+}
+
+// Delete implements Cluster.
+func (k Kube) Delete(ctx context.Context, kind, ns, name string) error {
+	var err error
+	switch kind {
+	case kindPod:
+		grace := int64(deleteGrace)
+		err = k.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	case kindService:
+		err = k.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	default:
+		return fmt.Errorf("delete %s %s/%s: unsupported kind", kind, ns, name)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Exists implements Cluster.
+func (k Kube) Exists(ctx context.Context, kind, ns, name string) (bool, error) {
+	var err error
+	switch kind {
+	case kindPod:
+		_, err = k.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	case kindService:
+		_, err = k.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return false, fmt.Errorf("get %s %s/%s: unsupported kind", kind, ns, name)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

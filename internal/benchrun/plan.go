@@ -1,0 +1,200 @@
+package benchrun
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/railyard-io/railyard/internal/benchplan"
+)
+
+const (
+	kindPod     = "Pod"
+	kindService = "Service"
+	// maxPlanObjects bounds a plan: bench plan writes a few dozen objects.
+	maxPlanObjects = 1000
+)
+
+// Plan is the objects to run, grouped into runs.
+type Plan struct {
+	Runs []Run
+}
+
+// Run is one benchmark: a pair of pods (or one pod) and their Services,
+// sharing a benchplan.LabelRun label.
+type Run struct {
+	Name     string // the benchplan.LabelRun value
+	Test     string // benchplan.LabelTest (perftest, probe)
+	Variant  string // benchplan.LabelVariant (rdma, tcp, tcp-podnet): the report's scenario
+	Services []*corev1.Service
+	// Pods in creation order: pods without benchplan.AnnotationServerPod
+	// first.
+	Pods []*corev1.Pod
+	// Result is the pod whose log is the run's result.
+	Result *corev1.Pod
+}
+
+// Load reads a plan: the multi-document YAML (or JSON) that `railyard
+// bench plan` prints. Only Pods and Services are accepted.
+func Load(r io.Reader) (Plan, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	var objs []runtime.Object
+	for i := 0; ; i++ {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return Plan{}, fmt.Errorf("plan document %d: %w", i+1, err)
+		}
+		if len(u.Object) == 0 {
+			continue // an empty document
+		}
+		if len(objs) >= maxPlanObjects {
+			return Plan{}, fmt.Errorf("plan: more than %d objects", maxPlanObjects)
+		}
+		obj, err := typed(&u)
+		if err != nil {
+			return Plan{}, fmt.Errorf("plan document %d: %w", i+1, err)
+		}
+		objs = append(objs, obj)
+	}
+	return FromObjects(objs)
+}
+
+// typed converts a Pod or a Service to its Go type, rejecting unknown
+// fields (a misspelt field would silently do nothing).
+func typed(u *unstructured.Unstructured) (runtime.Object, error) {
+	gvk := u.GroupVersionKind()
+	var obj runtime.Object
+	switch {
+	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == kindPod:
+		obj = &corev1.Pod{}
+	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == kindService:
+		obj = &corev1.Service{}
+	case gvk.Kind == benchplan.MPIJobKind:
+		return nil, fmt.Errorf("MPIJob %s: bench run runs pod pairs only (--tests perftest,probe); MPIJobs need the MPI Operator: apply them with kubectl", u.GetName())
+	default:
+		return nil, fmt.Errorf("%s %s: bench run creates only v1 Pods and Services", gvk.String(), u.GetName())
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
+	}
+	return obj, nil
+}
+
+// FromObjects groups Pods and Services (benchplan.Objects' output, say)
+// into runs. Every object needs a benchplan.LabelRun label, every run one
+// pod annotated benchplan.AnnotationResult, and a server pod named by
+// benchplan.AnnotationServerPod must be in the same run.
+func FromObjects(objs []runtime.Object) (Plan, error) {
+	byName := map[string]*Run{}
+	seen := map[string]bool{}
+	var errs []error
+	get := func(kind string, labels map[string]string, ns, name string) *Run {
+		key := kind + "/" + ns + "/" + name
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("%s: listed twice", key))
+			return nil
+		}
+		seen[key] = true
+		run := labels[benchplan.LabelRun]
+		if run == "" {
+			errs = append(errs, fmt.Errorf("%s: no %s label (bench run runs what bench plan writes)", key, benchplan.LabelRun))
+			return nil
+		}
+		if byName[run] == nil {
+			byName[run] = &Run{Name: run, Test: labels[benchplan.LabelTest], Variant: labels[benchplan.LabelVariant]}
+		}
+		return byName[run]
+	}
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			if r := get(kindPod, o.Labels, o.Namespace, o.Name); r != nil {
+				r.Pods = append(r.Pods, o.DeepCopy())
+			}
+		case *corev1.Service:
+			if r := get(kindService, o.Labels, o.Namespace, o.Name); r != nil {
+				r.Services = append(r.Services, o.DeepCopy())
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%T: bench run creates only Pods and Services", obj))
+		}
+	}
+	var p Plan
+	for _, r := range byName {
+		if err := r.finish(); err != nil {
+			errs = append(errs, err)
+		}
+		p.Runs = append(p.Runs, *r)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Plan{}, fmt.Errorf("plan: %w", err)
+	}
+	if len(p.Runs) == 0 {
+		return Plan{}, errors.New("plan: no runs (no Pods)")
+	}
+	sort.Slice(p.Runs, func(i, j int) bool { return p.Runs[i].Name < p.Runs[j].Name })
+	return p, nil
+}
+
+// finish picks the result pod, orders servers before clients and checks
+// the server references.
+func (r *Run) finish() error {
+	var servers, clients []*corev1.Pod
+	names := map[string]bool{}
+	for _, p := range r.Pods {
+		names[p.Namespace+"/"+p.Name] = true
+		if p.Annotations[benchplan.AnnotationResult] == "true" {
+			if r.Result != nil {
+				return fmt.Errorf("run %s: two result pods (%s, %s)", r.Name, r.Result.Name, p.Name)
+			}
+			r.Result = p
+		}
+	}
+	if r.Result == nil {
+		return fmt.Errorf("run %s: no pod annotated %s=true", r.Name, benchplan.AnnotationResult)
+	}
+	for _, p := range r.Pods {
+		server := p.Annotations[benchplan.AnnotationServerPod]
+		if server == "" {
+			servers = append(servers, p)
+			continue
+		}
+		if !names[p.Namespace+"/"+server] {
+			return fmt.Errorf("run %s: pod %s names server pod %s, not in the run", r.Name, p.Name, server)
+		}
+		if p.Annotations[benchplan.AnnotationServerPod] == p.Name {
+			return fmt.Errorf("run %s: pod %s names itself as its server", r.Name, p.Name)
+		}
+		clients = append(clients, p)
+	}
+	for _, c := range clients {
+		for _, s := range clients {
+			if c.Annotations[benchplan.AnnotationServerPod] == s.Name {
+				return fmt.Errorf("run %s: client %s waits for client %s (one level of servers only)", r.Name, c.Name, s.Name)
+			}
+		}
+	}
+	r.Pods = append(servers, clients...)
+	return nil
+}
+
+// SetNamespace moves every object of the plan to ns.
+func (p *Plan) SetNamespace(ns string) {
+	for i := range p.Runs {
+		for _, s := range p.Runs[i].Services {
+			s.Namespace = ns
+		}
+		for _, pod := range p.Runs[i].Pods {
+			pod.Namespace = ns
+		}
+	}
+}
