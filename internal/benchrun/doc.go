@@ -15,9 +15,9 @@
 //
 // The cluster is behind the narrow Cluster interface. Kube implements it
 // with a client-go clientset; the unit tests drive Kube with client-go's
-// fake clientset and a fake kubelet that moves pods through their phases
-// (there is no container runtime there), and give logs through a wrapper,
-// since the fake clientset's logs are a constant. The e2e suite runs the
+// fake clientset and a fake kubelet (benchruntest) that moves pods through
+// their phases (there is no container runtime there) and serves their
+// logs, since the fake clientset's logs are a constant. The e2e suite runs the
 // real thing (test/e2e/benchrun_test.go).
 //
 // Only Pods and Services are run; MPIJobs (nccl-tests, OSU, Horovod) need

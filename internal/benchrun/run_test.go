@@ -1,4 +1,4 @@
-package benchrun
+package benchrun_test
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/benchplan"
+	"github.com/railyard-io/railyard/internal/benchrun"
+	"github.com/railyard-io/railyard/internal/benchrun/benchruntest"
 )
 
 const probeVector = "railyard-tcp-probe_loopback_2streams_3s__railyard.txt"
@@ -31,28 +33,28 @@ func probeLog(t *testing.T) string {
 	return string(rest)
 }
 
-func probePlan(t *testing.T, variants ...benchplan.Variant) Plan {
+func probePlan(t *testing.T, variants ...benchplan.Variant) benchrun.Plan {
 	t.Helper()
 	objs, err := benchplan.Objects(benchplan.Options{Image: "ghcr.io/railyard-io/railyard:0.1.0", Nodes: []string{"node-a", "node-a"},
 		Tests: []benchplan.Test{benchplan.TCPProbe}, Variants: variants})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := FromObjects(objs)
+	p, err := benchrun.FromObjects(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func remaining(t *testing.T, k *fakeKubelet) (pods, services int) {
+func remaining(t *testing.T, k *benchruntest.FakeKubelet) (pods, services int) {
 	t.Helper()
 	ctx := context.Background()
-	pl, err := k.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	pl, err := k.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := k.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	sl, err := k.Client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +74,15 @@ const (
 func TestExecuteProbeRunWithFakeClientset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(map[string]script{
-		server: {neverExits: false, runPolls: 30, log: "railyard tcp probe: listening on [::]:5201\n"},
-		client: {runPolls: 3, log: probeLog(t)},
+	k := benchruntest.New(map[string]benchruntest.Script{
+		server: {NeverExits: false, RunPolls: 30, Log: "railyard tcp probe: listening on [::]:5201\n"},
+		client: {RunPolls: 3, Log: probeLog(t)},
 	})
-	k.run(ctx, t)
+	k.Run(ctx, t)
 	var mu sync.Mutex
-	var last Progress
-	out, err := Execute(ctx, k.cluster(), probePlan(t, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond,
-		Progress: func(p Progress) { mu.Lock(); last = p; mu.Unlock() }})
+	var last benchrun.Progress
+	out, err := benchrun.Execute(ctx, k.Cluster(), probePlan(t, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond,
+		Progress: func(p benchrun.Progress) { mu.Lock(); last = p; mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestExecuteProbeRunWithFakeClientset(t *testing.T) {
 		t.Fatalf("runs %+v", out.Runs)
 	}
 	r := out.Runs[0]
-	if r.Status != Succeeded || r.Scenario != "tcp-podnet" || r.Test != "probe" || r.ResultPod != "default/"+client {
+	if r.Status != benchrun.Succeeded || r.Scenario != "tcp-podnet" || r.Test != "probe" || r.ResultPod != "default/"+client {
 		t.Errorf("run %s %s %s %s: %s", r.Status, r.Scenario, r.Test, r.ResultPod, r.Reason)
 	}
 	res := r.Result
@@ -99,7 +101,7 @@ func TestExecuteProbeRunWithFakeClientset(t *testing.T) {
 		t.Errorf("logs: %q", r.Logs)
 	}
 	// The client was created with the server pod's IP (no DNS needed).
-	c := k.firstSeen(client)
+	c := k.FirstSeen(client)
 	if c == nil || len(c.Spec.Containers[0].Env) != 1 || c.Spec.Containers[0].Env[0].Value != "10.217.0.1" {
 		t.Fatalf("client as created: %+v", c)
 	}
@@ -125,30 +127,30 @@ func TestExecuteFailedPodIsReportedFailed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	failedReport := `{"start":{"version":"railyard-tcp-probe/1"},"intervals":[],"end":{},"error":"tcp probe client: connect to 10.217.0.9:5201: 3 attempts in 3s: connection refused"}` + "\n"
-	k := newFakeKubelet(map[string]script{
-		server:                            {runPolls: 1000},
-		client:                            {runPolls: 2, exit: 1, log: failedReport},
-		"railyard-bench-probe-server-tcp": {runPolls: 1000},
-		"railyard-bench-probe-client-tcp": {runPolls: 2, log: probeLog(t)},
+	k := benchruntest.New(map[string]benchruntest.Script{
+		server:                            {RunPolls: 1000},
+		client:                            {RunPolls: 2, Exit: 1, Log: failedReport},
+		"railyard-bench-probe-server-tcp": {RunPolls: 1000},
+		"railyard-bench-probe-client-tcp": {RunPolls: 2, Log: probeLog(t)},
 	})
-	k.run(ctx, t)
-	out, err := Execute(ctx, k.cluster(), probePlan(t, benchplan.TCP, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond})
+	k.Run(ctx, t)
+	out, err := benchrun.Execute(ctx, k.Cluster(), probePlan(t, benchplan.TCP, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Runs) != 2 || out.Failed() != 1 {
 		t.Fatalf("runs %+v", out.Runs)
 	}
-	byScenario := map[string]RunOutcome{}
+	byScenario := map[string]benchrun.RunOutcome{}
 	for _, r := range out.Runs {
 		byScenario[r.Scenario] = r
 	}
 	bad, good := byScenario["tcp-podnet"], byScenario["tcp"]
-	if good.Status != Succeeded || !good.Result.OK {
+	if good.Status != benchrun.Succeeded || !good.Result.OK {
 		t.Errorf("tcp run: %s %s", good.Status, good.Reason)
 	}
 	want := "pod " + client + " failed: Failed, container probe exit code 1 (Error); its output: tcp probe client: connect to 10.217.0.9:5201"
-	if bad.Status != Failed || !strings.HasPrefix(bad.Reason, want) || bad.Result.OK || bad.Result.Error != bad.Reason || bad.Result.Tool != bench.ToolTCPProbe {
+	if bad.Status != benchrun.Failed || !strings.HasPrefix(bad.Reason, want) || bad.Result.OK || bad.Result.Error != bad.Reason || bad.Result.Tool != bench.ToolTCPProbe {
 		t.Errorf("tcp-podnet run: %s %q\n want reason %q; result %s ok=%v", bad.Status, bad.Reason, want, bad.Result.Tool, bad.Result.OK)
 	}
 	// The report shows it: the run check fails for that scenario.
@@ -172,10 +174,10 @@ func TestExecuteFailedPodIsReportedFailed(t *testing.T) {
 func TestExecuteTimeoutCleansUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(map[string]script{server: {unschedulable: true}})
-	k.run(ctx, t)
+	k := benchruntest.New(map[string]benchruntest.Script{server: {Unschedulable: true}})
+	k.Run(ctx, t)
 	start := time.Now()
-	out, err := Execute(ctx, k.cluster(), probePlan(t, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond, Timeout: 300 * time.Millisecond})
+	out, err := benchrun.Execute(ctx, k.Cluster(), probePlan(t, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestExecuteTimeoutCleansUp(t *testing.T) {
 	r := out.Runs[0]
 	for _, want := range []string{"timed out after 300ms while waiting for pod " + server + " Pending (Unschedulable: 0/1 nodes are available",
 		"pod " + client + " not created (waiting for its server's IP)"} {
-		if r.Status != TimedOut || !strings.Contains(r.Reason, want) {
+		if r.Status != benchrun.TimedOut || !strings.Contains(r.Reason, want) {
 			t.Errorf("%s %q lacks %q", r.Status, r.Reason, want)
 		}
 	}
@@ -202,13 +204,13 @@ func TestExecuteTimeoutCleansUp(t *testing.T) {
 func TestExecuteInterruptedCleansUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(map[string]script{server: {neverExits: true}, client: {neverExits: true}})
-	k.run(ctx, t)
+	k := benchruntest.New(map[string]benchruntest.Script{server: {NeverExits: true}, client: {NeverExits: true}})
+	k.Run(ctx, t)
 	runCtx, stop := context.WithCancel(ctx)
 	created := make(chan struct{})
 	var once sync.Once
-	out, err := Execute(runCtx, k.cluster(), probePlan(t, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond,
-		Progress: func(p Progress) {
+	out, err := benchrun.Execute(runCtx, k.Cluster(), probePlan(t, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond,
+		Progress: func(p benchrun.Progress) {
 			if p.Created == 2 && p.Running == 2 {
 				once.Do(func() { close(created); stop() })
 			}
@@ -217,7 +219,7 @@ func TestExecuteInterruptedCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-created
-	if !out.Interrupted || out.Runs[0].Status != Interrupted || !strings.Contains(out.Runs[0].Reason, "interrupted while waiting for pod "+server+" Running") {
+	if !out.Interrupted || out.Runs[0].Status != benchrun.Interrupted || !strings.Contains(out.Runs[0].Reason, "interrupted while waiting for pod "+server+" Running") {
 		t.Errorf("%v %s %q", out.Interrupted, out.Runs[0].Status, out.Runs[0].Reason)
 	}
 	if pods, svcs := remaining(t, k); pods != 0 || svcs != 0 || out.CleanupErr != nil {
@@ -229,9 +231,9 @@ func TestExecuteInterruptedCleansUp(t *testing.T) {
 func TestExecuteKeep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(map[string]script{server: {runPolls: 1000}, client: {runPolls: 1, log: probeLog(t)}})
-	k.run(ctx, t)
-	out, err := Execute(ctx, k.cluster(), probePlan(t, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond, Keep: true})
+	k := benchruntest.New(map[string]benchruntest.Script{server: {RunPolls: 1000}, client: {RunPolls: 1, Log: probeLog(t)}})
+	k.Run(ctx, t)
+	out, err := benchrun.Execute(ctx, k.Cluster(), probePlan(t, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond, Keep: true})
 	if err != nil || out.Failed() != 0 || !out.Kept {
 		t.Fatalf("%v %+v", err, out)
 	}
@@ -245,12 +247,12 @@ func TestExecuteKeep(t *testing.T) {
 func TestExecuteExistingObjectStopsThePlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(nil)
+	k := benchruntest.New(nil)
 	pre := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "railyard-bench-probe-server-tcp-podnet"}}
-	if _, err := k.client.CoreV1().Pods("default").Create(ctx, pre, metav1.CreateOptions{}); err != nil {
+	if _, err := k.Client.CoreV1().Pods("default").Create(ctx, pre, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Execute(ctx, k.cluster(), probePlan(t, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond})
+	out, err := benchrun.Execute(ctx, k.Cluster(), probePlan(t, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "Pod default/"+server+" exists already") {
 		t.Fatalf("err = %v", err)
 	}
@@ -261,7 +263,7 @@ func TestExecuteExistingObjectStopsThePlan(t *testing.T) {
 
 // errCluster fails every call after the first n creates.
 type errCluster struct {
-	Cluster
+	benchrun.Cluster
 	n int
 }
 
@@ -277,10 +279,10 @@ func (e *errCluster) CreatePod(ctx context.Context, p *corev1.Pod) error {
 func TestExecuteRefusedPodFailsItsRunOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := newFakeKubelet(map[string]script{server: {runPolls: 1000}, "railyard-bench-probe-server-tcp": {runPolls: 1000}})
-	k.run(ctx, t)
-	c := &errCluster{Cluster: k.cluster(), n: 1} // the first server only
-	out, err := Execute(ctx, c, probePlan(t, benchplan.TCP, benchplan.TCPPodNetwork), Options{Poll: 5 * time.Millisecond})
+	k := benchruntest.New(map[string]benchruntest.Script{server: {RunPolls: 1000}, "railyard-bench-probe-server-tcp": {RunPolls: 1000}})
+	k.Run(ctx, t)
+	c := &errCluster{Cluster: k.Cluster(), n: 1} // the first server only
+	out, err := benchrun.Execute(ctx, c, probePlan(t, benchplan.TCP, benchplan.TCPPodNetwork), benchrun.Options{Poll: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,138 @@
+// Package benchruntest is a fake kubelet for tests of bench run: it moves
+// the pods of client-go's fake clientset through their phases as the
+// scheduler and a kubelet would (there is no container runtime in unit
+// tests), following a script per pod name, and serves their logs, which
+// the fake clientset cannot (its logs are a constant).
+package benchruntest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/railyard-io/railyard/internal/benchrun"
+)
+
+// Script is what the fake kubelet does with one pod.
+type Script struct {
+	Unschedulable bool  // never scheduled
+	RunPolls      int   // polls spent Running before exiting
+	Exit          int32 // the container's exit code
+	Log           string
+	NeverExits    bool
+}
+
+// FakeKubelet moves pods of a client-go fake clientset through their
+// phases, following a Script per pod name (a pod without one is
+// scheduled, runs and succeeds), and serves their logs.
+type FakeKubelet struct {
+	Client  kubernetes.Interface
+	scripts map[string]Script
+
+	mu      sync.Mutex
+	polls   map[string]int
+	nextIP  int
+	created map[string]*corev1.Pod // each pod as first seen (its spec as created)
+}
+
+// New returns a fake kubelet over a new fake clientset.
+func New(scripts map[string]Script) *FakeKubelet {
+	return &FakeKubelet{Client: fake.NewClientset(), scripts: scripts, polls: map[string]int{}, created: map[string]*corev1.Pod{}}
+}
+
+// Run advances pods every few milliseconds until ctx is done; the test
+// waits for it to stop before it ends.
+func (k *FakeKubelet) Run(ctx context.Context, t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	t.Cleanup(func() { <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			k.step(ctx)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+}
+
+func (k *FakeKubelet) step(ctx context.Context) {
+	pods, err := k.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if k.created[p.Name] == nil {
+			k.created[p.Name] = p.DeepCopy()
+		}
+		s := k.scripts[p.Name]
+		ct := p.Spec.Containers[0].Name
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+			continue
+		case s.Unschedulable:
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient railyard.io/rdma_vf."}}
+		case p.Spec.NodeName == "":
+			k.nextIP++
+			p.Spec.NodeName = "node-a"
+			p.Status.Phase = corev1.PodRunning
+			p.Status.PodIP = fmt.Sprintf("10.217.0.%d", k.nextIP)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ct, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		case s.NeverExits:
+		case k.polls[p.Name] < s.RunPolls:
+			k.polls[p.Name]++
+			continue
+		default:
+			p.Status.Phase = corev1.PodSucceeded
+			reason := "Completed"
+			if s.Exit != 0 {
+				p.Status.Phase, reason = corev1.PodFailed, "Error"
+			}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ct, State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: s.Exit, Reason: reason}}}}
+		}
+		// The fake clientset has no binding subresource: the node name
+		// goes in with an update, the status with UpdateStatus.
+		if _, err := k.Client.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			continue
+		}
+		_, _ = k.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	}
+}
+
+// FirstSeen returns the pod as it was created.
+func (k *FakeKubelet) FirstSeen(name string) *corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.created[name]
+}
+
+// Cluster is benchrun.Kube over the fake clientset with the scripted logs.
+func (k *FakeKubelet) Cluster() benchrun.Cluster {
+	return fakeLogs{Kube: benchrun.Kube{Client: k.Client}, k: k}
+}
+
+type fakeLogs struct {
+	benchrun.Kube
+	k *FakeKubelet
+}
+
+func (f fakeLogs) PodLogs(_ context.Context, _, pod, _ string, limit int64) ([]byte, error) {
+	log := f.k.scripts[pod].Log
+	if int64(len(log)) > limit {
+		log = log[:limit]
+	}
+	return []byte(log), nil
+}
