@@ -131,8 +131,11 @@ func TestAddCheckDelRealVF(t *testing.T) {
 	if err != nil || s.VLAN != 100 || s.QoS != 3 || s.SpoofChk || !s.Trust {
 		t.Errorf("VF settings through the PF %+v (%v), want VLAN 100 QoS 3 spoofchk off trust on", s, err)
 	}
-	a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf)
-	t.Logf("VF MAC through the PF while attached: %s (%v)", a.MAC, err)
+	// The MAC set in the pod shows through the PF (igb, its link working):
+	// what DEL must put back to all zeros.
+	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "02:bb:00:00:00:09" {
+		t.Errorf("VF MAC through the PF while attached %s (%v), want the pod's 02:bb:00:00:00:09", a.MAC, err)
+	}
 	if err := p.Check(ctx, w.args("c1")); err != nil {
 		t.Fatalf("Check: %v", err)
 	}

@@ -118,28 +118,18 @@ var vfContractCases = []struct {
 			t.Errorf("MAC through the PF after clearing %s, want all zeros", got)
 		}
 	}},
-	{"without an administrative MAC, the VF netdev's own MAC change shows through the PF", func(t *testing.T, w vfWorld) {
-		m := mustMAC(t, "02:00:00:aa:bb:02")
-		must(t, w.o.SetMAC(ctx, netops.Host, w.netdev, m))
-		if got := vfMAC(t, w); got.String() != m.String() {
-			t.Errorf("MAC through the PF %s, want the netdev's %s", got, m)
-		}
-		must(t, w.o.SetVFMAC(ctx, w.pf, w.vf, zeroMAC))
-		if got := vfMAC(t, w); got.String() != zeroMAC.String() {
-			t.Errorf("MAC through the PF after clearing %s, want all zeros", got)
-		}
-		if l, err := w.o.Link(ctx, netops.Host, w.netdev); err != nil || l.MAC.String() != m.String() {
-			t.Errorf("clearing through the PF changed the netdev: %+v, %v", l, err)
-		}
-	}},
-	{"an untrusted VF cannot change an administratively set MAC", func(t *testing.T, w vfWorld) {
+	// Not in the table: whether the VF netdev's own MAC shows through the
+	// PF. On igb it does once the VF's link works (after a PF-initiated
+	// reset, or in a pod after ADD: TestAddCheckDelRealVF asserts it), and
+	// not on a new VF that never had a carrier; the fake shows it at once.
+	{"an administrative MAC is what the PF reports, whatever the VF netdev sets", func(t *testing.T, w vfWorld) {
 		admin := mustMAC(t, "02:00:00:aa:bb:03")
 		must(t, w.o.SetVFMAC(ctx, w.pf, w.vf, admin))
 		err := w.o.SetMAC(ctx, netops.Host, w.netdev, mustMAC(t, "02:00:00:aa:bb:04"))
+		// igb: nil on a new VF without carrier (the PF logs "attempted to
+		// override administratively set MAC address"), EADDRNOTAVAIL once
+		// its link works; the fake answers EADDRNOTAVAIL.
 		t.Logf("SetMAC on the VF netdev with an administrative MAC: %v", err)
-		if err == nil {
-			t.Error("the VF netdev changed an administratively set MAC")
-		}
 		if got := vfMAC(t, w); got.String() != admin.String() {
 			t.Errorf("MAC through the PF %s, want %s", got, admin)
 		}
