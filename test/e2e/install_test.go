@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/railyard-io/railyard/internal/helmchart"
+	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -131,6 +132,16 @@ func TestInstallChartRunsAgentAsDaemonSetPod(t *testing.T) {
 		return
 	}
 
+	// The CNI the installer put in place, driven by containerd's own CNI
+	// call (no Multus): a second network naming the PF pool by
+	// resourceName attaches the PF kubelet allocated to the pod.
+	ok = t.Run("attach", func(t *testing.T) {
+		attachThroughContainerdCNI(ctx, t, c, env, dir)
+	})
+	if !ok {
+		return
+	}
+
 	ok = t.Run("upgrade", func(t *testing.T) {
 		userBefore := containerID(ctx, t, c, "default", "install-user")
 		old, err := c.Client.CoreV1().Pods(installNS).Get(ctx, agentPod, metav1.GetOptions{})
@@ -208,6 +219,72 @@ func TestInstallChartRunsAgentAsDaemonSetPod(t *testing.T) {
 			t.Fatalf("uninstall removed railyard-cni (running pods' DEL needs it): %v", err)
 		}
 	})
+}
+
+// attachThroughContainerdCNI adds a CNI network whose only plugin is the
+// installed railyard-cni with resourceName = the PF pool (allocate mode,
+// no late binding), runs a pod asking one PF, and checks the PF's netdev
+// (a veth named like it: there is no RDMA NIC here, so "rdma": false) is
+// the pod's eth1 with a host-local address; deleting the pod returns it.
+func attachThroughContainerdCNI(ctx context.Context, t *testing.T, c *framework.Cluster, env *agentEnv, dir string) {
+	peer := netnstest.NewNetns(t, "instpeer")
+	for name := range env.PFs {
+		netnstest.NewVeth(t, name, peer)
+	}
+	remove, err := c.AddCNINetwork(map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "rdma-install",
+		"plugins": []any{map[string]any{
+			"type":               "railyard-cni",
+			"resourceName":       installPF,
+			"podResourcesSocket": c.PodResourcesSocket(),
+			"bindingDir":         filepath.Join(dir, "no-binding"),
+			"sysfsRoot":          env.SysfsDir,
+			"stateDir":           filepath.Join(dir, "cni-state"),
+			"rdma":               false,
+			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(dir, "ipam"),
+				"ranges": [][]map[string]string{{{"subnet": "10.58.0.0/24"}}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	const name = "install-attached"
+	pod := framework.WithResourceLimit(framework.BusyboxPod("default", name, "sh", "-c", "echo $"+installEnvPF+"; sleep 3600"), installPF, 1)
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePodNow(t, c, "default", name) })
+	pf := podOutput(ctx, t, c, name)[0]
+	netdev := ""
+	for n, addr := range env.PFs {
+		if addr == pf {
+			netdev = n
+		}
+	}
+	if netdev == "" {
+		t.Fatalf("%s = %q, not a PF of the pool", installEnvPF, pf)
+	}
+	if err := exec.Command("ip", "link", "show", netdev).Run(); err == nil {
+		t.Errorf("%s (PF %s, allocated to the pod) is still on the host", netdev, pf)
+	}
+	addr, err := c.Exec(ctx, "default", name, "main", "ip", "-o", "-4", "addr", "show", "dev", "eth1")
+	if err != nil || !strings.Contains(addr, "10.58.0.") {
+		t.Errorf("eth1 in the pod: %q (%v), want an address from 10.58.0.0/24", addr, err)
+	}
+	t.Logf("containerd's CNI call attached the allocated PF %s (%s) as eth1: %s", pf, netdev, strings.Join(strings.Fields(addr)[1:4], " "))
+	if err := c.DeletePod(ctx, "default", name); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if exec.Command("ip", "link", "show", netdev).Run() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not back on the host 30s after the pod was deleted", netdev)
+		}
+	}
 }
 
 func installValues(c *framework.Cluster, env *agentEnv, dir, tag string) map[string]any {

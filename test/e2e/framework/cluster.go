@@ -4,6 +4,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -369,6 +370,34 @@ func (c *Cluster) CNIBinDir() string { return c.cfg.CNIBinDir }
 // (it notices new files; with Config.CNINetworks > 1 a test may add a
 // network of its own, removed when the test ends).
 func (c *Cluster) CNIConfDir() string { return c.ctrd.CNIConfDir }
+
+// AddCNINetwork writes a CNI network list (conf: cniVersion, name,
+// plugins) into containerd's conf dir after the framework's bridge
+// network, so each new sandbox also gets it (as eth1, and so on; needs
+// Config.CNINetworks > 1), and waits for containerd to load it. remove
+// takes it out again, and waits as well.
+func (c *Cluster) AddCNINetwork(conf map[string]any) (remove func(), err error) {
+	name, _ := conf["name"].(string)
+	if name == "" || c.ctrd.CNINetworks < 2 {
+		return nil, fmt.Errorf("add CNI network %q: needs a name and Config.CNINetworks > 1 (have %d)", name, c.ctrd.CNINetworks)
+	}
+	b, err := json.Marshal(conf)
+	if err != nil {
+		return nil, fmt.Errorf("add CNI network %s: %w", name, err)
+	}
+	p := filepath.Join(c.ctrd.CNIConfDir, "20-"+name+".conflist")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return nil, fmt.Errorf("add CNI network %s: %w", name, err)
+	}
+	// containerd reloads its CNI configuration on the directory's file
+	// events; give it a moment (it logs no event a test could wait for).
+	time.Sleep(2 * time.Second)
+	return func() {
+		if os.Remove(p) == nil {
+			time.Sleep(2 * time.Second) // the same reload, before the next sandbox
+		}
+	}, nil
+}
 
 // Stop tears the cluster down: it stops every process the cluster started
 // (helpers first, then kubelet, containerd, scheduler, apiserver, etcd) and

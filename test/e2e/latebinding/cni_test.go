@@ -4,7 +4,6 @@ package latebinding
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,7 +171,7 @@ func installNetwork(t *testing.T, c *framework.Cluster, n *node) {
 	if err := os.Rename(dst+".tmp", dst); err != nil {
 		t.Fatal(err)
 	}
-	conf := map[string]any{
+	remove, err := c.AddCNINetwork(map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "rdma-late",
 		"plugins": []any{map[string]any{
@@ -185,17 +184,11 @@ func installNetwork(t *testing.T, c *framework.Cluster, n *node) {
 			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "ipam"),
 				"ranges": [][]map[string]string{{{"subnet": "10.57.0.0/24"}}}},
 		}},
-	}
-	b, err := json.Marshal(conf)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(c.CNIConfDir(), "20-railyard-late.conflist")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(p) })
-	time.Sleep(2 * time.Second) // containerd reloads its CNI configuration on the file event
+	t.Cleanup(remove)
 }
 
 func podOutput(ctx context.Context, t *testing.T, c *framework.Cluster, name string) podOut {
