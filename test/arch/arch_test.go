@@ -79,7 +79,7 @@ var rules = []struct {
 	},
 	{
 		name:      "proof tools do not reach into the agent or the plugin",
-		packages:  []string{"internal/bench", "internal/benchreport", "internal/benchplan", "internal/chart", "internal/sim", "internal/simreport"},
+		packages:  []string{"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe", "internal/chart", "internal/sim", "internal/simreport"},
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources"},
 	},
 	{

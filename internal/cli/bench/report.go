@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -68,32 +69,54 @@ when a check fails.`,
 			if err != nil {
 				return err
 			}
-			if rows := benchreport.Scaling(in); len(rows) > 0 {
-				if err := benchreport.PrintScaling(s.Out, rows); err != nil {
-					return err
-				}
-				fmt.Fprintln(s.Out)
-			}
-			if err := benchreport.PrintVerdicts(s.Out, in.Verdicts); err != nil {
-				return err
-			}
-			files, err := benchreport.Write(f.out, in)
-			if err != nil {
-				return err
-			}
-			for _, file := range files {
-				if strings.HasSuffix(file, ".html") {
-					fmt.Fprintf(s.Out, "\nreport: %s (%d files)\n", file, len(files))
-				}
-			}
-			if n := countFailed(in.Verdicts); n > 0 {
-				return fmt.Errorf("%d check(s) failed", n)
+			if n, err := writeReport(s, f.out, in); err != nil || n > 0 {
+				return errors.Join(err, failedChecks(n))
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE or SCENARIO@NODES=FILE: a result under a scenario name, with the node count of a training run (repeatable)")
+	f.addFlags(cmd)
+	return cmd
+}
+
+// failedChecks is the error of a report with failed checks (nil for none).
+func failedChecks(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d check(s) failed", n)
+}
+
+// writeReport prints the scaling table and the verdicts, writes the report
+// directory and returns how many checks failed: what bench report and
+// bench run both do with judged results.
+func writeReport(s iostreams.Streams, out string, in benchreport.Input) (int, error) {
+	if rows := benchreport.Scaling(in); len(rows) > 0 {
+		if err := benchreport.PrintScaling(s.Out, rows); err != nil {
+			return 0, err
+		}
+		fmt.Fprintln(s.Out)
+	}
+	if err := benchreport.PrintVerdicts(s.Out, in.Verdicts); err != nil {
+		return 0, err
+	}
+	files, err := benchreport.Write(out, in)
+	if err != nil {
+		return 0, err
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, ".html") {
+			fmt.Fprintf(s.Out, "\nreport: %s (%d files)\n", file, len(files))
+		}
+	}
+	return countFailed(in.Verdicts), nil
+}
+
+// addFlags adds the flags that judge results and write the report
+// (everything but the results themselves), shared by report and run.
+func (f *reportFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.results, "result", nil, "SCENARIO=FILE or SCENARIO@NODES=FILE: a result under a scenario name, with the node count of a training run (repeatable)")
 	fl.BoolVar(&f.opts.PerftestJSONGbits, "perftest-json-gbits", false, "perftest --out_json files come from runs with --report_gbits (default MiB/s)")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs per node of training runs whose log does not state its GPU count")
 	fl.Float64Var(&f.th.MinScalingEfficiency, "min-scaling-efficiency", f.th.MinScalingEfficiency, "training runs pass at this fraction of linear scaling")
@@ -113,7 +136,6 @@ when a check fails.`,
 	fl.StringVar(&f.roles.BareMetal, "bare-metal-scenario", f.roles.BareMetal, "bare-metal reference scenario")
 	fl.StringVar(&f.roles.RDMA, "rdma-scenario", f.roles.RDMA, "scenario compared with TCP")
 	fl.StringVar(&f.roles.TCP, "tcp-scenario", f.roles.TCP, "TCP reference scenario")
-	return cmd
 }
 
 func countFailed(vs []bench.Verdict) int {
@@ -130,6 +152,32 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 	if len(f.results) == 0 {
 		return benchreport.Input{}, errors.New("give at least one --result SCENARIO=FILE")
 	}
+	errs := f.validate()
+	var results []bench.Labelled
+	for _, spec := range f.results {
+		scenario, nodes, path, err := parseResultSpec(spec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := cmd.Context().Err(); err != nil {
+			return benchreport.Input{}, err
+		}
+		r, err := loadResult(cmd.Context(), path, s.In, f.opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
+			continue
+		}
+		results = append(results, bench.Labelled{Scenario: scenario, Result: r, Nodes: nodes})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return benchreport.Input{}, err
+	}
+	return f.judge(cmd.Context(), results)
+}
+
+// validate checks the judging flags; it returns every problem.
+func (f *reportFlags) validate() []error {
 	var errs []error
 	// Each test is written so that NaN fails it.
 	if !(f.th.LineRateFraction > 0 && f.th.LineRateFraction <= 1) {
@@ -169,31 +217,18 @@ func (f *reportFlags) input(cmd *cobra.Command, s iostreams.Streams) (benchrepor
 	if f.device != "" && !fromTopology {
 		errs = append(errs, errors.New("--device needs --sysfs or --machine"))
 	}
-	in := benchreport.Input{Title: f.title, LineRateGbps: f.lineRate, NICs: f.nics, Thresholds: f.th, GPUsPerNode: f.gpusPerNode}
+	return errs
+}
+
+// judge takes the line rate (from the flag or a topology) and judges the
+// results: the one path from results to verdicts of report and run.
+func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benchreport.Input, error) {
+	in := benchreport.Input{Title: f.title, Results: results, LineRateGbps: f.lineRate, NICs: f.nics, Thresholds: f.th, GPUsPerNode: f.gpusPerNode}
 	if f.lineRate > 0 {
 		in.LineRateSource = "--line-rate-gbps"
 	}
-	for _, spec := range f.results {
-		scenario, nodes, path, err := parseResultSpec(spec)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := cmd.Context().Err(); err != nil {
-			return in, err
-		}
-		r, err := loadResult(cmd.Context(), path, s.In, f.opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--result %s: %w", scenario, err))
-			continue
-		}
-		in.Results = append(in.Results, bench.Labelled{Scenario: scenario, Result: r, Nodes: nodes})
-	}
-	if err := errors.Join(errs...); err != nil {
-		return in, err
-	}
-	if fromTopology {
-		t, desc, err := f.source.Load(cmd.Context())
+	if f.source.Sysfs != "" || f.source.Machine != "" {
+		t, desc, err := f.source.Load(ctx)
 		if err != nil {
 			return in, fmt.Errorf("line rate: %w", err)
 		}
