@@ -25,7 +25,9 @@ func newAttrs(n int) *attrs {
 	return &attrs{m: make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, n)}
 }
 
-func (a *attrs) full() bool { return len(a.m) >= resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice }
+func (a *attrs) full() bool {
+	return len(a.m) >= resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
+}
 
 func (a *attrs) str(name resourceapi.QualifiedName, v string) {
 	switch {

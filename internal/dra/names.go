@@ -65,7 +65,8 @@ func DeviceName(pci string) (string, error) {
 }
 
 // PCIAddress is the inverse of DeviceName: the canonical PCI address a
-// device name was made from.
+// device name was made from. It accepts only names DeviceName makes (one
+// spelling per address), as a claim's allocation result names them.
 func PCIAddress(device string) (string, error) {
 	rest, ok := strings.CutPrefix(device, "pci-")
 	parts := strings.Split(rest, "-")
@@ -75,6 +76,9 @@ func PCIAddress(device string) (string, error) {
 	a, err := pciaddr.Parse(parts[0] + ":" + parts[1] + ":" + parts[2] + "." + parts[3])
 	if err != nil {
 		return "", fmt.Errorf("%w: %q: %w", ErrName, device, err)
+	}
+	if name, _ := DeviceName(a.String()); name != device {
+		return "", fmt.Errorf("%w: %q is not canonical (%q)", ErrName, device, name)
 	}
 	return a.String(), nil
 }
