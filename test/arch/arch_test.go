@@ -83,6 +83,11 @@ var rules = []struct {
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources"},
 	},
 	{
+		name:      "DRA slices are a library over the model and pools",
+		packages:  []string{"internal/dra"},
+		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources", "internal/binding"},
+	},
+	{
 		name:     "benchmark parsing and judging need no node model",
 		packages: []string{"internal/bench"},
 		only:     []string{},
@@ -96,7 +101,7 @@ var rules = []struct {
 		name:     "railyard-cni links no Kubernetes client, gRPC, Helm or image library (it runs per pod)",
 		packages: []string{"cmd/railyard-cni"},
 		forbidden: []string{"k8s.io/client-go", "helm.sh", "github.com/google/go-containerregistry",
-			"github.com/prometheus", "internal/agent", "internal/deviceplugin", "internal/discovery",
+			"github.com/prometheus", "internal/agent", "internal/deviceplugin", "internal/discovery", "internal/dra",
 			"google.golang.org/grpc"}, // late binding lists PodResources through podlist, not gRPC (+11 MB)
 	},
 }
