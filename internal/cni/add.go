@@ -34,7 +34,13 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is the host's own network namespace, not a pod's (%v)", a.Netns, err))
 	}
 	if lateBinding(s) {
-		if err := p.bind(ctx, s, a); err != nil {
+		err := p.bind(ctx, s, a)
+		if errors.Is(err, errNothingToAttach) {
+			// resourceName without Multus: this pod asked for no device
+			// of the pool; it gets no interface from this network.
+			return &current.Result{CNIVersion: current.ImplementedSpecVersion}, nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -58,11 +58,7 @@ func (p *Plugin) bind(ctx context.Context, s *session, a Args) error {
 	if s.cfg.Token == "" && (verr != nil || !hasPool(v, binding.PoolTag(s.cfg.ResourceName))) {
 		// Not a sandbox pool of this node (or no view published): the
 		// device kubelet allocated to the pod from resourceName.
-		socket := s.cfg.PodResourcesSocket
-		if verr == nil && v.PodResourcesSocket != "" {
-			socket = v.PodResourcesSocket
-		}
-		dev, err := p.allocated(ctx, s, a, pod, socket)
+		dev, err := p.allocated(ctx, s, a, pod)
 		if err != nil {
 			return err
 		}
@@ -121,18 +117,32 @@ func pickByResource(s *session, a Args, res binding.Result, pod binding.PodRef) 
 		}
 	}
 	if len(mine) == 0 {
-		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("pod %s holds no token of %s in kubelet's PodResources", pod, s.cfg.ResourceName))
+		return "", errNothingToAttach // BindPod found the pod listed
 	}
 	return "", withCode(types.ErrTryAgainLater, fmt.Errorf("every device bound to pod %s from %s is attached already", pod, s.cfg.ResourceName))
 }
 
-// allocated returns the first device kubelet allocated to pod from
-// resourceName (PodResources, containers in order) that no other
-// attachment of this sandbox holds: resourceName without Multus for a
-// pool without late binding. Token IDs mean a sandbox pool whose view the
-// agent has not published yet: try again later.
-func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.PodRef, socket string) (string, error) {
+// errNothingToAttach: the pod, listed by kubelet's PodResources, holds no
+// device (or token) of the network's resourceName. Without Multus every
+// pod of the node gets the network, so ADD then attaches nothing and
+// succeeds.
+var errNothingToAttach = errors.New("the pod holds no device of the network's resourceName")
+
+// podResourcesSocket is the socket the agent's view names, else the
+// configuration's.
+func podResourcesSocket(s *session) string {
+	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
+	if v, err := store.View(); err == nil && v.PodResourcesSocket != "" {
+		return v.PodResourcesSocket
+	}
+	return s.cfg.PodResourcesSocket
+}
+
+// podDeviceIDs lists the pod's device IDs of resourceName, in container
+// order; listed is false when PodResources does not list the pod.
+func (p *Plugin) podDeviceIDs(ctx context.Context, s *session, pod binding.PodRef) (ids []string, listed bool, err error) {
 	lister := p.PodResources
+	socket := podResourcesSocket(s)
 	if lister == nil {
 		c := podlist.New(socket)
 		defer c.Close()
@@ -142,13 +152,13 @@ func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.
 	defer cancel()
 	pods, err := lister.List(ctx)
 	if err != nil {
-		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("resourceName %s: listing kubelet's PodResources at %s: %w", s.cfg.ResourceName, socket, err))
+		return nil, false, fmt.Errorf("listing kubelet's PodResources at %s: %w", socket, err)
 	}
-	var ids []string
 	for _, pd := range pods {
 		if pd.Namespace != pod.Namespace || pd.Name != pod.Name {
 			continue
 		}
+		listed = true
 		for _, c := range pd.Containers {
 			for _, d := range c.Devices {
 				if d.Resource == s.cfg.ResourceName {
@@ -157,8 +167,23 @@ func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.
 			}
 		}
 	}
-	if len(ids) == 0 {
-		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("pod %s holds no device of %s in kubelet's PodResources", pod, s.cfg.ResourceName))
+	return ids, listed, nil
+}
+
+// allocated returns the first device kubelet allocated to pod from
+// resourceName (PodResources, containers in order) that no other
+// attachment of this sandbox holds: resourceName without Multus for a
+// pool without late binding. Token IDs mean a sandbox pool whose view the
+// agent has not published yet: try again later.
+func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.PodRef) (string, error) {
+	ids, listed, err := p.podDeviceIDs(ctx, s, pod)
+	switch {
+	case err != nil:
+		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("resourceName %s: %w", s.cfg.ResourceName, err))
+	case !listed:
+		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("%w: %s", binding.ErrPodNotListed, pod))
+	case len(ids) == 0:
+		return "", errNothingToAttach
 	}
 	for _, id := range ids {
 		if _, err := binding.ParseToken(id); err == nil {

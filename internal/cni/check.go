@@ -24,6 +24,15 @@ func (p *Plugin) Check(ctx context.Context, a Args) error {
 	}
 	rec, err := s.store.Find(a.ContainerID, a.IfName)
 	if errors.Is(err, state.ErrNoRecord) {
+		if lateBinding(s) && s.cfg.Token == "" {
+			// resourceName: ADD attached nothing to a pod holding no
+			// device of the pool, and still holding none is right.
+			if pod, ok := podArgs(a.PluginArgs); ok {
+				if ids, listed, lerr := p.podDeviceIDs(ctx, s, pod); lerr == nil && listed && len(ids) == 0 {
+					return nil
+				}
+			}
+		}
 		return withCode(types.ErrUnknownContainer, err)
 	}
 	if err != nil {

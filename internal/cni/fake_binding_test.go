@@ -251,11 +251,47 @@ func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
 	w.pr.resp = []podlist.Pod{{Namespace: "ml", Name: "alloc", Containers: []podlist.Container{{Name: "main", Devices: []podlist.Devices{
 		{Resource: "railyard.io/later", IDs: []string{binding.Token(binding.PoolTag("railyard.io/later"), 0, 0)}},
 		{Resource: "railyard.io/odd", IDs: []string{"mlx5_0"}}}}}}}
-	for res, code := range map[string]uint{"railyard.io/later": types.ErrTryAgainLater, "railyard.io/odd": types.ErrInvalidNetworkConfig, "railyard.io/none": types.ErrTryAgainLater} {
+	for res, code := range map[string]uint{"railyard.io/later": types.ErrTryAgainLater, "railyard.io/odd": types.ErrInvalidNetworkConfig} {
 		a := args("sb3", pod1, "net1", conf("net1", res))
 		a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
 		if _, err := p.Add(ctx, a); Code(err) != code {
 			t.Errorf("%s: %v, want code %d", res, err, code)
+		}
+	}
+	// A pod not listed (yet): try again later.
+	a = args("sb4", pod1, "net1", conf("net1", allocRes))
+	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=unlisted"
+	if _, err := p.Add(ctx, a); Code(err) != types.ErrTryAgainLater {
+		t.Errorf("pod not listed: %v, want try again later", err)
+	}
+	w.assertPristine()
+}
+
+// TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingFakeVF:
+// without Multus every pod of the node gets the network (containerd's
+// max_conf_num), including pods that ask no RDMA device (the agent's own,
+// system pods): a listed pod holding no device or token of the pool gets
+// an empty result, CHECK passes and DEL is a no-op, for a pool with and
+// without late binding. Nothing is bound or recorded.
+func TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingFakeVF(t *testing.T) {
+	w := newLateWorld(t)
+	w.pr.resp = append(w.pr.resp, podlist.Pod{Namespace: "kube-system", Name: "dns", Containers: []podlist.Container{{Name: "main"}}})
+	p := w.plugin()
+	ctx := context.Background()
+	for _, res := range []string{lateRes, "railyard.io/rdma_pf_alloc"} {
+		conf := w.conf("", map[string]any{"deviceID": nil, "resourceName": res, "bindingDir": w.dir, "mac": nil})
+		a := args("sb5", pod1, "eth1", conf)
+		a.PluginArgs = "K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=dns"
+		r, err := p.Add(ctx, a)
+		if err != nil || len(r.Interfaces) != 0 || len(r.IPs) != 0 {
+			t.Fatalf("%s: ADD = %+v, %v; want an empty result", res, r, err)
+		}
+		if err := p.Check(ctx, a); err != nil {
+			t.Errorf("%s: CHECK: %v", res, err)
+		}
+		must(t, p.Del(ctx, a))
+		if bs := w.bindings(); len(bs) != 0 {
+			t.Errorf("%s: bindings %+v", res, bs)
 		}
 	}
 	w.assertPristine()
