@@ -16,6 +16,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root"
 GO=${GO:-go}
+# What the VM needs (QEMU >= 8, Debian's kernel, busybox, rdma-core,
+# perftest), installed from Debian's archive when missing; without root
+# hack/vm/run.sh skips with a message instead.
+if [ "$(id -u)" = 0 ] && [ "${VMTEST_INSTALL:-1}" = 1 ]; then
+  "$here/install.sh" || echo "vmtest: hack/vm/install.sh failed; the VM may be skipped" >&2
+fi
 out=$root/_output/vm
 mkdir -p "$out/bin"
 
@@ -27,6 +33,8 @@ pkgs=(
   "./test/vm|."
 )
 t0=$(date +%s.%N)
+"$root/hack/install-cni-tools.sh" >/dev/null # host-device, beside railyard-cni in test/vm
+CGO_ENABLED=0 "$GO" build -o "$out/bin/railyard-cni" ./cmd/railyard-cni
 : >"$out/job.list"
 for entry in "${pkgs[@]}"; do
   pkg=${entry%%|*}
@@ -44,6 +52,7 @@ cat >"$job" <<JOB
 # Runs inside the VM (hack/vm/init), chrooted into the host root.
 ulimit -l unlimited 2>/dev/null
 ip link set lo up
+export RAILYARD_CNI_BIN=$out/bin/railyard-cni
 fails=0
 while IFS='|' read -r name dir bin pat; do
   echo "=== vmtest \$name"
