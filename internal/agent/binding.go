@@ -93,7 +93,8 @@ func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []
 	if res.Bound > 0 {
 		for _, bd := range res.Bindings {
 			b.log.Info("token bound", "resource", bd.Resource, "token", bd.Token, "device", bd.Device, "pod", bd.Pod.String(),
-				"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "took", time.Since(start))
+				"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "took", time.Since(start),
+				"list", res.Took.List, "lockWait", res.Took.LockWait, "locked", res.Took.Locked)
 		}
 	}
 	// Off kubelet's path: the container waits for PreStartContainer.

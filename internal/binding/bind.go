@@ -63,6 +63,20 @@ type Result struct {
 	Collected []Binding
 	// Notes explain unusual choices (NUMA overflow), for logs.
 	Notes []string
+	// Took splits the call's time, for logs and the bind-time goal.
+	Took Timing
+}
+
+// Timing is where a bind's time went.
+type Timing struct {
+	// List is kubelet's PodResources List (Binder only).
+	List time.Duration
+	// LockWait is the wait for the store's lock: other binds, releases
+	// and GC of the node going first.
+	LockWait time.Duration
+	// Locked is the work under the lock: view, policy, the fsynced
+	// commit, CDI specs and device-info files.
+	Locked time.Duration
 }
 
 // Device returns the device bound to token in the result.
@@ -81,11 +95,13 @@ func (r Result) Device(token string) (string, bool) {
 // file) of every token of the pod. It is idempotent: a pod whose tokens are
 // bound gets the same devices, and its files are rewritten if missing.
 func (s *Store) Bind(ctx context.Context, req Request) (Result, error) {
+	began := time.Now()
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
+	locked := time.Now()
 	v, err := s.View()
 	if err != nil {
 		return Result{}, err
@@ -126,6 +142,7 @@ func (s *Store) Bind(ctx context.Context, req Request) (Result, error) {
 	if err := s.writeFiles(v, next, res.Bindings); err != nil {
 		return res, err
 	}
+	res.Took.LockWait, res.Took.Locked = locked.Sub(began), time.Since(locked)
 	return res, nil
 }
 

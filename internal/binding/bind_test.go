@@ -109,6 +109,9 @@ func TestBindIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if first.Took.Locked <= 0 || first.Took.LockWait < 0 || first.Took.List != 0 {
+		t.Errorf("timing %+v: want work under the lock, no List (Store.Bind lists nothing)", first.Took)
+	}
 	before := readFile(t, filepath.Join(s.Dir(), bindingsFile))
 	if err := os.Remove(CDISpecPath(v.CDISpecDir, first.Bindings[1].Token)); err != nil {
 		t.Fatal(err)

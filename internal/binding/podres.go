@@ -44,6 +44,7 @@ func (b *Binder) list(ctx context.Context, v *View) ([]podlist.Pod, error) {
 // when PodResources does not list the pod. Bindings of pods the list
 // shows ended are released in the same change.
 func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (Result, error) {
+	began := time.Now()
 	v, pods, h, err := b.listed(ctx)
 	if err != nil {
 		return Result{}, err
@@ -53,7 +54,10 @@ func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (R
 		return Result{}, fmt.Errorf("%w: %s", ErrPodNotListed, pod)
 	}
 	req.Sandbox, req.By, req.Holders = sandbox, by, &h
-	return b.Store.Bind(ctx, req)
+	listed := time.Since(began)
+	res, err := b.Store.Bind(ctx, req)
+	res.Took.List = listed
+	return res, err
 }
 
 // BindTokens binds the pod of the container holding tokens (the device
@@ -61,6 +65,7 @@ func (b *Binder) BindPod(ctx context.Context, pod PodRef, sandbox, by string) (R
 // no listed container holds (a non-restartable init container's) are bound
 // for no pod, without GPUs.
 func (b *Binder) BindTokens(ctx context.Context, tokens []string, by string) (Result, error) {
+	began := time.Now()
 	v, pods, h, err := b.listed(ctx)
 	if err != nil {
 		return Result{}, err
@@ -70,7 +75,10 @@ func (b *Binder) BindTokens(ctx context.Context, tokens []string, by string) (Re
 		req = Request{Containers: []ContainerTokens{{Tokens: tokens}}}
 	}
 	req.By, req.Holders = by, &h
-	return b.Store.Bind(ctx, req)
+	listed := time.Since(began)
+	res, err := b.Store.Bind(ctx, req)
+	res.Took.List = listed
+	return res, err
 }
 
 // listed reads the view and lists the pods, with who holds which token
