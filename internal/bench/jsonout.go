@@ -65,8 +65,11 @@ var (
 // is false for JSON that is neither (such as bench parse --json output).
 func parseJSONOutput(data []byte, o Options) (Result, bool) {
 	fixed := perftestBareSL.ReplaceAll(jsonTrailingComma.ReplaceAll(data, []byte("$1")), []byte(`$1"sl":`))
+	// The first JSON value is the output; text after it (the tool's
+	// stderr in the same pod log, such as railyard's closing error line)
+	// is not part of it.
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(fixed, &top); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(fixed)).Decode(&top); err != nil {
 		return Result{}, false
 	}
 	if _, ok := top["test_info"]; ok {

@@ -126,3 +126,16 @@ func TestNCCLRowsWithoutHeader(t *testing.T) {
 		t.Error("two numbers detected as a suite")
 	}
 }
+
+// A pod log holds the tool's stdout and stderr: the JSON report, then
+// the error line the failed command printed. The text after the JSON
+// value is ignored, so the failure is read from the report.
+func TestJSONOutputFollowedByStderr(t *testing.T) {
+	log := `{"start":{"version":"railyard-tcp-probe/1 (railyard 0.1.0)"},"intervals":[],"end":{},` +
+		`"error":"tcp probe client: connect to 10.217.0.5:5999: 3 attempts in 3s: connection refused"}` + "\n" +
+		"railyard: tcp probe client: connect to 10.217.0.5:5999: 3 attempts in 3s: connection refused\n"
+	r := Parse([]byte(log))
+	if r.OK || r.Tool != ToolTCPProbe || r.Kind != KindIperf3 || r.Error != "tcp probe client: connect to 10.217.0.5:5999: 3 attempts in 3s: connection refused" {
+		t.Errorf("parsed %s %s ok=%v %q", r.Tool, r.Kind, r.OK, r.Error)
+	}
+}

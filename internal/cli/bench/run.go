@@ -175,6 +175,8 @@ func printRuns(w io.Writer, out benchrun.Outcome) error {
 		fmt.Fprintf(w, "kept %d objects (--keep); delete them with: kubectl delete pod,service -l %s -A\n", len(out.Created), benchplan.LabelRun)
 	case out.CleanupErr != nil:
 		fmt.Fprintf(w, "cleanup incomplete: %v\n", out.CleanupErr)
+	case out.Interrupted:
+		fmt.Fprintf(w, "sent the deletes of the %d objects the run created (interrupted: not waiting for them to go)\n", len(out.Created))
 	default:
 		fmt.Fprintf(w, "deleted the %d objects the run created\n", len(out.Created))
 	}
