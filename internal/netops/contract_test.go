@@ -68,8 +68,8 @@ func baseName(p string) string {
 
 // contractCases is one table of kernel behaviour railyard-cni relies on;
 // TestContract runs it against the kernel and against netopstest.Fake, so
-// the fake cannot drift from the kernel unnoticed. (VF and RDMA operations
-// need SR-IOV and RDMA hardware and are not here.)
+// the fake cannot drift from the kernel unnoticed. (VF operations need
+// SR-IOV hardware: their table, TestVFContract, runs on the VM's igb.)
 var contractCases = []struct {
 	name string
 	run  func(t *testing.T, w world)

@@ -11,5 +11,8 @@
 // fake that records every call and can inject a failure at any call; only
 // tests use it. VF-through-PF settings and RDMA netlink cannot run on a
 // machine without SR-IOV or RDMA hardware, so they are exercised through the
-// fake there, while links, namespaces and addresses run for real in tests.
+// fake there, while links, namespaces and addresses run for real in tests;
+// in the VM of `make vmtest` (hack/vm) they run against a real igb PF and
+// the real RDMA subsystem (tests named RealVF/RealRDMA), and TestVFContract
+// runs one table on that kernel and on the fake.
 package netops
