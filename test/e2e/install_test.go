@@ -274,6 +274,19 @@ func attachThroughContainerdCNI(ctx context.Context, t *testing.T, c *framework.
 		t.Errorf("eth1 in the pod: %q (%v), want an address from 10.58.0.0/24", addr, err)
 	}
 	t.Logf("containerd's CNI call attached the allocated PF %s (%s) as eth1: %s", pf, netdev, strings.Join(strings.Fields(addr)[1:4], " "))
+	// A pod asking for no PF gets the network too (containerd runs it for
+	// every pod): it starts, without eth1.
+	plain := framework.BusyboxPod("default", "install-plain", "sleep", "3600")
+	if _, err := c.CreatePod(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePodNow(t, c, "default", "install-plain") })
+	if _, err := c.WaitForPodPhase(ctx, "default", "install-plain", corev1.PodRunning); err != nil {
+		t.Fatalf("a pod without RDMA devices on a node with the network: %v", err)
+	}
+	if links, err := c.Exec(ctx, "default", "install-plain", "main", "ip", "-o", "link"); err != nil || strings.Contains(links, "eth1") {
+		t.Errorf("the pod without RDMA devices has links %q (%v), want no eth1", links, err)
+	}
 	if err := c.DeletePod(ctx, "default", name); err != nil {
 		t.Fatal(err)
 	}
