@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,7 +104,10 @@ func TestDelWithRecordRemovedRealVF(t *testing.T) {
 	if l.Alias != "" {
 		t.Errorf("alias %q left", l.Alias)
 	}
-	// Without the record the VF settings cannot be known: reset them as
-	// an operator would for the next test.
+	// Without the record the MTU, MAC and VF settings cannot be known and
+	// stay as the pod had them: put them back as an operator would, for
+	// the next test.
+	netnstest.IP(t, "link", "set", w.dev, "mtu", strconv.Itoa(w.orig.MTU), "address", w.orig.MAC.String())
 	netnstest.IP(t, "link", "set", w.pf.Netdev, "vf", "0", "vlan", "0", "spoofchk", "on", "trust", "off", "mac", "00:00:00:00:00:00")
+	w.assertPristine()
 }
