@@ -157,9 +157,11 @@ func TestRealAllocatorAlignedPairsMatchTheExhaustiveOptimum(t *testing.T) {
 					continue
 				}
 				var got score
+				classes := map[topology.Class]int{}
 				for _, p := range c.pairs(t, res, k) {
 					l := level(p.gpu, p.nic)
 					got[l]++
+					classes[c.topo.Class(p.gpu.pci, p.nic.pci)]++
 					if p.gpuSub != levels[l] {
 						t.Errorf("%s %s k=%d: GPU %s at level %s got NIC %s at level %s", m, kind, k, p.gpu.pci, p.gpuSub, p.nic.pci, levels[l])
 					}
@@ -167,6 +169,7 @@ func TestRealAllocatorAlignedPairsMatchTheExhaustiveOptimum(t *testing.T) {
 				if got != opt {
 					t.Errorf("%s %s k=%d: pairs per level (root, numa, other) %v, optimum %v", m, kind, k, got, opt)
 				}
+				t.Logf("%s %s k=%d: pairs per level (root, numa, other) %v; classes %v", m, kind, k, got, classes)
 			}
 		}
 	}

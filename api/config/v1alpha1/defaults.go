@@ -70,6 +70,7 @@ func Default(c *AgentConfig) {
 		setString(&p.DeviceKind, DefaultDeviceKind)
 		setString(&p.Policy, DefaultPolicy)
 		setString(&p.Binding, BindingAllocate)
+		setString(&p.Delivery, DeliveryDevicePlugin)
 		if p.DeviceKind == KindShared && p.SharedLimit == nil {
 			n := DefaultSharedLimit
 			p.SharedLimit = &n

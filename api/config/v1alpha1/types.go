@@ -44,6 +44,16 @@ const (
 	BindingSandbox = "sandbox"
 )
 
+// How a pool's devices reach pods (Pool.Delivery).
+const (
+	// DeliveryDevicePlugin serves the pool to kubelet as an extended
+	// resource through the device plugin API.
+	DeliveryDevicePlugin = "devicePlugin"
+	// DeliveryDRA publishes the pool's devices in ResourceSlices for
+	// Dynamic Resource Allocation (driver rdma.railyard.io, docs/dra.md).
+	DeliveryDRA = "dra"
+)
+
 // Allocation policy names (see internal/alloc).
 const (
 	PolicySpread   = "spread"
@@ -136,6 +146,12 @@ type Pool struct {
 	// Binding is "allocate" (default) or "sandbox" (late binding: see
 	// docs/agent.md).
 	Binding string `json:"binding,omitempty"`
+	// Delivery is how the pool's devices reach pods: "devicePlugin"
+	// (default) or "dra". A pool is served one way only, so the device
+	// plugin and DRA never hand out the same device; the agent's DRA
+	// kubelet plugin is not built yet, so "dra" is refused for now
+	// (docs/dra.md).
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // Selectors choose the devices of a pool. Empty selectors match anything.

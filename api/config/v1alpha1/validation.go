@@ -62,6 +62,7 @@ func Validate(c *AgentConfig) field.ErrorList {
 		p := field.NewPath("pools").Index(i)
 		errs = append(errs, validatePool(p, &c.Pools[i])...)
 		errs = append(errs, validateBinding(p, c, &c.Pools[i])...)
+		errs = append(errs, validateDelivery(p, &c.Pools[i])...)
 		if j, dup := seen[c.Pools[i].Name]; dup {
 			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also pools[%d])", c.Pools[i].Name, j)))
 		} else {
@@ -117,6 +118,39 @@ func validateBinding(path *field.Path, c *AgentConfig, p *Pool) field.ErrorList 
 	}
 	if p.CDIKind != "" {
 		errs = append(errs, field.Invalid(path.Child("cdiKind"), p.CDIKind, "a sandbox pool's containers get the CDI devices railyard.io/binding=<token>: leave cdiKind unset"))
+	}
+	return errs
+}
+
+// draServed says whether the agent serves pools with delivery "dra". It
+// does not yet: its DRA kubelet plugin is not built, and a dra pool must
+// not fall back to the device plugin unnoticed.
+const draServed = false
+
+// validateDelivery checks a pool's delivery mode: one of the two (never
+// both), and for DRA what the DRA driver cannot do (shares of a NIC, late
+// binding tokens, extra CDI names: a DRA claim's devices always reach the
+// container through the driver's own CDI devices).
+func validateDelivery(path *field.Path, p *Pool) field.ErrorList {
+	modes := []string{DeliveryDevicePlugin, DeliveryDRA}
+	if !contains(modes, p.Delivery) {
+		return field.ErrorList{field.NotSupported(path.Child("delivery"), p.Delivery, modes)}
+	}
+	if p.Delivery != DeliveryDRA {
+		return nil
+	}
+	var errs field.ErrorList
+	if !draServed {
+		errs = append(errs, field.Invalid(path.Child("delivery"), p.Delivery, "the agent's DRA kubelet plugin is not built yet (docs/dra.md): serve the pool with devicePlugin"))
+	}
+	if p.DeviceKind == KindShared {
+		errs = append(errs, field.Invalid(path.Child("deviceKind"), p.DeviceKind, "DRA publishes whole VFs or PFs: a NIC shared by many claims needs consumable capacity (alpha)"))
+	}
+	if p.Binding == BindingSandbox {
+		errs = append(errs, field.Invalid(path.Child("binding"), p.Binding, "the scheduler binds a DRA pool's devices with the pod's GPUs: late binding is for devicePlugin pools"))
+	}
+	if p.CDIKind != "" {
+		errs = append(errs, field.Invalid(path.Child("cdiKind"), p.CDIKind, "a DRA pool's devices always reach the container as the driver's CDI devices: leave cdiKind unset"))
 	}
 	return errs
 }
