@@ -54,6 +54,10 @@ func Objects(opts Options) ([]runtime.Object, error) {
 			case Perftest:
 				svc, server, client := perftestPair(ov, v)
 				objs = append(objs, svc, server, client)
+			case GPUDirectTest:
+				if v == RDMA {
+					objs = append(objs, gpudirectPairs(ov)...)
+				}
 			case TCPProbe:
 				if v == RDMA {
 					continue // a TCP measurement has no RDMA variant

@@ -117,6 +117,9 @@ type Options struct {
 	ProbeImage    string
 	ProbeStreams  int    // parallel TCP streams; 0 means DefaultProbeStreams
 	ProbeDuration string // how long the client sends (a Go duration); empty means DefaultProbeDuration
+	// GPUDirect is the GPU and NICs of the GPUDirect pairs (ChooseGPUDirect);
+	// needed by GPUDirectTest.
+	GPUDirect *GPUDirect
 }
 
 // withDefaults fills zero fields and checks the rest; it returns every
@@ -210,6 +213,8 @@ func (o Options) withDefaults() (Options, error) {
 			}
 		case TCPProbe:
 			errs = append(errs, validateProbe(o)...)
+		case GPUDirectTest:
+			errs = append(errs, validateGPUDirect(o)...)
 		case NCCLTests:
 			if o.Workers < 1 {
 				errs = append(errs, errors.New("workers: nccl-tests needs at least one worker (give --nodes or --workers)"))
@@ -231,7 +236,7 @@ func (o Options) withDefaults() (Options, error) {
 				errs = append(errs, fmt.Errorf("horovod script %q: want an absolute path in the image", o.HorovodScript))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("test %q: want perftest, probe, nccl, osu or horovod", t))
+			errs = append(errs, fmt.Errorf("test %q: want perftest, probe, gpudirect, nccl, osu or horovod", t))
 		}
 	}
 	if !perftestBinary.MatchString(o.Perftest) {

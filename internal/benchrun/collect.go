@@ -54,6 +54,9 @@ func (rs *runState) outcome(o bench.Options) RunOutcome {
 	res := rs.run.Result
 	out := RunOutcome{Name: rs.run.Name, Test: rs.run.Test, Scenario: rs.run.Variant, Status: rs.status, Reason: rs.reason,
 		ResultPod: res.Namespace + "/" + res.Name, Logs: rs.logs}
+	if rs.run.Scenario != "" {
+		out.Scenario = rs.run.Scenario
+	}
 	if out.Scenario == "" {
 		out.Scenario = rs.run.Name
 	}

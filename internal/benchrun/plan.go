@@ -29,9 +29,15 @@ type Plan struct {
 // Run is one benchmark: a pair of pods (or one pod) and their Services,
 // sharing a benchplan.LabelRun label.
 type Run struct {
-	Name     string // the benchplan.LabelRun value
-	Test     string // benchplan.LabelTest (perftest, probe)
-	Variant  string // benchplan.LabelVariant (rdma, tcp, tcp-podnet): the report's scenario
+	Name    string // the benchplan.LabelRun value
+	Test    string // benchplan.LabelTest (perftest, probe)
+	Variant string // benchplan.LabelVariant (rdma, tcp, tcp-podnet): the report's scenario
+	// Scenario is benchplan.LabelScenario when set (gpudirect-near,
+	// gpudirect-far), the report's scenario instead of the variant.
+	Scenario string
+	// After is the run that must finish before this one starts
+	// (benchplan.AnnotationAfterRun), "" for none.
+	After    string
 	Services []*corev1.Service
 	// Pods in creation order: pods without benchplan.AnnotationServerPod
 	// first.
@@ -110,7 +116,8 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 			return nil
 		}
 		if byName[run] == nil {
-			byName[run] = &Run{Name: run, Test: labels[benchplan.LabelTest], Variant: labels[benchplan.LabelVariant]}
+			byName[run] = &Run{Name: run, Test: labels[benchplan.LabelTest], Variant: labels[benchplan.LabelVariant],
+				Scenario: labels[benchplan.LabelScenario]}
 		}
 		return byName[run]
 	}
@@ -135,6 +142,7 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 		}
 		p.Runs = append(p.Runs, *r)
 	}
+	errs = append(errs, checkAfter(byName)...)
 	if err := errors.Join(errs...); err != nil {
 		return Plan{}, fmt.Errorf("plan: %w", err)
 	}
@@ -163,6 +171,15 @@ func (r *Run) finish() error {
 		return fmt.Errorf("run %s: no pod annotated %s=true", r.Name, benchplan.AnnotationResult)
 	}
 	for _, p := range r.Pods {
+		after := p.Annotations[benchplan.AnnotationAfterRun]
+		if after != "" && r.After != "" && after != r.After {
+			return fmt.Errorf("run %s: its pods wait for different runs (%s, %s)", r.Name, r.After, after)
+		}
+		if after != "" {
+			r.After = after
+		}
+	}
+	for _, p := range r.Pods {
 		server := p.Annotations[benchplan.AnnotationServerPod]
 		if server == "" {
 			servers = append(servers, p)
@@ -185,6 +202,33 @@ func (r *Run) finish() error {
 	}
 	r.Pods = append(servers, clients...)
 	return nil
+}
+
+// checkAfter checks that every run waits only for another run of the plan
+// and that no chain of waits comes back to where it started.
+func checkAfter(runs map[string]*Run) []error {
+	var errs []error
+	for name, r := range runs {
+		if r.After == "" {
+			continue
+		}
+		if runs[r.After] == nil {
+			errs = append(errs, fmt.Errorf("run %s: waits for run %s, not in the plan", name, r.After))
+			continue
+		}
+		seen := map[string]bool{name: true}
+		for cur := r.After; cur != ""; cur = runs[cur].After {
+			if seen[cur] {
+				errs = append(errs, fmt.Errorf("run %s: its runs wait for each other in a cycle", name))
+				break
+			}
+			seen[cur] = true
+			if runs[cur] == nil {
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // SetNamespace moves every object of the plan to ns.

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/railyard-io/railyard/internal/benchplan"
 )
 
@@ -88,4 +91,46 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLoadRefusesBadWaits(t *testing.T) {
+	probe := planYAML(t, benchplan.Options{Image: "i", Nodes: []string{"a", "b"}, Tests: []benchplan.Test{benchplan.TCPProbe},
+		Variants: []benchplan.Variant{benchplan.TCP, benchplan.TCPPodNetwork}})
+	p, err := Load(strings.NewReader(probe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, r := range p.Runs {
+		for _, s := range r.Services {
+			objs = append(objs, s)
+		}
+		for _, pod := range r.Pods {
+			objs = append(objs, pod)
+		}
+	}
+	set := func(run, waitsFor string) {
+		for _, o := range objs {
+			if pod, ok := o.(*corev1.Pod); ok && pod.Labels[benchplan.LabelRun] == run {
+				if pod.Annotations == nil {
+					pod.Annotations = map[string]string{}
+				}
+				pod.Annotations[benchplan.AnnotationAfterRun] = waitsFor
+			}
+		}
+	}
+	set("railyard-bench-probe-tcp", "gone")
+	if _, err := FromObjects(objs); err == nil || !strings.Contains(err.Error(), "waits for run gone, not in the plan") {
+		t.Errorf("err = %v", err)
+	}
+	set("railyard-bench-probe-tcp", "railyard-bench-probe-tcp-podnet")
+	set("railyard-bench-probe-tcp-podnet", "railyard-bench-probe-tcp")
+	if _, err := FromObjects(objs); err == nil || !strings.Contains(err.Error(), "in a cycle") {
+		t.Errorf("err = %v", err)
+	}
+	set("railyard-bench-probe-tcp-podnet", "")
+	p, err = FromObjects(objs)
+	if err != nil || p.Runs[0].After != "railyard-bench-probe-tcp-podnet" {
+		t.Errorf("%v %+v", err, p.Runs[0])
+	}
 }

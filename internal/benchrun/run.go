@@ -123,6 +123,7 @@ type runState struct {
 	status   Status
 	reason   string
 	finished bool
+	started  bool // its objects are being created (a run may wait for another)
 }
 
 // Execute creates the plan's objects, waits for every run, collects logs,
@@ -193,35 +194,43 @@ func (e *executor) createdNames() []string {
 	return out
 }
 
-// createInitial creates every Service and every pod that waits for no
-// server. An object that exists already, or an API server that refuses
-// the very first object, stops the whole plan; any other refusal fails
-// that run only.
+// createInitial starts every run that waits for no other run. An object
+// that exists already, or an API server that refuses the very first
+// object, stops the whole plan; any other refusal fails that run only.
 func (e *executor) createInitial(ctx context.Context) error {
 	for _, rs := range e.runs {
-		for _, svc := range rs.run.Services {
-			if err := e.c.CreateService(ctx, svc.DeepCopy()); err != nil {
-				if err := e.fatal(err, kindService, svc.Namespace, svc.Name); err != nil {
-					return err
-				}
-				rs.fail(Failed, fmt.Sprintf("create service %s: %v", svc.Name, err))
-				break
-			}
-			e.created = append(e.created, created{kindService, svc.Namespace, svc.Name})
-		}
-		if rs.finished {
+		if rs.run.After != "" {
 			continue
 		}
-		for _, pod := range rs.run.Pods {
-			if pod.Annotations[benchplan.AnnotationServerPod] != "" {
-				continue
-			}
-			if err := e.createPod(ctx, rs, pod.DeepCopy()); err != nil {
+		if err := e.startRun(ctx, rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startRun creates a run's Services and every pod that waits for no server.
+func (e *executor) startRun(ctx context.Context, rs *runState) error {
+	rs.started = true
+	for _, svc := range rs.run.Services {
+		if err := e.c.CreateService(ctx, svc.DeepCopy()); err != nil {
+			if err := e.fatal(err, kindService, svc.Namespace, svc.Name); err != nil {
 				return err
 			}
-			if rs.finished {
-				break
-			}
+			rs.fail(Failed, fmt.Sprintf("create service %s: %v", svc.Name, err))
+			return nil
+		}
+		e.created = append(e.created, created{kindService, svc.Namespace, svc.Name})
+	}
+	for _, pod := range rs.run.Pods {
+		if pod.Annotations[benchplan.AnnotationServerPod] != "" {
+			continue
+		}
+		if err := e.createPod(ctx, rs, pod.DeepCopy()); err != nil {
+			return err
+		}
+		if rs.finished {
+			return nil
 		}
 	}
 	return nil

@@ -63,11 +63,28 @@ func (e *executor) observe(ctx context.Context) {
 		if rs.finished {
 			continue
 		}
+		if !rs.started {
+			if after := e.run(rs.run.After); after != nil && after.finished {
+				if err := e.startRun(ctx, rs); err != nil {
+					rs.fail(Failed, err.Error()) // an object exists already: this run only, the others run on
+				}
+			}
+			continue
+		}
 		e.update(ctx, rs, seen, listed)
 	}
 	if e.o.Progress != nil {
 		e.o.Progress(e.progress())
 	}
+}
+
+func (e *executor) run(name string) *runState {
+	for _, rs := range e.runs {
+		if rs.run.Name == name {
+			return rs
+		}
+	}
+	return nil
 }
 
 func (e *executor) namespaces() []string {
@@ -200,6 +217,9 @@ func (e *executor) finishUnfinished(parent context.Context) {
 
 // waitingFor describes every pod of an unfinished run.
 func (rs *runState) waitingFor() string {
+	if !rs.started {
+		return "waiting for run " + rs.run.After + " to finish first"
+	}
 	var parts []string
 	for _, pod := range rs.run.Pods {
 		switch cur := rs.pods[pod.Name]; {

@@ -40,6 +40,7 @@ type FakeKubelet struct {
 	polls   map[string]int
 	nextIP  int
 	created map[string]*corev1.Pod // each pod as first seen (its spec as created)
+	order   []string               // pod names in the order first seen
 }
 
 // New returns a fake kubelet over a new fake clientset.
@@ -73,6 +74,7 @@ func (k *FakeKubelet) step(ctx context.Context) {
 		p := &pods.Items[i]
 		if k.created[p.Name] == nil {
 			k.created[p.Name] = p.DeepCopy()
+			k.order = append(k.order, p.Name)
 		}
 		s := k.scripts[p.Name]
 		ct := p.Spec.Containers[0].Name
@@ -135,4 +137,12 @@ func (f fakeLogs) PodLogs(_ context.Context, _, pod, _ string, limit int64) ([]b
 		log = log[:limit]
 	}
 	return []byte(log), nil
+}
+
+// Order returns the pod names in the order the fake kubelet first saw
+// them (the order they were created in, one poll apart at least).
+func (k *FakeKubelet) Order() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.order...)
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/benchplan"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/topo"
 )
 
 func newPlanCommand(s iostreams.Streams) *cobra.Command {
@@ -17,6 +19,8 @@ func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var variant, perftestArgs, ncclArgs, horovodArgs string
 	var tests, env, resources, networks []string
 	var resourceCount int
+	var source topo.Source
+	var gpudirectGPU string
 	cmd := &cobra.Command{
 		Use:   "plan --image IMAGE --nodes A,B [flags]",
 		Short: "Print the Kubernetes manifests that run perftest, nccl-tests, OSU and Horovod on Railyard's resources",
@@ -52,7 +56,15 @@ count, --resource-count the others'. Unequal numbers of --resource and
     --resource intel.com/sriov_111 --network sriov-111 \
     --resource intel.com/sriov_112 --network sriov-112
 
-Collect the outputs with kubectl logs and feed them to bench report.`,
+GPUDirect RDMA, aligned against unaligned: --tests gpudirect with the
+node's topology (--machine NAME or --sysfs DIR; --gpudirect-gpu picks the
+GPU) plans two perftest pairs with --use_cuda on one GPU, one through that
+GPU's rail NIC and one through the farthest NIC, every pod taking every GPU
+of its node:
+  railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --machine dgx-h100
+
+Run the pod pairs with bench run -f (it writes the report), or apply with
+kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch variant {
@@ -97,6 +109,22 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
+			if slices.Contains(o.Tests, benchplan.GPUDirectTest) {
+				if source.Sysfs == "" && source.Machine == "" {
+					return errors.New("--tests gpudirect needs the node's topology: --machine NAME or --sysfs DIR (--sysfs /sys on a node like the benchmark's)")
+				}
+				t, desc, err := source.Load(cmd.Context())
+				if err != nil {
+					return err
+				}
+				g, err := benchplan.ChooseGPUDirect(t, gpudirectGPU)
+				if err != nil {
+					return fmt.Errorf("%s: %w", desc, err)
+				}
+				o.GPUDirect = &g
+				fmt.Fprintf(s.ErrOut, "bench plan: gpudirect from %s: GPU %s (CUDA %d of %d): near %s %s (%s), far %s %s (%s)\n",
+					desc, g.GPU, g.CUDAIndex, g.GPUs, g.Near.RDMA, g.Near.PCI, g.Near.Class, g.Far.RDMA, g.Far.PCI, g.Far.Class)
+			}
 			objs, err := benchplan.Objects(o)
 			if err != nil {
 				return err
@@ -119,7 +147,9 @@ Collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
 	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
 	fl.StringVar(&variant, "variant", "both", "rdma, tcp (over the secondary network), tcp-podnet (no secondary network), both (rdma and tcp) or all")
-	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, probe (Railyard's TCP probe pair, tcp variants only), nccl, osu, horovod")
+	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, probe (Railyard's TCP probe pair, tcp variants only), gpudirect (needs --machine or --sysfs), nccl, osu, horovod")
+	source.AddFlags(cmd)
+	fl.StringVar(&gpudirectGPU, "gpudirect-gpu", "", "--tests gpudirect: the GPU, an index in PCI order or a PCI address (default the first with a GPUDirect rail)")
 	fl.StringVar(&o.ProbeImage, "probe-image", "", "image with the railyard binary for --tests probe (default --image)")
 	fl.IntVar(&o.ProbeStreams, "probe-streams", benchplan.DefaultProbeStreams, "parallel TCP streams of the probe")
 	fl.StringVar(&o.ProbeDuration, "probe-duration", benchplan.DefaultProbeDuration, "how long the probe client sends")

@@ -182,3 +182,24 @@ func TestRunCommandErrors(t *testing.T) {
 		t.Errorf("missing kubeconfig: %v", err)
 	}
 }
+
+// TestPlanGPUDirectCommand: --tests gpudirect chooses the GPU and NICs
+// from a built-in model and says so on stderr.
+func TestPlanGPUDirectCommand(t *testing.T) {
+	out, errOut, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "gpudirect", "--variant", "rdma",
+		"--machine", "roce-8gpu-4nic", "--gpudirect-gpu", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "GPU 0000:86:00.0 (CUDA 5 of 8): near mlx5_2 0000:84:00.0 (PIX), far mlx5_0 0000:05:00.0 (SYS)") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	for _, want := range []string{"exec ib_write_bw -d mlx5_2 --use_cuda=5", "exec ib_write_bw -d mlx5_0 --use_cuda=5", "nvidia.com/gpu: \"8\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	if _, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "gpudirect"); err == nil || !strings.Contains(err.Error(), "needs the node's topology") {
+		t.Errorf("without a topology: %v", err)
+	}
+}
