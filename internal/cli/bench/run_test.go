@@ -203,3 +203,21 @@ func TestPlanGPUDirectCommand(t *testing.T) {
 		t.Errorf("without a topology: %v", err)
 	}
 }
+
+// On a terminal the progress is one line redrawn in place with a bar of
+// the runs done; elsewhere a plain line per change (TestRunCommand...).
+func TestProgressBarOnTerminal(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progressPrinter{w: &buf, tty: true}
+	p.update(benchrun.Progress{Runs: 4, RunsDone: 1, Pods: 8, Created: 4, Scheduled: 3, Running: 2, Succeeded: 1, Elapsed: 2500 * time.Millisecond})
+	p.update(benchrun.Progress{Runs: 4, RunsDone: 4, Pods: 8, Created: 8, Scheduled: 8, Succeeded: 8, Elapsed: 9 * time.Second})
+	p.done()
+	want := "\r\033[K[######------------------] runs 1/4 done; pods 4/8 created, 3 scheduled, 2 running, 1 succeeded, 0 failed (3s)" +
+		"\r\033[K[########################] runs 4/4 done; pods 8/8 created, 8 scheduled, 0 running, 8 succeeded, 0 failed (9s)\n"
+	if buf.String() != want {
+		t.Errorf("got  %q\nwant %q", buf.String(), want)
+	}
+	if isTerminal(&buf) {
+		t.Error("a buffer is a terminal")
+	}
+}
