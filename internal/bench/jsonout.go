@@ -23,6 +23,13 @@ func ParseWith(data []byte, o Options) Result {
 		if r, ok := parseJSONOutput(t, o); ok {
 			return r
 		}
+	} else if i := bytes.Index(data, []byte("\n{")); i >= 0 {
+		// A pod log interleaves the tool's stderr with its stdout: lines
+		// before the tool's JSON (a warning, a failed command's closing
+		// error line that the runtime logged first) are not part of it.
+		if r, ok := parseJSONOutput(bytes.TrimSpace(data[i+1:]), o); ok {
+			return r
+		}
 	}
 	return parseText(data)
 }

@@ -139,3 +139,19 @@ func TestJSONOutputFollowedByStderr(t *testing.T) {
 		t.Errorf("parsed %s %s ok=%v %q", r.Tool, r.Kind, r.OK, r.Error)
 	}
 }
+
+// The runtime may log the stderr line before the JSON on stdout (two
+// pipes, read concurrently): lines before a tool's JSON are skipped too.
+// Text whose later line starts with '{' but is no tool JSON stays text.
+func TestJSONOutputAfterStderr(t *testing.T) {
+	log := "railyard: tcp probe client: connect to 10.217.0.5:5999: connection refused\n" +
+		`{"start":{"version":"railyard-tcp-probe/1"},"intervals":[],"end":{},"error":"tcp probe client: connect to 10.217.0.5:5999: connection refused"}` + "\n"
+	r := Parse([]byte(log))
+	if r.OK || r.Tool != ToolTCPProbe || r.Error != "tcp probe client: connect to 10.217.0.5:5999: connection refused" {
+		t.Errorf("parsed %s ok=%v %q", r.Tool, r.OK, r.Error)
+	}
+	text := "# Collective test starting: all_reduce_perf\n{not json}\n"
+	if r := Parse([]byte(text)); r.Tool != "all_reduce_perf" {
+		t.Errorf("text with a brace line parsed as %s %s", r.Tool, r.Kind)
+	}
+}

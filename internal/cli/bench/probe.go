@@ -47,8 +47,8 @@ func newProbeTCPCommand(s iostreams.Streams) *cobra.Command {
 
 The server serves one test and exits (0 when the test completed). The
 client retries connecting for --wait (the server may start later), sends
-over --streams TCP connections for --duration, and prints the result as
-iperf3-compatible JSON (start, intervals[].sum, end.sum_sent,
+over --streams TCP connections for --duration, and prints the result on
+one line as iperf3-compatible JSON (start, intervals[].sum, end.sum_sent,
 end.sum_received, error) whose start.version is "railyard-tcp-probe/1": a
 TCP measurement over whatever interface the route to the server takes. It
 exits non-zero when the test failed, after printing the report with its
@@ -74,7 +74,9 @@ error.`,
 			}
 			o.Addr, o.Wait, o.Version = serverAddr(connect, port), wait, "railyard "+version.String()
 			rep, runErr := benchprobe.Run(cmd.Context(), o)
-			out, err := json.MarshalIndent(rep, "", "  ")
+			// One line: a pod log interleaves stdout and stderr line by
+			// line, so the report stays whole whatever else is logged.
+			out, err := json.Marshal(rep)
 			if err != nil {
 				return errors.Join(runErr, fmt.Errorf("tcp probe report: %w", err))
 			}

@@ -32,6 +32,9 @@ func TestProbeTCPCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("the report is not one line:\n%s", out)
+	}
 	r := bench.Parse([]byte(out))
 	if !r.OK || r.Tool != bench.ToolTCPProbe || r.Summary[bench.SumReceivedGbps] <= 0 || len(r.Iperf) < 4 {
 		t.Fatalf("client output parsed as %s ok=%v %q %v, %d rows", r.Tool, r.OK, r.Error, r.Summary, len(r.Iperf))
