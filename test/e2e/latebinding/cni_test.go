@@ -16,7 +16,6 @@ import (
 
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
-	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -38,21 +37,7 @@ func TestLateBindingThroughContainerdCNI(t *testing.T) {
 	netnstest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	n := newNode(t, c, "pf")
-	pods := podlist.New(c.PodResourcesSocket())
-	defer pods.Close()
-	gpu := &standinGPUPlugin{gpus: n.topo.GPUs, tokenRes: lateRes, pods: pods, orders: map[string]int{}}
-	if err := gpu.start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer gpu.stop()
-	n.startAgent(t, c)
-	t.Cleanup(func() { _ = c.StopHelper("railyard-agent", 10*time.Second) })
-	for res, want := range map[corev1.ResourceName]int64{gpuRes: 8, lateRes: int64(len(n.topo.NICs))} {
-		if err := c.WaitForNodeAllocatable(ctx, res, want); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n, _ := startNode(ctx, t, c, "pf")
 
 	// Every PF's netdev, on the host, as a veth named like it.
 	peer := netnstest.NewNetns(t, "cnipeer")
