@@ -286,3 +286,25 @@ func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
 		t.Fatal("device not attached to the new pod")
 	}
 }
+
+// A VF whose netdev was down before ADD stays down after DEL, so the VF
+// never tells the PF its own MAC again: the pod's MAC, which the PF learnt
+// while the pod had the netdev up, must be cleared through the PF (issue
+// 15: found on a real igb VF).
+func TestDelClearsThePodsMACThroughThePFFakeVF(t *testing.T) {
+	w := newWorld(t)
+	a := args("c1", pod1, "net1", w.conf(vf2PCI, nil))
+	if _, err := w.plugin().Add(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.ops.VFAddresses(ctx, "ens1f0", 3); got.MAC.String() != "02:bb:00:00:00:01" {
+		t.Fatalf("VF MAC through the PF while attached %s, want the pod's", got.MAC)
+	}
+	must(t, w.plugin().Del(ctx, a))
+	if got, _ := w.ops.VFAddresses(ctx, "ens1f0", 3); got.MAC.String() != "00:00:00:00:00:00" {
+		t.Errorf("VF MAC through the PF after DEL %s, want none (all zeros)", got.MAC)
+	}
+	if l, ok := w.ops.LinkIn(netops.Host, "ens1f0v3"); !ok || l.Up || l.MAC.String() != origMAC.String() {
+		t.Errorf("host link %+v", l)
+	}
+}

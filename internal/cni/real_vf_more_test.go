@@ -107,7 +107,7 @@ func TestDelWithRecordRemovedRealVF(t *testing.T) {
 	// Without the record the MTU, MAC and VF settings cannot be known and
 	// stay as the pod had them: put them back as an operator would, for
 	// the next test.
-	netnstest.IP(t, "link", "set", w.dev, "mtu", strconv.Itoa(w.orig.MTU), "address", w.orig.MAC.String())
+	netnstest.IP(t, "link", "set", w.dev, "mtu", strconv.Itoa(w.orig.MTU), "address", w.orig.MAC.String(), "up")
 	netnstest.IP(t, "link", "set", w.pf.Netdev, "vf", "0", "vlan", "0", "spoofchk", "on", "trust", "off", "mac", "00:00:00:00:00:00")
 	w.assertPristine()
 }

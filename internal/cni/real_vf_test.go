@@ -72,7 +72,8 @@ func (w *vfWorld) args(cid string) Args { return args(cid, w.pod, "net1", w.conf
 
 // assertPristine checks the VF as the kernel reports it: its netdev on the
 // host as before, the VF settings and the VF's MAC through the PF as
-// before (all zeros: none), nothing in the pod, no record.
+// before (all zeros: none, or the netdev's own), nothing in the pod, no
+// record.
 func (w *vfWorld) assertPristine() {
 	w.t.Helper()
 	lx := netops.Linux{}
@@ -87,8 +88,11 @@ func (w *vfWorld) assertPristine() {
 	if s, err := lx.VF(ctx, w.pf.Netdev, w.vf); err != nil || s != w.origVF {
 		w.t.Errorf("VF settings %+v (%v), want %+v", s, err, w.origVF)
 	}
-	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "00:00:00:00:00:00" {
-		w.t.Errorf("VF MAC through the PF %s (%v), want none (00:00:00:00:00:00)", a.MAC, err)
+	// None (all zeros) as before ADD, or the netdev's own MAC, which igbvf
+	// tells the PF again when its netdev comes back up: never the pod's.
+	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil ||
+		(a.MAC.String() != "00:00:00:00:00:00" && a.MAC.String() != o.MAC.String()) {
+		w.t.Errorf("VF MAC through the PF %s (%v), want none (00:00:00:00:00:00) or the netdev's own %s", a.MAC, err, o.MAC)
 	}
 	out, err := exec.Command("ip", "-n", filepath.Base(w.pod), "-o", "link", "show").CombinedOutput()
 	if err != nil {
@@ -235,5 +239,29 @@ func TestDelAfterNetnsDeletedRealVF(t *testing.T) {
 	must(t, p.Del(ctx, w.args("c1")))
 	must(t, p.Del(ctx, w.args("c1")))
 	netnstest.IP(t, "netns", "add", filepath.Base(w.pod))
+	w.assertPristine()
+}
+
+// A VF netdev down before ADD stays down after DEL. On igb the VF still
+// tells the PF the MAC DEL sets back on its netdev (its link has worked in
+// the pod), so the PF ends with the netdev's own MAC, or all zeros when
+// DEL's clearing through the PF came last: never the pod's (issue 15). The
+// clearing step itself is TestDelClearsThePodsMACThroughThePFFakeVF's.
+func TestDelLeavesNotThePodsMACThroughThePFRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	netnstest.IP(t, "link", "set", w.dev, "down")
+	var err error
+	w.orig, err = netops.Linux{}.Link(ctx, netops.Host, w.dev)
+	must(t, err)
+	p := w.plugin(netops.Linux{})
+	if _, err := p.Add(ctx, w.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := (netops.Linux{}).VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "02:bb:00:00:00:09" {
+		t.Fatalf("VF MAC through the PF while attached %s (%v), want the pod's", a.MAC, err)
+	}
+	must(t, p.Del(ctx, w.args("c1")))
+	a, err := (netops.Linux{}).VFAddresses(ctx, w.pf.Netdev, w.vf)
+	t.Logf("VF MAC through the PF after DEL: %s (%v); the netdev's own: %s", a.MAC, err, w.orig.MAC)
 	w.assertPristine()
 }

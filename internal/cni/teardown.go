@@ -273,9 +273,10 @@ func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
 
 // restoreVFMAC puts the VF's MAC as the PF reports it back to what it was
 // before ADD. The pod's MAC, set on the VF netdev, is what the PF reports
-// from then on (and hands the VF again at its next reset) even after the
-// netdev got its own MAC back; all zeros, the usual value, is set as such:
-// the kernel takes it as "no administrative MAC" (igb, mlx5).
+// from then on (and hands the VF again at its next reset) unless the VF
+// tells the PF its own MAC again (igb does when its netdev comes back up,
+// not when it stays down); all zeros, the usual value, is set as such: the
+// kernel takes it as "no administrative MAC" (igb, mlx5).
 func (p *Plugin) restoreVFMAC(ctx context.Context, rec *state.Record) error {
 	if rec.OrigVFMAC == "" {
 		return nil
@@ -291,7 +292,23 @@ func (p *Plugin) restoreVFMAC(ctx context.Context, rec *state.Record) error {
 	if cur.MAC.String() == want.String() {
 		return nil
 	}
+	if isZeroMAC(want) && cur.MAC.String() == rec.OrigMAC {
+		// No administrative MAC before ADD, and the VF has told the PF its
+		// own MAC again (its netdev is back up with it): that is not the
+		// pod's, and clearing it would drop the VF's unicast filter until
+		// the VF tells it again.
+		return nil
+	}
 	return p.Ops.SetVFMAC(ctx, rec.PF.Netdev, rec.PF.VF, want)
+}
+
+func isZeroMAC(m net.HardwareAddr) bool {
+	for _, b := range m {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseIPAM releases a record's addresses with the configuration it was

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,29 @@ func rxeOnVeth(t *testing.T, addr string) string {
 	vmkernel.Run(t, "rdma", "link", "add", rdma, "type", "rxe", "netdev", dev)
 	t.Cleanup(func() { _ = exec.Command("rdma", "link", "del", rdma).Run() })
 	return rdma
+}
+
+// ipv4RoCEv2GID waits for the device's RoCE v2 GID of an IPv4 address
+// (::ffff:a.b.c.d) and returns its index: the usual 3 moves with the order
+// the addresses came in.
+func ipv4RoCEv2GID(t *testing.T, dev string) string {
+	t.Helper()
+	port := filepath.Join("/sys/class/infiniband", dev, "ports/1")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for i := 0; i < 16; i++ {
+			gid, err1 := os.ReadFile(filepath.Join(port, "gids", strconv.Itoa(i)))
+			typ, err2 := os.ReadFile(filepath.Join(port, "gid_attrs/types", strconv.Itoa(i)))
+			if err1 == nil && err2 == nil && strings.TrimSpace(string(typ)) == "RoCE v2" &&
+				strings.HasPrefix(string(gid), "0000:0000:0000:0000:0000:ffff:") {
+				return strconv.Itoa(i)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no IPv4 RoCE v2 GID after 10 s", dev)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // The RDMA subsystem's netns mode as railyard-cni reads it, against the
@@ -92,7 +116,7 @@ func TestBenchParseRealIBWriteBWRealRDMA(t *testing.T) {
 	dev := rxeOnVeth(t, "10.77.2.1/24")
 	c, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	args := []string{"-d", dev, "-x", "1", "-s", "65536", "-n", "200", "-F", "-p", "18777"}
+	args := []string{"-d", dev, "-x", ipv4RoCEv2GID(t, dev), "-s", "65536", "-n", "200", "-F", "-p", "18777"}
 	srv := exec.CommandContext(c, "ib_write_bw", args...)
 	var srvOut bytes.Buffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
@@ -104,7 +128,9 @@ func TestBenchParseRealIBWriteBWRealRDMA(t *testing.T) {
 	var err error
 	for i := 0; i < 20; i++ {
 		time.Sleep(500 * time.Millisecond)
-		out, err = exec.CommandContext(c, "ib_write_bw", append(args, "10.77.2.1")...).CombinedOutput()
+		cc, ccancel := context.WithTimeout(c, time.Minute)
+		out, err = exec.CommandContext(cc, "ib_write_bw", append(args, "10.77.2.1")...).CombinedOutput()
+		ccancel()
 		if err == nil || !bytes.Contains(out, []byte("Couldn't connect")) {
 			break
 		}

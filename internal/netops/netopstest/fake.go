@@ -337,8 +337,13 @@ func (f *Fake) LinkByAlias(_ context.Context, path, alias string) (netops.Link, 
 
 // SetLinkUp implements netops.Ops.
 func (f *Fake) SetLinkUp(_ context.Context, path, name string, up bool) error {
-	return f.mutate(path, name, func(l *fakeLink) error { l.Up = up; return nil },
-		"SetLinkUp(%q, %s, %v)", path, name, up)
+	return f.mutate(path, name, func(l *fakeLink) error {
+		l.Up = up
+		if up {
+			f.vfAnnouncesMAC(l.Index, l.MAC)
+		}
+		return nil
+	}, "SetLinkUp(%q, %s, %v)", path, name, up)
 }
 
 func validName(n string) error {
@@ -382,7 +387,7 @@ func (f *Fake) SetMTU(_ context.Context, path, name string, mtu int) error {
 // SetMAC implements netops.Ops.
 func (f *Fake) SetMAC(_ context.Context, path, name string, mac net.HardwareAddr) error {
 	return f.mutate(path, name, func(l *fakeLink) error {
-		if err := f.vfSetsMAC(l.Index, mac); err != nil {
+		if err := f.vfSetsMAC(l.Index, l.Up, mac); err != nil {
 			return err
 		}
 		l.MAC = slices.Clone(mac)

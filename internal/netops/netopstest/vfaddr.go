@@ -93,10 +93,11 @@ func (f *Failing) SetVFMAC(ctx context.Context, pf string, vf int, mac net.Hardw
 }
 
 // SetVFNetdev says that the link with index ifindex is VF vf's own netdev.
-// As with the kernel (igb, mlx5), a MAC the VF sets on its netdev then shows
-// through the PF, unless the PF has set one (an administrative MAC), which
-// the VF cannot change. SetVFMAC with all zeros clears the administrative
-// MAC; the PF then reports all zeros until the VF sets one.
+// As with the kernel (seen on igb), the VF tells the PF its MAC while its
+// netdev is up (a MAC set while up, or when brought up), and the PF then
+// reports it, unless the PF has set one (an administrative MAC), which the
+// VF cannot change while up. SetVFMAC with all zeros clears the
+// administrative MAC; the PF reports all zeros until the VF tells it one.
 func (f *Fake) SetVFNetdev(pf string, vf, ifindex int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,11 +112,12 @@ type vfRef struct {
 	vf int
 }
 
-// vfSetsMAC is the VF's side of SetMAC on its netdev (f.mu held): refused
-// when the PF set an administrative MAC, else shown through the PF.
-func (f *Fake) vfSetsMAC(ifindex int, mac net.HardwareAddr) error {
+// vfSetsMAC is the VF's side of SetMAC on its netdev (f.mu held): while
+// up, refused when the PF set an administrative MAC, else told to the PF.
+// While down the netdev changes and the PF is not told.
+func (f *Fake) vfSetsMAC(ifindex int, up bool, mac net.HardwareAddr) error {
 	r, ok := f.vfNetdevs[ifindex]
-	if !ok {
+	if !ok || !up {
 		return nil
 	}
 	if f.adminMAC[r] {
@@ -123,6 +125,14 @@ func (f *Fake) vfSetsMAC(ifindex int, mac net.HardwareAddr) error {
 	}
 	f.putMAC(r, mac)
 	return nil
+}
+
+// vfAnnouncesMAC is a VF netdev coming up (f.mu held): it tells the PF its
+// MAC unless the PF set one.
+func (f *Fake) vfAnnouncesMAC(ifindex int, mac net.HardwareAddr) {
+	if r, ok := f.vfNetdevs[ifindex]; ok && !f.adminMAC[r] && len(mac) == 6 {
+		f.putMAC(r, mac)
+	}
 }
 
 func (f *Fake) putMAC(r vfRef, mac net.HardwareAddr) {
