@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
@@ -68,7 +69,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 func TestAgentOnGeneratedTree(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	pr := startPodResources(t, e.podSock)
+	pr := podrestest.Start(t, e.podSock)
 	gpuMap := filepath.Join(e.dir, "gpus.csv")
 	if err := os.WriteFile(gpuMap, []byte("GPU-1111, 00000000:8A:00.0\nGPU-2222, 00000000:06:00.0\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 	// gpu-aware: the admitted pod holds GPU-1111 (0000:8a:00.0, PIX to
 	// 8b:00.0) and no VF yet.
 	available := []string{"0000:05:00.1", "0000:05:00.2", "0000:0c:00.1", "0000:0c:00.2", "0000:8b:00.1", "0000:8b:00.2", "0000:8b:00.3"}
-	pr.set(&podresourcesapi.PodResources{Name: "trainer", Namespace: "ml", Containers: []*podresourcesapi.ContainerResources{{
+	pr.Set(&podresourcesapi.PodResources{Name: "trainer", Namespace: "ml", Containers: []*podresourcesapi.ContainerResources{{
 		Name: "main", Devices: []*podresourcesapi.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{"GPU-1111"}}}}}})
 	resp, err := vf.GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
 		AvailableDeviceIDs: available, AllocationSize: 1}}})
@@ -133,7 +134,7 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 		t.Errorf("must-include: %v", got)
 	}
 	// No pod holds GPUs: gpu-aware falls back to spread and says so.
-	pr.set()
+	pr.Set()
 	resp, err = vf.GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
 		AvailableDeviceIDs: available, AllocationSize: 3}}})
 	if err != nil || len(resp.ContainerResponses[0].DeviceIDs) != 3 {
@@ -210,7 +211,7 @@ func TestAgentOnGeneratedTree(t *testing.T) {
 func TestAgentRestartKeepsDeviceIDs(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 3)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	startPodResources(t, e.podSock)
+	podrestest.Start(t, e.podSock)
 	cfg := e.writeConfig(t, twoPools(`""`))
 	ids := func() []string {
 		reg.WaitAll(t, vfRes, pfRes)
@@ -258,7 +259,7 @@ pools:
 // kubelet.sock appears.
 func TestWaitsQuietlyForKubelet(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 1)
-	startPodResources(t, e.podSock)
+	podrestest.Start(t, e.podSock)
 	r := start(t, e.args(e.writeConfig(t, twoPools(`""`))), nil)
 	time.Sleep(1500 * time.Millisecond)
 	if n := strings.Count(r.log.String(), "device plugin server stopped"); n > 6 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -33,7 +34,7 @@ func BenchmarkVFAdvertise(b *testing.B) {
 	}
 	e.makeDevNodes(b)
 	reg := kubelettest.StartRegistrar(b, e.pluginDir)
-	startPodResources(b, e.podSock)
+	podrestest.Start(b, e.podSock)
 	start(b, e.args(e.writeConfig(b, `apiVersion: railyard.io/v1alpha1
 kind: AgentConfig
 resyncInterval: 1h

@@ -19,6 +19,7 @@ import (
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
 
 func sandboxConfig(e *env) string {
@@ -48,7 +49,7 @@ pools:
 func TestLateBindingThroughTheAgent(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	pr := startPodResources(t, e.podSock)
+	pr := podrestest.Start(t, e.podSock)
 	cfg := e.writeConfig(t, sandboxConfig(e))
 	r := start(t, e.args(cfg), nil)
 	req := reg.Wait(t)
@@ -76,7 +77,7 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	}
 	// Then the GPU; the sandbox; PreStartContainer.
 	const gpu = "0000:8a:00.0" // PIX to 0000:8b:00.0
-	pr.set(&podresourcesapi.PodResources{Name: "trainer", Namespace: "ml", Containers: []*podresourcesapi.ContainerResources{{
+	pr.Set(&podresourcesapi.PodResources{Name: "trainer", Namespace: "ml", Containers: []*podresourcesapi.ContainerResources{{
 		Name: "main", Devices: []*podresourcesapi.ContainerDevices{
 			{ResourceName: vfRes, DeviceIds: tok}, {ResourceName: "nvidia.com/gpu", DeviceIds: []string{gpu}}}}}})
 	began := time.Now()
@@ -175,7 +176,7 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	// The pod ends: kubelet no longer lists it. One GC round is no proof
 	// (kubelet lists no pods for a moment after it restarts); GC releases
 	// the binding once it stayed unheld for the grace.
-	pr.set()
+	pr.Set()
 	r.agent.collectBindings(ctx)
 	if _, err := os.Stat(spec); err != nil {
 		t.Fatalf("released after one unheld observation: %v", err)

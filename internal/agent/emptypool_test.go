@@ -7,6 +7,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
 
 const noneRes = "example.com/none"
@@ -71,7 +72,7 @@ func warnLines(log, resource string) []string {
 func TestEmptyPoolWarnsAndShowsInMetrics(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 0)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	startPodResources(t, e.podSock)
+	podrestest.Start(t, e.podSock)
 	r := start(t, e.args(e.writeConfig(t, emptyPools)), nil)
 	reg.WaitAll(t, vfRes, pfRes, noneRes)
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -25,7 +26,7 @@ import (
 func TestDiscoveryFailureKeepsDevicesAndRecovers(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 1)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	startPodResources(t, e.podSock)
+	podrestest.Start(t, e.podSock)
 	var broken atomic.Bool
 	discover := func(ctx context.Context, root string) (*topology.Topology, error) {
 		if broken.Load() {

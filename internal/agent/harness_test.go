@@ -10,48 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
 )
-
-// podResources is a real gRPC PodResources v1 server with a settable answer.
-type podResources struct {
-	podresourcesapi.UnimplementedPodResourcesListerServer
-	mu   sync.Mutex
-	pods []*podresourcesapi.PodResources
-}
-
-func (p *podResources) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return &podresourcesapi.ListPodResourcesResponse{PodResources: p.pods}, nil
-}
-
-func (p *podResources) set(pods ...*podresourcesapi.PodResources) {
-	p.mu.Lock()
-	p.pods = pods
-	p.mu.Unlock()
-}
-
-func startPodResources(t testing.TB, sock string) *podResources {
-	t.Helper()
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pr := &podResources{}
-	podresourcesapi.RegisterPodResourcesListerServer(srv, pr)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return pr
-}
 
 // env is a fake node for the agent: a generated sysfs tree, a device-node
 // root with stand-in files for every uverbs device, a plugin directory and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
 
 const sharedRes = "railyard.io/rdma_shared"
@@ -26,7 +27,7 @@ const sharedRes = "railyard.io/rdma_shared"
 func TestAgentAdvertisesSharesPerNIC(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 0)
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	startPodResources(t, e.podSock)
+	podrestest.Start(t, e.podSock)
 	cfg := e.writeConfig(t, `apiVersion: railyard.io/v1alpha1
 kind: AgentConfig
 pools:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 
-	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -181,15 +180,6 @@ func BenchmarkGetPreferredAllocation2048(b *testing.B) {
 	}
 }
 
-type prServer struct {
-	podresourcesapi.UnimplementedPodResourcesListerServer
-	resp *podresourcesapi.ListPodResourcesResponse
-}
-
-func (s *prServer) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
-	return s.resp, nil
-}
-
 // podResourcesFinder serves 99 running pods holding a GPU and a VF each,
 // plus the admitted pod holding 8 GPUs and no VF, over real gRPC.
 func podResourcesFinder(b *testing.B, gpus []string) GPUFinder {
@@ -209,16 +199,9 @@ func podResourcesFinder(b *testing.B, gpus []string) GPUFinder {
 	}
 	resp.PodResources = append(resp.PodResources, &podresourcesapi.PodResources{Name: "admitted", Namespace: "default",
 		Containers: []*podresourcesapi.ContainerResources{{Name: "c", Devices: []*podresourcesapi.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: uuids}}}}})
-	sock := filepath.Join(shortTempDir(b), "pr.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesapi.RegisterPodResourcesListerServer(srv, &prServer{resp: resp})
-	go srv.Serve(lis)
-	b.Cleanup(srv.Stop)
-	client := podlist.New(sock)
+	srv := podrestest.Start(b, "")
+	srv.Set(resp.PodResources...)
+	client := podlist.New(srv.Socket)
 	b.Cleanup(client.Close)
 	return podresources.NewFinder(client, gpuMap, []string{"nvidia.com/gpu"})
 }

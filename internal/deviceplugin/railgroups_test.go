@@ -16,6 +16,7 @@ import (
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
 
 const (
@@ -28,7 +29,7 @@ const (
 // share one RailGroups over the PodResources stand-in.
 type multiRail struct {
 	n        *node
-	standIn  *podResourcesStandIn
+	standIn  *podrestest.Server
 	groups   *RailGroups
 	clients  map[string]pluginapi.DevicePluginClient
 	nics     []string          // PF addresses in PCI order
@@ -88,7 +89,7 @@ type step struct {
 // returns. It returns each container's responses by resource.
 func (m *multiRail) admit(t *testing.T, pod string, containers []string, steps ...step) map[string]map[string]*pluginapi.ContainerAllocateResponse {
 	t.Helper()
-	m.standIn.addPod(pod, containers...)
+	m.standIn.AddPod(pod, containers...)
 	out := map[string]map[string]*pluginapi.ContainerAllocateResponse{}
 	for _, s := range steps {
 		resp, err := m.clients[s.resource].Allocate(context.Background(), &pluginapi.AllocateRequest{
@@ -96,7 +97,7 @@ func (m *multiRail) admit(t *testing.T, pod string, containers []string, steps .
 		if err != nil {
 			t.Fatalf("Allocate %s %v: %v", s.resource, s.ids, err)
 		}
-		m.standIn.insert(pod, s.container, s.resource, s.ids)
+		m.standIn.Insert(pod, s.container, s.resource, s.ids)
 		if out[s.container] == nil {
 			out[s.container] = map[string]*pluginapi.ContainerAllocateResponse{}
 		}
@@ -310,11 +311,9 @@ func TestMultiRailSlowSecondAllocationIsNotMerged(t *testing.T) {
 	m.groups.now = func() time.Time { return now }
 	first := m.admit(t, "slow", []string{"main"}, step{"main", railA, []string{m.nics[0]}})["main"]
 	now = now.Add(31 * time.Second)
-	m.standIn.mu.Lock()
-	m.standIn.pods = m.standIn.pods[:0] // allocate B for the same pod without adding it again
-	m.standIn.mu.Unlock()
-	m.standIn.addPod("slow", "main")
-	m.standIn.insert("slow", "main", railA, []string{m.nics[0]})
+	m.standIn.Set() // allocate B for the same pod without adding it again
+	m.standIn.AddPod("slow", "main")
+	m.standIn.Insert("slow", "main", railA, []string{m.nics[0]})
 	resp, err := m.clients[railB].Allocate(context.Background(), &pluginapi.AllocateRequest{
 		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{m.nics[2]}}}})
 	if err != nil {

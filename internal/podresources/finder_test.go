@@ -2,66 +2,20 @@ package podresources
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"google.golang.org/grpc"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
-
-// fakeKubelet is a real gRPC PodResources v1 server on a unix socket whose
-// answer the test sets; it stands in for kubelet's pod-resources endpoint.
-type fakeKubelet struct {
-	podresourcesapi.UnimplementedPodResourcesListerServer
-	mu   sync.Mutex
-	pods []*podresourcesapi.PodResources
-}
-
-func (k *fakeKubelet) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return &podresourcesapi.ListPodResourcesResponse{PodResources: k.pods}, nil
-}
-
-func (k *fakeKubelet) set(pods ...*podresourcesapi.PodResources) {
-	k.mu.Lock()
-	k.pods = pods
-	k.mu.Unlock()
-}
-
-func pod(name string, devs map[string][]string) *podresourcesapi.PodResources {
-	c := &podresourcesapi.ContainerResources{Name: "main"}
-	for r, ids := range devs {
-		c.Devices = append(c.Devices, &podresourcesapi.ContainerDevices{ResourceName: r, DeviceIds: ids})
-	}
-	return &podresourcesapi.PodResources{Name: name, Namespace: "default", Containers: []*podresourcesapi.ContainerResources{c}}
-}
-
-func startFake(t *testing.T) (*fakeKubelet, string) {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	fk := &fakeKubelet{}
-	podresourcesapi.RegisterPodResourcesListerServer(srv, fk)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return fk, sock
-}
 
 const nic = "railyard.io/rdma"
 
 func TestFinderOverRealGRPC(t *testing.T) {
-	fk, sock := startFake(t)
+	fk := podrestest.Start(t, "")
+	sock := fk.Socket
 	client := podlist.New(sock)
 	defer client.Close()
 	gpuMap := Map{"GPU-aaaa": "0000:1b:00.0", "GPU-bbbb": "0000:43:00.0"}
@@ -69,15 +23,15 @@ func TestFinderOverRealGRPC(t *testing.T) {
 	ctx := context.Background()
 
 	// A running pod that already has GPUs and our NIC is no candidate.
-	done := pod("done", map[string][]string{"nvidia.com/gpu": {"GPU-cccc"}, nic: {"0000:18:00.1"}})
-	fk.set(done)
+	done := podrestest.Pod("done", map[string][]string{"nvidia.com/gpu": {"GPU-cccc"}, nic: {"0000:18:00.1"}})
+	fk.Set(done)
 	fd, err := f.PodGPUs(ctx, nic)
 	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "not allocated yet") {
 		t.Fatalf("no candidate: %+v %v", fd, err)
 	}
 
 	// The admitted pod: GPUs allocated first, no NIC yet.
-	fk.set(done, pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb", "GPU-aaaa"}}))
+	fk.Set(done, podrestest.Pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb", "GPU-aaaa"}}))
 	fd, err = f.PodGPUs(ctx, nic)
 	if err != nil || strings.Join(fd.GPUs, ",") != "0000:1b:00.0,0000:43:00.0" || fd.Container != "default/new/main" {
 		t.Fatalf("single candidate: %+v %v", fd, err)
@@ -85,22 +39,22 @@ func TestFinderOverRealGRPC(t *testing.T) {
 
 	// A second GPU-only pod appears: "new" was seen before, so the fresh
 	// one is the admitted one. AMD IDs are PCI addresses already.
-	fk.set(done, pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}),
-		pod("amd", map[string][]string{"amd.com/gpu": {"0000:C1:00.0"}}))
+	fk.Set(done, podrestest.Pod("new", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}),
+		podrestest.Pod("amd", map[string][]string{"amd.com/gpu": {"0000:C1:00.0"}}))
 	fd, err = f.PodGPUs(ctx, nic)
 	if err != nil || strings.Join(fd.GPUs, ",") != "0000:c1:00.0" || fd.Container != "default/amd/main" {
 		t.Fatalf("fresh candidate: %+v %v", fd, err)
 	}
 
 	// Two fresh GPU-only pods: ambiguous, no answer.
-	fk.set(pod("x", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}), pod("y", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb"}}))
+	fk.Set(podrestest.Pod("x", map[string][]string{"nvidia.com/gpu": {"GPU-aaaa"}}), podrestest.Pod("y", map[string][]string{"nvidia.com/gpu": {"GPU-bbbb"}}))
 	fd, err = f.PodGPUs(ctx, nic)
 	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "cannot tell") {
 		t.Fatalf("ambiguous: %+v %v", fd, err)
 	}
 
 	// Unmapped UUID: reported in the note.
-	fk.set(pod("z", map[string][]string{"nvidia.com/gpu": {"GPU-zzzz"}}))
+	fk.Set(podrestest.Pod("z", map[string][]string{"nvidia.com/gpu": {"GPU-zzzz"}}))
 	fd, err = f.PodGPUs(ctx, nic)
 	if err != nil || len(fd.GPUs) != 0 || !strings.Contains(fd.Note, "GPU-zzzz") {
 		t.Fatalf("unmapped: %+v %v", fd, err)
@@ -108,16 +62,17 @@ func TestFinderOverRealGRPC(t *testing.T) {
 }
 
 func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
-	fk, sock := startFake(t)
+	fk := podrestest.Start(t, "")
+	sock := fk.Socket
 	client := podlist.New(sock)
 	defer client.Close()
 	f := NewFinder(client, nil, []string{"amd.com/gpu"})
-	old := pod("gpu-only-job", map[string][]string{"amd.com/gpu": {"0000:01:00.0"}})
-	fk.set(old)
+	old := podrestest.Pod("gpu-only-job", map[string][]string{"amd.com/gpu": {"0000:01:00.0"}})
+	fk.Set(old)
 	if err := f.Prime(context.Background(), []string{nic}); err != nil {
 		t.Fatal(err)
 	}
-	fk.set(old, pod("admitted", map[string][]string{"amd.com/gpu": {"0000:02:00.0"}}))
+	fk.Set(old, podrestest.Pod("admitted", map[string][]string{"amd.com/gpu": {"0000:02:00.0"}}))
 	fd, err := f.PodGPUs(context.Background(), nic)
 	if err != nil || strings.Join(fd.GPUs, ",") != "0000:02:00.0" {
 		t.Fatalf("%+v %v", fd, err)
@@ -126,7 +81,7 @@ func TestPrimeSetsAsideRunningGPUPods(t *testing.T) {
 	if f.Known() != 2 {
 		t.Fatalf("known = %d, want 2", f.Known())
 	}
-	fk.set()
+	fk.Set()
 	if err := f.Prime(context.Background(), []string{nic}); err != nil || f.Known() != 0 {
 		t.Fatalf("after the pods ended: known = %d, %v", f.Known(), err)
 	}

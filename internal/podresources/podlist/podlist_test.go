@@ -2,49 +2,17 @@ package podlist
 
 import (
 	"context"
-	"net"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
+	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
-
-// server is a real gRPC PodResources v1 server (the kubelet's is one).
-type server struct {
-	podresourcesapi.UnimplementedPodResourcesListerServer
-	resp *podresourcesapi.ListPodResourcesResponse
-	err  error
-}
-
-func (s *server) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
-	return s.resp, s.err
-}
-
-func serve(t *testing.T, s *server) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "rypl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesapi.RegisterPodResourcesListerServer(srv, s)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return sock
-}
 
 func sample() *podresourcesapi.ListPodResourcesResponse {
 	return &podresourcesapi.ListPodResourcesResponse{PodResources: []*podresourcesapi.PodResources{
@@ -68,8 +36,9 @@ var want = []Pod{
 // TestListAgainstRealGRPCServer: the hand-made call gets what the real
 // gRPC server answers, twice over one client, and a gRPC error status.
 func TestListAgainstRealGRPCServer(t *testing.T) {
-	s := &server{resp: sample()}
-	c := New(serve(t, s))
+	s := podrestest.Start(t, "")
+	s.Set(sample().PodResources...)
+	c := New(s.Socket)
 	defer c.Close()
 	for range 2 {
 		got, err := c.List(context.Background())
@@ -80,12 +49,13 @@ func TestListAgainstRealGRPCServer(t *testing.T) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
 	}
-	s.err = status.Error(codes.Unavailable, "kubelet is busy")
+	s.SetError(status.Error(codes.Unavailable, "kubelet is busy"))
 	_, err := c.List(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "gRPC status 14: kubelet is busy") {
 		t.Errorf("error status: %v", err)
 	}
-	s.err, s.resp = nil, &podresourcesapi.ListPodResourcesResponse{}
+	s.SetError(nil)
+	s.Set()
 	if got, err := c.List(context.Background()); err != nil || len(got) != 0 {
 		t.Errorf("empty list: %v, %v", got, err)
 	}
