@@ -66,6 +66,20 @@ func (s *rpcServer) PreStartContainer(ctx context.Context, req *pluginapi.PreSta
 	return resp, err
 }
 
+// allocatable returns the advertised entry of id (a device or token, as
+// what names it), or the status kubelet gets for an ID the pool does not
+// have or that disappeared.
+func (p *Plugin) allocatable(snap *snapshot, what, id string) (*entry, error) {
+	e, ok := snap.devs[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "%s %s is not in pool %s", what, id, p.cfg.Resource)
+	}
+	if !e.vanishedAt.IsZero() {
+		return nil, status.Errorf(codes.Unavailable, "%s %s of pool %s disappeared", what, id, p.cfg.Resource)
+	}
+	return e, nil
+}
+
 // options are the plugin's options: PreStartContainer only with a binder.
 func (p *Plugin) options() *pluginapi.DevicePluginOptions {
 	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true, PreStartRequired: p.cfg.Binder != nil}
@@ -200,12 +214,9 @@ func (p *Plugin) allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		}
 		devs := make([]Device, 0, len(ids))
 		for _, id := range ids {
-			e, ok := snap.devs[id]
-			if !ok {
-				return nil, status.Errorf(codes.NotFound, "device %s is not in pool %s", id, p.cfg.Resource)
-			}
-			if !e.vanishedAt.IsZero() {
-				return nil, status.Errorf(codes.Unavailable, "device %s of pool %s disappeared", id, p.cfg.Resource)
+			e, err := p.allocatable(snap, "device", id)
+			if err != nil {
+				return nil, err
 			}
 			devs = append(devs, e.dev)
 		}

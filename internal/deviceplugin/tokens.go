@@ -167,12 +167,8 @@ func (p *Plugin) allocateTokens(snap *snapshot, req *pluginapi.AllocateRequest) 
 		}
 		car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
 		for _, id := range ids {
-			e, ok := snap.devs[id]
-			if !ok {
-				return nil, status.Errorf(codes.NotFound, "token %s is not in pool %s", id, p.cfg.Resource)
-			}
-			if !e.vanishedAt.IsZero() {
-				return nil, status.Errorf(codes.Unavailable, "token %s of pool %s is gone", id, p.cfg.Resource)
+			if _, err := p.allocatable(snap, "token", id); err != nil {
+				return nil, err
 			}
 			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: binding.CDIName(id)})
 		}
