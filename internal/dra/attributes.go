@@ -13,16 +13,53 @@ import (
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
+// values interns attribute values within one Build: devices with the same
+// value share one pointer (most of a VF's attributes are its PF's), which
+// saves most of the allocations of a 2048-VF node. Published devices are
+// read-only, like the topology they come from.
+type values struct {
+	strs map[string]*string
+	ints map[int64]*int64
+	yes  *bool
+	no   *bool
+}
+
+func newValues() *values {
+	yes, no := true, false
+	return &values{strs: map[string]*string{}, ints: map[int64]*int64{}, yes: &yes, no: &no}
+}
+
+func (v *values) str(s string) *string {
+	p, ok := v.strs[s]
+	if !ok {
+		c := s // only a new value escapes, not every argument
+		p = &c
+		v.strs[c] = p
+	}
+	return p
+}
+
+func (v *values) int(n int64) *int64 {
+	p, ok := v.ints[n]
+	if !ok {
+		c := n
+		p = &c
+		v.ints[c] = p
+	}
+	return p
+}
+
 // attrs is a device's attribute map under construction. It never holds
 // more than the API's limit of attributes; a value longer than the API's
 // limit is left out and noted.
 type attrs struct {
 	m       map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	vals    *values
 	dropped []string
 }
 
-func newAttrs(n int) *attrs {
-	return &attrs{m: make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, n)}
+func newAttrs(n int, vals *values) *attrs {
+	return &attrs{m: make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, n), vals: vals}
 }
 
 func (a *attrs) full() bool {
@@ -37,7 +74,7 @@ func (a *attrs) str(name resourceapi.QualifiedName, v string) {
 	case a.full():
 		a.dropped = append(a.dropped, fmt.Sprintf("%s: the device has %d attributes already", name, len(a.m)))
 	default:
-		a.m[name] = resourceapi.DeviceAttribute{StringValue: &v}
+		a.m[name] = resourceapi.DeviceAttribute{StringValue: a.vals.str(v)}
 	}
 }
 
@@ -46,7 +83,7 @@ func (a *attrs) int(name resourceapi.QualifiedName, v int64) {
 		a.dropped = append(a.dropped, fmt.Sprintf("%s: the device has %d attributes already", name, len(a.m)))
 		return
 	}
-	a.m[name] = resourceapi.DeviceAttribute{IntValue: &v}
+	a.m[name] = resourceapi.DeviceAttribute{IntValue: a.vals.int(v)}
 }
 
 func (a *attrs) bool(name resourceapi.QualifiedName, v bool) {
@@ -54,7 +91,11 @@ func (a *attrs) bool(name resourceapi.QualifiedName, v bool) {
 		a.dropped = append(a.dropped, fmt.Sprintf("%s: the device has %d attributes already", name, len(a.m)))
 		return
 	}
-	a.m[name] = resourceapi.DeviceAttribute{BoolValue: &v}
+	p := a.vals.no
+	if v {
+		p = a.vals.yes
+	}
+	a.m[name] = resourceapi.DeviceAttribute{BoolValue: p}
 }
 
 // placement is where a PF sits on the PCIe fabric and what it is to each
@@ -133,8 +174,8 @@ func speed(ports []topology.Port) int64 {
 }
 
 // deviceAttributes builds the attributes of one pool device.
-func deviceAttributes(t *topology.Topology, d pool.Device, pl placement) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
-	a := newAttrs(16 + len(pl.classes))
+func deviceAttributes(t *topology.Topology, d pool.Device, pl placement, vals *values) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
+	a := newAttrs(16+len(pl.classes), vals)
 	if pd, ok := t.Device(d.ID); ok && pd.HostBridge != "" {
 		root := pd.HostBridge
 		if hb, err := pciaddr.ParseHostBridge(root); err == nil {

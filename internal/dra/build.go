@@ -48,8 +48,9 @@ type Unpublished struct {
 
 // Build computes the DRA pools of a node: one per Railyard pool, in the
 // order of pools. A device that matches several pools is published in the
-// first only (the scheduler would otherwise hand it out twice). The
-// topology's slices and maps are shared with the result, read-only.
+// first only (the scheduler would otherwise hand it out twice). Devices
+// share attribute values (pointers) with each other: treat the result as
+// read-only, like the topology.
 func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, error) {
 	if t == nil {
 		return nil, errors.New("dra: no topology")
@@ -57,8 +58,9 @@ func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, er
 	out := make([]Pool, 0, len(pools))
 	owner := map[string]string{} // PCI address -> the DRA pool publishing it
 	names := map[string]string{}
+	vals := newValues()
 	for _, p := range pools {
-		dp, err := buildPool(node, t, p, owner)
+		dp, err := buildPool(node, t, p, owner, vals)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +73,7 @@ func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, er
 	return out, nil
 }
 
-func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[string]string) (Pool, error) {
+func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[string]string, vals *values) (Pool, error) {
 	name, err := PoolName(node, p.Name)
 	if err != nil {
 		return Pool{}, err
@@ -115,7 +117,7 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			}
 			placements[d.PF] = pl
 		}
-		attrs, dropped := deviceAttributes(t, d, pl)
+		attrs, dropped := deviceAttributes(t, d, pl, vals)
 		for _, w := range dropped {
 			out.Warnings = append(out.Warnings, devName+": "+w)
 		}

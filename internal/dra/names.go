@@ -61,7 +61,17 @@ func DeviceName(pci string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: device: %w", ErrName, err)
 	}
-	return "pci-" + strings.NewReplacer(":", "-", ".", "-").Replace(a.String()), nil
+	var buf [20]byte
+	canonical := a.Append(buf[:0])
+	b := make([]byte, 0, len("pci-")+len(canonical))
+	b = append(b, "pci-"...)
+	for _, c := range canonical {
+		if c == ':' || c == '.' {
+			c = '-'
+		}
+		b = append(b, c)
+	}
+	return string(b), nil
 }
 
 // PCIAddress is the inverse of DeviceName: the canonical PCI address a
