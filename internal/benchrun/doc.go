@@ -20,6 +20,12 @@
 // logs, since the fake clientset's logs are a constant. The e2e suite runs the
 // real thing (test/e2e/benchrun_test.go).
 //
+// A run's scenario in the report is its benchplan.LabelVariant, or its
+// benchplan.LabelScenario when set (gpudirect-near, gpudirect-far). A run
+// whose pods carry benchplan.AnnotationAfterRun starts once that run has
+// finished, whatever its outcome (the GPUDirect pairs each take every GPU
+// of their nodes).
+//
 // Only Pods and Services are run; MPIJobs (nccl-tests, OSU, Horovod) need
 // the MPI Operator and are refused with a clear error.
 package benchrun
