@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/railyard-io/railyard/internal/benchplan"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -298,4 +299,66 @@ func waitBenchPodsRunning(ctx context.Context, t *testing.T, c *framework.Cluste
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%d bench pods not running within 2 minutes", n)
+}
+
+// TestBenchRunGPUDirectPlanPassesServerDryRun: the GPUDirect pairs that
+// `railyard bench plan --tests gpudirect` chooses from a built-in model
+// (no GPUs here to run them) are accepted by the real apiserver with a
+// server-side dry run: pods taking every GPU and the rail, the scenario
+// labels and the wait annotation intact.
+func TestBenchRunGPUDirectPlanPassesServerDryRun(t *testing.T) {
+	c := suite.Cluster(t)
+	ctx := framework.Context(t, time.Minute)
+	bin, err := c.ProjectBin("railyard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := railyard(ctx, bin, "bench", "plan", "--image", framework.BusyboxImage, "--nodes", c.NodeName+","+c.NodeName,
+		"--tests", "gpudirect", "--variant", "rdma", "--machine", "roce-8gpu-4nic")
+	if err != nil {
+		t.Fatalf("bench plan: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "near mlx5_0 0000:05:00.0 (PIX), far mlx5_2 0000:84:00.0 (SYS)") {
+		t.Errorf("choice: %s", stderr)
+	}
+	objs, err := framework.DecodeObjects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := c.DryRunApply(ctx, objs)
+	if err != nil {
+		t.Fatalf("server dry run rejected the plan: %v", err)
+	}
+	pods := 0
+	for i, r := range results {
+		if objs[i].GetKind() != "Pod" {
+			continue
+		}
+		pods++
+		labels, annotations := r.Object.GetLabels(), r.Object.GetAnnotations()
+		scenario := labels[benchplan.LabelScenario]
+		if (scenario != benchplan.ScenarioGPUDirectNear && scenario != benchplan.ScenarioGPUDirectFar) ||
+			(scenario == benchplan.ScenarioGPUDirectFar) != (annotations[benchplan.AnnotationAfterRun] == "railyard-bench-gdr-near-perftest-rdma") {
+			t.Errorf("pod %s: labels %v annotations %v", r.Object.GetName(), labels, annotations)
+		}
+		limits, _, _ := unstructuredLimits(r.Object.Object)
+		if limits["nvidia.com/gpu"] != "8" || limits[benchplan.DefaultResource] != "1" {
+			t.Errorf("pod %s: limits %v", r.Object.GetName(), limits)
+		}
+	}
+	if pods != 4 {
+		t.Errorf("%d pods, want 4 (near and far pairs)", pods)
+	}
+}
+
+func unstructuredLimits(obj map[string]any) (map[string]string, bool, error) {
+	cs, _, err := unstructured.NestedSlice(obj, "spec", "containers")
+	if err != nil || len(cs) == 0 {
+		return nil, false, err
+	}
+	m, ok := cs[0].(map[string]any)
+	if !ok {
+		return nil, false, nil
+	}
+	return unstructured.NestedStringMap(m, "resources", "limits")
 }
