@@ -42,7 +42,7 @@ func newCluster(t testing.TB, machine, kind string, vfsPerPF int) cluster {
 
 func clusterOf(t testing.TB, topo *topology.Topology, kind string) cluster {
 	t.Helper()
-	pools, err := dra.Build(nodeName, topo, []v1alpha1.Pool{{Name: "railyard.io/rdma", DeviceKind: kind}})
+	pools, err := dra.Build(nodeName, topo, []v1alpha1.Pool{{Name: "railyard.io/rdma", DeviceKind: kind}}, dra.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

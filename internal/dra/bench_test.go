@@ -26,7 +26,7 @@ func BenchmarkBuild2048VFs(b *testing.B) {
 	pools := []v1alpha1.Pool{{Name: "railyard.io/rdma_vf"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := dra.Build("big", topo, pools)
+		p, err := dra.Build("big", topo, pools, dra.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func benchCluster(b *testing.B, n int) []*resourceapi.ResourceSlice {
 	var slices []*resourceapi.ResourceSlice
 	for i := range n {
 		node := fmt.Sprintf("node-%03d", i)
-		pools, err := dra.Build(node, topo, []v1alpha1.Pool{{Name: "railyard.io/rdma_vf"}})
+		pools, err := dra.Build(node, topo, []v1alpha1.Pool{{Name: "railyard.io/rdma_vf"}}, dra.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,6 +38,21 @@ type Pool struct {
 	// Warnings are attributes left out of published devices (a value over
 	// the API's length limit, GPU classes beyond the attribute limit).
 	Warnings []string
+	// Held are the devices published as Options.Prepared gave them: a
+	// prepared claim holds them and their RDMA device is out of the
+	// host's view.
+	Held []string
+}
+
+// Options are what the caller knows beyond the topology.
+type Options struct {
+	// Prepared are the devices that prepared claims hold, by PCI address,
+	// with what was last published for each. While a claim holds a device
+	// its RDMA device may live in the pod's network namespace, where the
+	// host's sysfs no longer shows it: such a device stays published as it
+	// was (a VF only while its PF's link is up), so its name and
+	// attributes do not change under the claim.
+	Prepared map[string]resourceapi.Device
 }
 
 // Unpublished is a device of a pool that is not published.
@@ -51,7 +66,7 @@ type Unpublished struct {
 // first only (the scheduler would otherwise hand it out twice). Devices
 // share attribute values (pointers) with each other: treat the result as
 // read-only, like the topology.
-func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, error) {
+func Build(node string, t *topology.Topology, pools []v1alpha1.Pool, opts Options) ([]Pool, error) {
 	if t == nil {
 		return nil, errors.New("dra: no topology")
 	}
@@ -60,7 +75,7 @@ func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, er
 	names := map[string]string{}
 	vals := newValues()
 	for _, p := range pools {
-		dp, err := buildPool(node, t, p, owner, vals)
+		dp, err := buildPool(node, t, p, owner, vals, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +88,7 @@ func Build(node string, t *topology.Topology, pools []v1alpha1.Pool) ([]Pool, er
 	return out, nil
 }
 
-func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[string]string, vals *values) (Pool, error) {
+func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[string]string, vals *values, opts Options) (Pool, error) {
 	name, err := PoolName(node, p.Name)
 	if err != nil {
 		return Pool{}, err
@@ -94,10 +109,6 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 	out := Pool{Name: name, Resource: p.Name, Kind: kind, Devices: make([]resourceapi.Device, 0, len(devs))}
 	placements := map[string]placement{}
 	for _, d := range devs {
-		if !d.Healthy {
-			out.Unpublished = append(out.Unpublished, Unpublished{d.ID, d.Reason})
-			continue
-		}
 		if prev, taken := owner[d.ID]; taken {
 			out.Unpublished = append(out.Unpublished, Unpublished{d.ID, "already published in DRA pool " + prev})
 			continue
@@ -105,6 +116,16 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		devName, err := DeviceName(d.ID)
 		if err != nil {
 			return Pool{}, fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+		if !d.Healthy {
+			if held, ok := opts.Prepared[d.ID]; ok && held.Name == devName && outOfView(t, d) {
+				owner[d.ID] = name
+				out.Held = append(out.Held, d.ID)
+				out.Devices = append(out.Devices, held)
+				continue
+			}
+			out.Unpublished = append(out.Unpublished, Unpublished{d.ID, d.Reason})
+			continue
 		}
 		pl, ok := placements[d.PF]
 		if !ok {
@@ -125,6 +146,24 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs})
 	}
 	return out, nil
+}
+
+// outOfView reports whether an unhealthy device is so only because the
+// host no longer sees its RDMA device (moved into a pod's namespace): no
+// RDMA or verbs device, and for a VF a PF whose link is up.
+func outOfView(t *topology.Topology, d pool.Device) bool {
+	if d.RDMACapable() {
+		return false // the host sees it, and it is unhealthy
+	}
+	if d.VFIndex < 0 {
+		return true // a whole PF in a pod: its ports went with it
+	}
+	nic, ok := t.NIC(d.PF)
+	if !ok {
+		return false
+	}
+	up, _ := nic.Health()
+	return up
 }
 
 // Slices splits the pool's devices into slices of at most

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
@@ -83,7 +84,7 @@ func TestPoolNames(t *testing.T) {
 
 func buildOne(t *testing.T, topo *topology.Topology, p v1alpha1.Pool) dra.Pool {
 	t.Helper()
-	pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{p})
+	pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{p}, dra.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestPCIeRootIsWhatTheLibraryReadsFromSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pools, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "r.io/vf", DeviceKind: "vf"}, {Name: "r.io/pf", DeviceKind: "pf"}})
+		pools, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "r.io/vf", DeviceKind: "vf"}, {Name: "r.io/pf", DeviceKind: "pf"}}, dra.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +286,7 @@ func TestBuildPoolsConflicts(t *testing.T) {
 	pools, err := dra.Build("n", topo, []v1alpha1.Pool{
 		{Name: "railyard.io/numa0", Selectors: v1alpha1.Selectors{NUMANodes: []int{0}}},
 		{Name: "railyard.io/all"},
-	})
+	}, dra.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,13 +294,80 @@ func TestBuildPoolsConflicts(t *testing.T) {
 		!strings.Contains(pools[1].Unpublished[0].Reason, "already published in DRA pool n/numa0") {
 		t.Errorf("pools: %d and %d devices, second unpublished %+v", len(pools[0].Devices), len(pools[1].Devices), pools[1].Unpublished)
 	}
-	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/rdma_x"}, {Name: "b.io/rdma-x"}}); !errors.Is(err, dra.ErrName) {
+	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/rdma_x"}, {Name: "b.io/rdma-x"}}, dra.Options{}); !errors.Is(err, dra.ErrName) {
 		t.Errorf("two pools named rdma-x: %v, want ErrName", err)
 	}
-	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/s", DeviceKind: v1alpha1.KindShared}}); !errors.Is(err, dra.ErrUnsupportedKind) {
+	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/s", DeviceKind: v1alpha1.KindShared}}, dra.Options{}); !errors.Is(err, dra.ErrUnsupportedKind) {
 		t.Errorf("shared pool: %v, want ErrUnsupportedKind", err)
 	}
-	if _, err := dra.Build("n", nil, nil); err == nil {
+	if _, err := dra.Build("n", nil, nil, dra.Options{}); err == nil {
 		t.Error("no topology: no error")
+	}
+}
+
+// A VF whose RDMA device moved into a pod's network namespace (the host's
+// sysfs no longer lists it under the VF) stays published as it was while a
+// prepared claim holds it, so its name and attributes do not change under
+// the claim; without the claim, or once its PF's link is down, it goes.
+func TestPreparedDeviceStaysPublishedWhileOutOfView(t *testing.T) {
+	root := t.TempDir()
+	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
+		t.Fatal(err)
+	}
+	discover := func() *topology.Topology {
+		topo, err := discovery.Discover(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	const vf = "0000:18:00.1"
+	pool := v1alpha1.Pool{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}
+	held := find(t, buildOne(t, discover(), pool), vf)
+
+	// What the kernel shows the host once the RDMA device is in another
+	// namespace (exclusive mode): no infiniband/ entry under the VF.
+	dir, err := filepath.EvalSymlinks(filepath.Join(root, "bus/pci/devices", vf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "infiniband")); err != nil {
+		t.Fatal(err)
+	}
+	topo := discover()
+	build := func(opts dra.Options) dra.Pool {
+		pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{pool}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pools[0]
+	}
+	published := func(p dra.Pool) *resourceapi.Device {
+		for i := range p.Devices {
+			if p.Devices[i].Name == held.Name {
+				return &p.Devices[i]
+			}
+		}
+		return nil
+	}
+	if p := build(dra.Options{}); published(p) != nil || len(p.Unpublished) != 1 || !strings.Contains(p.Unpublished[0].Reason, "no RDMA verbs device") {
+		t.Errorf("unclaimed and out of view: published %v, unpublished %+v", published(p) != nil, p.Unpublished)
+	}
+	p := build(dra.Options{Prepared: map[string]resourceapi.Device{vf: held}})
+	if got := published(p); got == nil || !equality.Semantic.DeepEqual(*got, held) || len(p.Held) != 1 || p.Held[0] != vf || len(p.Devices) != 24 {
+		t.Errorf("claimed and out of view: published %+v, held %v, %d devices", got, p.Held, len(p.Devices))
+	}
+	other := held
+	other.Name = "pci-0000-18-00-7"
+	if p := build(dra.Options{Prepared: map[string]resourceapi.Device{vf: other}}); published(p) != nil || len(p.Held) != 0 {
+		t.Error("a prepared device under another name was held")
+	}
+
+	if err := fakesysfs.SetPortState(root, "mlx5_0", 1, fakesysfs.PortDown); err != nil { // the VF's PF
+		t.Fatal(err)
+	}
+	topo = discover()
+	if p := build(dra.Options{Prepared: map[string]resourceapi.Device{vf: held}}); published(p) != nil || len(p.Held) != 0 {
+		t.Error("claimed, out of view and its PF down: still published")
 	}
 }

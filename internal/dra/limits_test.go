@@ -109,7 +109,7 @@ func TestSlicesRespectAPILimitsOnEveryMachine(t *testing.T) {
 		pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{
 			{Name: "railyard.io/rdma_vf", DeviceKind: v1alpha1.KindVF},
 			{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF},
-		})
+		}, dra.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestSlicesRespectAPILimitsOnEveryMachine(t *testing.T) {
 // controller's view (DriverResources) has the same split.
 func TestSplit2048VFsIntoSlices(t *testing.T) {
 	topo := bigNode(t)
-	pools, err := dra.Build("big", topo, []v1alpha1.Pool{{Name: "railyard.io/rdma_vf"}})
+	pools, err := dra.Build("big", topo, []v1alpha1.Pool{{Name: "railyard.io/rdma_vf"}}, dra.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
