@@ -129,7 +129,10 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 
 	for id := range pods {
 		pod := &pods[id]
-		if id%1024 == 0 {
+		// Every 64 pods: an uncached decision of the exact policy can take
+		// a millisecond on a busy machine, and Ctrl-C must end the run
+		// well within the CLI's grace period.
+		if id%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return *res, err
 			}
