@@ -7,6 +7,7 @@ package cni
 // and checks that the plugin follows the kernel's answer cleanly.
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,5 +110,50 @@ func TestDelWithRecordRemovedRealVF(t *testing.T) {
 	// the next test.
 	netnstest.IP(t, "link", "set", w.dev, "mtu", strconv.Itoa(w.orig.MTU), "address", w.orig.MAC.String(), "up")
 	netnstest.IP(t, "link", "set", w.pf.Netdev, "vf", "0", "vlan", "0", "spoofchk", "on", "trust", "off", "mac", "00:00:00:00:00:00")
+	w.assertPristine()
+}
+
+func TestAddRollbackWhenIPAMFailsRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	w.ipam.fail["ADD"] = errors.New("range exhausted")
+	_, err := w.plugin(netops.Linux{}).Add(ctx, w.args("c1"))
+	if err == nil || !strings.Contains(err.Error(), "range exhausted") {
+		t.Fatalf("ADD error %v", err)
+	}
+	w.assertPristine()
+}
+
+func TestDelAfterRestartNewPluginInstanceRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	if _, err := w.plugin(netops.Linux{}).Add(ctx, w.args("c1")); err != nil {
+		t.Fatal(err)
+	}
+	op := netops.NewOperation() // as railyard-cni runs: one handle per namespace
+	defer op.Close()
+	fresh := &Plugin{Ops: op, IPAM: w.ipam, BootID: "b"}
+	must(t, fresh.Del(ctx, w.args("c1")))
+	w.assertPristine()
+}
+
+// A record from an earlier boot (its pod is gone: the namespace deleted,
+// the VF back on the host) does not block the next pod's ADD.
+func TestStaleRecordFromPreviousBootIsReclaimedRealVF(t *testing.T) {
+	w := newVFWorld(t)
+	old := &Plugin{Ops: netops.Linux{}, IPAM: w.ipam, BootID: "boot-0"}
+	if _, err := old.Add(ctx, w.args("c0")); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.IP(t, "netns", "del", filepath.Base(w.pod))
+	pod2 := netnstest.NewNetns(t, "pod2")
+	p := w.plugin(netops.Linux{})
+	a2 := args("c1", pod2, "net1", w.conf(""))
+	if _, err := p.Add(ctx, a2); err != nil {
+		t.Fatalf("ADD after the reboot: %v", err)
+	}
+	if _, err := (netops.Linux{}).Link(ctx, pod2, "net1"); err != nil {
+		t.Fatalf("VF not in the new pod: %v", err)
+	}
+	must(t, p.Del(ctx, a2))
+	netnstest.IP(t, "netns", "add", filepath.Base(w.pod))
 	w.assertPristine()
 }
