@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -144,4 +145,31 @@ func optimum(gpus, nics []endpoint, k, maxLevel int) (best score, ok bool) {
 		return bestHere, found
 	}
 	return search(0, k)
+}
+
+// The exhaustive answer on hand-made nodes, so the allocator tests compare
+// against something known to be right: disjoint roots, a root shared by
+// two GPUs and one NIC, unknown roots and NUMA nodes.
+func TestOptimumOnHandMadeNodes(t *testing.T) {
+	g := func(root string, numa int) endpoint { return endpoint{pci: root + "g", root: root, numa: numa} }
+	n := func(root string, numa int) endpoint { return endpoint{pci: root + "n", root: root, numa: numa} }
+	for _, tc := range []struct {
+		name       string
+		gpus, nics []endpoint
+		k, max     int
+		want       score
+		ok         bool
+	}{
+		{"one root each", []endpoint{g("a", 0), g("b", 1)}, []endpoint{n("b", 1), n("a", 0)}, 2, 0, score{2, 0, 0}, true},
+		{"two GPUs, one NIC on the root", []endpoint{g("a", 0), g("a", 0)}, []endpoint{n("a", 0), n("c", 0)}, 2, 2, score{1, 1, 0}, true},
+		{"strict: the second has no NIC on its root", []endpoint{g("a", 0), g("a", 0)}, []endpoint{n("a", 0), n("c", 0)}, 2, 0, score{}, false},
+		{"pick the GPUs that pair", []endpoint{g("a", 0), g("a", 0), g("c", 1)}, []endpoint{n("a", 0), n("c", 1)}, 2, 0, score{2, 0, 0}, true},
+		{"unknown root and NUMA match nothing", []endpoint{g("", -1)}, []endpoint{n("", -1)}, 1, 2, score{0, 0, 1}, true},
+		{"more pairs than NICs", []endpoint{g("a", 0), g("b", 0)}, []endpoint{n("a", 0)}, 2, 2, score{}, false},
+	} {
+		got, ok := optimum(tc.gpus, tc.nics, tc.k, tc.max)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
 }
