@@ -126,6 +126,39 @@ func TestDocExamplesAreTheTestedClaims(t *testing.T) {
 	}
 }
 
+// deviceclass.yaml is dra.DeviceClass, for clusters without the chart's.
+func TestDocDeviceClassIsTheLibrarys(t *testing.T) {
+	dc := dra.DeviceClass()
+	dc.APIVersion, dc.Kind = "resource.k8s.io/v1", "DeviceClass"
+	type meta struct {
+		Name string `json:"name"`
+	}
+	b, err := yaml.Marshal(struct {
+		APIVersion string                      `json:"apiVersion"`
+		Kind       string                      `json:"kind"`
+		Metadata   meta                        `json:"metadata"`
+		Spec       resourceapi.DeviceClassSpec `json:"spec"`
+	}{dc.APIVersion, dc.Kind, meta{dc.Name}, dc.Spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte("# Railyard's DeviceClass (internal/dra.DeviceClass; go test ./internal/dra -run TestDocDeviceClass -update).\n"), b...)
+	path := filepath.Join(examplesDir, "deviceclass.yaml")
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back resourceapi.DeviceClass
+	if err := yaml.UnmarshalStrict(got, &back); err != nil || !bytes.Equal(got, want) || back.Name != dra.DeviceClassName {
+		t.Errorf("%s differs from dra.DeviceClass (%v); run with -update", path, err)
+	}
+}
+
 // loadExample decodes an example strictly, as the API server would take
 // it, and returns the claim a template makes (defaults applied).
 func loadExample(t *testing.T, file string) *resourceapi.ResourceClaim {
