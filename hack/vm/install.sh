@@ -17,10 +17,9 @@ kernel_ok() { ls /boot/vmlinuz-* >/dev/null 2>&1; }
 missing=()
 qemu_ok || missing+=(qemu)
 kernel_ok || missing+=(kernel)
-for c in busybox rdma ibv_devices ib_write_bw; do
+for c in busybox rdma ibv_devices ib_write_bw cpio; do
   command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
-[ -x /bin/busybox ] && /bin/busybox --help 2>/dev/null | grep -q 'static' || true
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 dpkg -s ibverbs-providers >/dev/null 2>&1 || missing+=(ibverbs-providers)
 if [ ${#missing[@]} -eq 0 ]; then
@@ -51,6 +50,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends -t "${codename}-backports" qemu-system-x86
 apt-get install -y -qq --no-install-recommends linux-image-amd64 busybox-static \
-  rdma-core ibverbs-providers ibverbs-utils perftest iproute2 kmod
+  rdma-core ibverbs-providers ibverbs-utils perftest iproute2 kmod cpio
 qemu_ok || { echo "hack/vm/install.sh: QEMU >= 8 still missing" >&2; exit 1; }
 kernel_ok || { echo "hack/vm/install.sh: no /boot/vmlinuz-* after install" >&2; exit 1; }

@@ -13,7 +13,7 @@
 # Usage: hack/vm/run.sh JOB.sh [RESULTS-DIR]
 # Exit status: the job's, 125 when the VM could not run the job, and 0 with
 # "SKIP:" on stderr when QEMU or a kernel is missing (VMTEST_REQUIRE=1
-# turns that into a failure).
+# turns that into a failure). VM_QEMU names another QEMU binary.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,8 +26,8 @@ skip() {
   if [ "${VMTEST_REQUIRE:-0}" = 1 ]; then exit 1; fi
   exit 0
 }
-qemu=$(command -v qemu-system-x86_64 || true)
-[ -n "$qemu" ] || skip "no qemu-system-x86_64"
+qemu=${VM_QEMU:-$(command -v qemu-system-x86_64 || true)}
+[ -n "$qemu" ] && [ -x "$qemu" ] || skip "no qemu-system-x86_64${VM_QEMU:+ at $VM_QEMU}"
 qv=$("$qemu" --version | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
 [ "${qv:-0}" -ge 8 ] || skip "QEMU $qv has no igb device (need 8.0 or later)"
 kver=$(ls /boot/vmlinuz-* 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1 || true)
@@ -64,7 +64,7 @@ timeout --foreground -k 10 "$timeout_s" "$qemu" \
 qrc=$?
 set -e
 end=$(date +%s.%N)
-printf 'vm: boot+job+poweroff %.1f s (QEMU exit %d)\n' "$(echo "$end - $start" | bc)" "$qrc" >&2
+printf 'vm: boot+job+poweroff %.1f s (QEMU exit %d)\n' "$(awk -v a="$start" -v b="$end" 'BEGIN{print b-a}')" "$qrc" >&2
 if [ ! -f "$results/rc" ]; then
   echo "vm: the job did not finish (QEMU exit $qrc); console:" >&2
   tail -50 "$results/console.log" >&2

@@ -44,7 +44,7 @@ for entry in "${pkgs[@]}"; do
   echo "$name|$root/${pkg#./}|$out/bin/$name.test|$pat" >>"$out/job.list"
 done
 t1=$(date +%s.%N)
-printf 'vmtest: test binaries built in %.1f s\n' "$(echo "$t1 - $t0" | bc)"
+printf 'vmtest: test binaries built in %.1f s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')"
 
 job=$(mktemp)
 trap 'rm -f "$job"' EXIT
@@ -65,11 +65,15 @@ while IFS='|' read -r name dir bin pat; do
 done <$out/job.list
 exit \$fails
 JOB
+rm -rf "$out/results" # no stale results when the VM is skipped
 set +e
 "$here/run.sh" "$job" "$out/results"
 rc=$?
 set -e
 t2=$(date +%s.%N)
+if [ $rc -eq 0 ] && [ ! -f "$out/results/rc" ]; then
+  echo "vmtest: SKIPPED: no test ran (the VM could not start; see SKIP above)"
+fi
 if [ -f "$out/results/rc" ]; then
   for f in "$out"/results/*.log; do
     case "$f" in */out.log|*/console.log) continue ;; esac
@@ -80,5 +84,5 @@ if [ -f "$out/results/rc" ]; then
     echo "vmtest: $n: $pass passed, $skip skipped, $fail failed (log $f)"
   done
 fi
-printf 'vmtest: total %.1f s (exit %d)\n' "$(echo "$t2 - $t0" | bc)" "$rc"
+printf 'vmtest: total %.1f s (exit %d)\n' "$(awk -v a="$t0" -v b="$t2" 'BEGIN{print b-a}')" "$rc"
 exit $rc
