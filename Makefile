@@ -22,8 +22,8 @@ build:
 demo: build
 	$(BIN)/railyard topo --machine dgx-h100
 
-## test: lint, unit tests with the race detector, and the end-to-end suite
-test: lint unit e2e
+## test: lint, unit tests with the race detector, the end-to-end suite and the real-kernel tests in a VM
+test: lint unit e2e vmtest
 
 ## unit: every Go test with -race (netns tests need root and skip without it)
 unit: cni-tools
