@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -18,16 +20,25 @@ type Cluster interface {
 	ListPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error)
 	// PodLogs returns at most limit bytes of a container's log.
 	PodLogs(ctx context.Context, ns, pod, container string, limit int64) ([]byte, error)
-	// Delete deletes a Pod or a Service ("Pod", "Service"); a missing
-	// object is no error.
+	// CreateMPIJob creates a kubeflow.org/v2beta1 MPIJob. Its error wraps
+	// ErrNoMPIOperator when the API server does not serve MPIJobs.
+	CreateMPIJob(ctx context.Context, job *unstructured.Unstructured) error
+	// GetMPIJob reads an MPIJob (its status has the operator's conditions).
+	GetMPIJob(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
+	// Delete deletes a Pod, a Service or an MPIJob ("Pod", "Service",
+	// "MPIJob"; an MPIJob with its pods); a missing object is no error.
 	Delete(ctx context.Context, kind, ns, name string) error
-	// Exists reports whether the object is still there.
+	// Exists reports whether the object is still there (for an MPIJob:
+	// it or one of its pods).
 	Exists(ctx context.Context, kind, ns, name string) (bool, error)
 }
 
-// Kube is a Cluster over a client-go clientset.
+// Kube is a Cluster over a client-go clientset and, for MPIJobs, a
+// dynamic client (no MPI Operator Go types are needed). Whether MPIJobs
+// are served is asked of Client's discovery.
 type Kube struct {
-	Client kubernetes.Interface
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
 }
 
 var _ Cluster = Kube{}
@@ -71,6 +82,8 @@ func (k Kube) Delete(ctx context.Context, kind, ns, name string) error {
 		err = k.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	case kindService:
 		err = k.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	case kindMPIJob:
+		err = k.deleteMPIJob(ctx, ns, name)
 	default:
 		return fmt.Errorf("delete %s %s/%s: unsupported kind", kind, ns, name)
 	}
@@ -88,6 +101,8 @@ func (k Kube) Exists(ctx context.Context, kind, ns, name string) (bool, error) {
 		_, err = k.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	case kindService:
 		_, err = k.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	case kindMPIJob:
+		return k.mpiJobExists(ctx, ns, name)
 	default:
 		return false, fmt.Errorf("get %s %s/%s: unsupported kind", kind, ns, name)
 	}

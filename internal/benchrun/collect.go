@@ -13,28 +13,47 @@ import (
 	"github.com/railyard-io/railyard/internal/bench"
 )
 
-// collect reads the log of every created pod whose container started.
+// collect reads the log of every created pod whose container started,
+// for the runs whose logs were not read yet.
 func (e *executor) collect(parent context.Context) {
+	for _, rs := range e.runs {
+		if !rs.collected {
+			e.collectRun(parent, rs)
+		}
+	}
+}
+
+// collectRun reads the logs of a run's pods: those of the plan, or an
+// MPIJob's launcher and workers.
+func (e *executor) collectRun(parent context.Context, rs *runState) {
 	ctx, cancel := context.WithTimeout(parent, collectTimeout)
 	defer cancel()
-	for _, rs := range e.runs {
-		rs.logs = map[string][]byte{}
+	rs.collected = true
+	rs.logs = map[string][]byte{}
+	var pods []*corev1.Pod
+	if rs.run.MPIJob != nil {
+		pods = sortedPods(rs.pods)
+	} else {
 		for _, pod := range rs.run.Pods {
-			cur := rs.pods[pod.Name]
-			if cur == nil || !started(cur) {
+			if cur := rs.pods[pod.Name]; cur != nil {
+				pods = append(pods, cur)
+			}
+		}
+	}
+	for _, cur := range pods {
+		if !started(cur) {
+			continue
+		}
+		for _, ct := range cur.Spec.Containers {
+			data, err := e.c.PodLogs(ctx, cur.Namespace, cur.Name, ct.Name, MaxLogBytes)
+			if err != nil {
+				rs.logErrs = append(rs.logErrs, fmt.Sprintf("logs of %s/%s: %v", cur.Name, ct.Name, err))
 				continue
 			}
-			for _, ct := range cur.Spec.Containers {
-				data, err := e.c.PodLogs(ctx, cur.Namespace, cur.Name, ct.Name, MaxLogBytes)
-				if err != nil {
-					rs.logErrs = append(rs.logErrs, fmt.Sprintf("logs of %s/%s: %v", cur.Name, ct.Name, err))
-					continue
-				}
-				if len(cur.Spec.Containers) > 1 {
-					data = append([]byte(fmt.Sprintf("==> container %s <==\n", ct.Name)), data...)
-				}
-				rs.logs[pod.Name] = append(rs.logs[pod.Name], data...)
+			if len(cur.Spec.Containers) > 1 {
+				data = append([]byte(fmt.Sprintf("==> container %s <==\n", ct.Name)), data...)
 			}
+			rs.logs[cur.Name] = append(rs.logs[cur.Name], data...)
 		}
 	}
 }
@@ -51,26 +70,31 @@ func started(p *corev1.Pod) bool {
 // outcome parses the result pod's log and says how the run ended. A run
 // that did not succeed is a failed result whose error is the reason.
 func (rs *runState) outcome(o bench.Options) RunOutcome {
-	res := rs.run.Result
+	ns, resName, source := rs.resultPod()
 	out := RunOutcome{Name: rs.run.Name, Test: rs.run.Test, Scenario: rs.run.Variant, Status: rs.status, Reason: rs.reason,
-		ResultPod: res.Namespace + "/" + res.Name, Logs: rs.logs}
+		Logs: rs.logs}
+	if resName != "" {
+		out.ResultPod = ns + "/" + resName
+	}
 	if rs.run.Scenario != "" {
 		out.Scenario = rs.run.Scenario
 	}
 	if out.Scenario == "" {
 		out.Scenario = rs.run.Name
 	}
-	logs, haveLog := rs.logs[res.Name]
+	logs, haveLog := rs.logs[resName]
 	var r bench.Result
 	if haveLog {
 		r = bench.ParseWith(logs, o)
 	}
 	if out.Status == Succeeded {
 		switch {
+		case resName == "":
+			out.Status, out.Reason = Failed, "MPIJob "+rs.run.MPIJob.GetName()+" succeeded but its launcher pod was never seen"
 		case !haveLog:
 			out.Status, out.Reason = Failed, "the result pod's log could not be read: "+strings.Join(rs.logErrs, "; ")
 		case !r.OK:
-			out.Status, out.Reason = Failed, "pod "+res.Name+" succeeded but its output is not a result: "+r.Error
+			out.Status, out.Reason = Failed, "pod "+resName+" succeeded but its output is not a result: "+r.Error
 		}
 	}
 	if out.Status != Succeeded {
@@ -85,9 +109,22 @@ func (rs *runState) outcome(o bench.Options) RunOutcome {
 	if r.Summary == nil {
 		r.Summary = map[string]float64{}
 	}
-	r.Source = "pod/" + out.ResultPod
+	r.Source = source
 	out.Result = r
 	return out
+}
+
+// resultPod is the namespace and name of the pod whose log is the run's
+// result ("" for an MPIJob whose launcher was never seen) and the
+// result's source.
+func (rs *runState) resultPod() (ns, name, source string) {
+	if j := rs.run.MPIJob; j != nil {
+		if rs.launcher == "" {
+			return j.GetNamespace(), "", "mpijob/" + j.GetNamespace() + "/" + j.GetName()
+		}
+		return j.GetNamespace(), rs.launcher, "pod/" + j.GetNamespace() + "/" + rs.launcher
+	}
+	return rs.run.Result.Namespace, rs.run.Result.Name, "pod/" + rs.run.Result.Namespace + "/" + rs.run.Result.Name
 }
 
 // cleanup deletes what the run created, newest first, and waits until it

@@ -26,6 +26,16 @@
 // finished, whatever its outcome (the GPUDirect pairs each take every GPU
 // of their nodes).
 //
-// Only Pods and Services are run; MPIJobs (nccl-tests, OSU, Horovod) need
-// the MPI Operator and are refused with a clear error.
+// An MPIJob (kubeflow.org/v2beta1: nccl-tests, OSU, Horovod) is a run of
+// its own. It is created with client-go's dynamic client (no MPI Operator
+// Go types), once discovery says the cluster serves MPIJobs; a cluster
+// without the MPI Operator fails those runs with ErrNoMPIOperator and runs
+// the others. Its result is the log of its launcher pod (the operator's
+// training.kubeflow.org/job-name and job-role=launcher labels); it ends
+// when that pod ends or the MPIJob has a Succeeded or Failed condition,
+// and its launcher's and workers' logs are read at once, before the
+// operator deletes the workers. Cleanup deletes the MPIJob with background
+// propagation and waits until its pods are gone too. The unit tests run
+// MPIJobs through client-go's fake dynamic client with a fake MPI Operator
+// (benchruntest.InstallMPIOperator).
 package benchrun

@@ -42,12 +42,17 @@ type Run struct {
 	// Pods in creation order: pods without benchplan.AnnotationServerPod
 	// first.
 	Pods []*corev1.Pod
-	// Result is the pod whose log is the run's result.
+	// Result is the pod whose log is the run's result; nil for an MPIJob
+	// run, whose result is its launcher pod's log.
 	Result *corev1.Pod
+	// MPIJob is the run's MPIJob (kubeflow.org/v2beta1), alone in its run:
+	// no Pods or Services beside it.
+	MPIJob *unstructured.Unstructured
 }
 
 // Load reads a plan: the multi-document YAML (or JSON) that `railyard
-// bench plan` prints. Only Pods and Services are accepted.
+// bench plan` prints. Pods, Services and kubeflow.org/v2beta1 MPIJobs are
+// accepted.
 func Load(r io.Reader) (Plan, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var objs []runtime.Object
@@ -75,7 +80,8 @@ func Load(r io.Reader) (Plan, error) {
 }
 
 // typed converts a Pod or a Service to its Go type, rejecting unknown
-// fields (a misspelt field would silently do nothing).
+// fields (a misspelt field would silently do nothing); an MPIJob stays
+// unstructured (the API server validates it against the operator's CRD).
 func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 	gvk := u.GroupVersionKind()
 	var obj runtime.Object
@@ -84,10 +90,22 @@ func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 		obj = &corev1.Pod{}
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == kindService:
 		obj = &corev1.Service{}
-	case gvk.Kind == benchplan.MPIJobKind:
-		return nil, fmt.Errorf("MPIJob %s: bench run runs pod pairs only (--tests perftest,probe); MPIJobs need the MPI Operator: apply them with kubectl", u.GetName())
+	case gvk.Kind == kindMPIJob:
+		if err := checkMPIJob(u); err != nil {
+			return nil, err
+		}
+		// Decoded again as the API machinery decodes: integers as int64.
+		data, err := u.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("MPIJob %s: %w", u.GetName(), err)
+		}
+		job := &unstructured.Unstructured{}
+		if err := job.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("MPIJob %s: %w", u.GetName(), err)
+		}
+		return job, nil
 	default:
-		return nil, fmt.Errorf("%s %s: bench run creates only v1 Pods and Services", gvk.String(), u.GetName())
+		return nil, fmt.Errorf("%s %s: bench run creates only v1 Pods and Services and %s MPIJobs", gvk.String(), u.GetName(), benchplan.MPIJobAPIVersion)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
@@ -95,10 +113,13 @@ func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 	return obj, nil
 }
 
-// FromObjects groups Pods and Services (benchplan.Objects' output, say)
-// into runs. Every object needs a benchplan.LabelRun label, every run one
-// pod annotated benchplan.AnnotationResult, and a server pod named by
-// benchplan.AnnotationServerPod must be in the same run.
+// FromObjects groups Pods, Services and MPIJobs (benchplan.Objects'
+// output, say) into runs. Every Pod and Service needs a benchplan.LabelRun
+// label, every run of pods one pod annotated benchplan.AnnotationResult,
+// and a server pod named by benchplan.AnnotationServerPod must be in the
+// same run. An MPIJob is a run of its own, named by its LabelRun label or
+// else by the MPIJob's name; its test is its LabelTest label or else its
+// app.kubernetes.io/component label (bench plan's nccl, osu, horovod).
 func FromObjects(objs []runtime.Object) (Plan, error) {
 	byName := map[string]*Run{}
 	seen := map[string]bool{}
@@ -131,8 +152,31 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 			if r := get(kindService, o.Labels, o.Namespace, o.Name); r != nil {
 				r.Services = append(r.Services, o.DeepCopy())
 			}
+		case *unstructured.Unstructured:
+			if o.GetKind() != kindMPIJob {
+				errs = append(errs, fmt.Errorf("%s %s: bench run creates only Pods, Services and MPIJobs", o.GetKind(), o.GetName()))
+				continue
+			}
+			if err := checkMPIJob(o); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			labels := map[string]string{benchplan.LabelRun: o.GetName(), benchplan.LabelTest: o.GetLabels()[labelComponent]}
+			for k, v := range o.GetLabels() {
+				if v != "" {
+					labels[k] = v
+				}
+			}
+			if r := get(kindMPIJob, labels, o.GetNamespace(), o.GetName()); r != nil {
+				if r.MPIJob != nil {
+					errs = append(errs, fmt.Errorf("run %s: two MPIJobs (%s, %s)", r.Name, r.MPIJob.GetName(), o.GetName()))
+					continue
+				}
+				r.MPIJob = o.DeepCopy()
+				r.After = o.GetAnnotations()[benchplan.AnnotationAfterRun]
+			}
 		default:
-			errs = append(errs, fmt.Errorf("%T: bench run creates only Pods and Services", obj))
+			errs = append(errs, fmt.Errorf("%T: bench run creates only Pods, Services and MPIJobs", obj))
 		}
 	}
 	var p Plan
@@ -147,7 +191,7 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 		return Plan{}, fmt.Errorf("plan: %w", err)
 	}
 	if len(p.Runs) == 0 {
-		return Plan{}, errors.New("plan: no runs (no Pods)")
+		return Plan{}, errors.New("plan: no runs (no Pods, no MPIJobs)")
 	}
 	sort.Slice(p.Runs, func(i, j int) bool { return p.Runs[i].Name < p.Runs[j].Name })
 	return p, nil
@@ -156,6 +200,12 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 // finish picks the result pod, orders servers before clients and checks
 // the server references.
 func (r *Run) finish() error {
+	if r.MPIJob != nil {
+		if len(r.Pods) > 0 || len(r.Services) > 0 {
+			return fmt.Errorf("run %s: MPIJob %s shares its run with Pods or Services (an MPIJob is a run of its own)", r.Name, r.MPIJob.GetName())
+		}
+		return nil
+	}
 	var servers, clients []*corev1.Pod
 	names := map[string]bool{}
 	for _, p := range r.Pods {
@@ -239,6 +289,9 @@ func (p *Plan) SetNamespace(ns string) {
 		}
 		for _, pod := range p.Runs[i].Pods {
 			pod.Namespace = ns
+		}
+		if j := p.Runs[i].MPIJob; j != nil {
+			j.SetNamespace(ns)
 		}
 	}
 }

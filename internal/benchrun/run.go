@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/benchplan"
@@ -104,7 +105,8 @@ type RunOutcome struct {
 	// Reason says why a run did not succeed (the pod's exit code and
 	// reason, what it was waiting for at the timeout, the parser's error).
 	Reason string
-	// ResultPod is "ns/name" of the result pod.
+	// ResultPod is "ns/name" of the result pod (an MPIJob's launcher pod;
+	// "" when it was never seen).
 	ResultPod string
 	// Result is the parsed log of the result pod; for a run that did not
 	// succeed OK is false and Error is Reason.
@@ -124,6 +126,12 @@ type runState struct {
 	reason   string
 	finished bool
 	started  bool // its objects are being created (a run may wait for another)
+	// An MPIJob run's state: the MPIJob as last read, its launcher pod's
+	// name (the newest), and whether its logs were read already (when it
+	// finished, before the operator deletes its workers).
+	job       *unstructured.Unstructured
+	launcher  string
+	collected bool
 }
 
 // Execute creates the plan's objects, waits for every run, collects logs,
@@ -189,7 +197,7 @@ type executor struct {
 func (e *executor) createdNames() []string {
 	out := make([]string, 0, len(e.created))
 	for _, c := range e.created {
-		out = append(out, fmt.Sprintf("%s/%s/%s", map[string]string{kindPod: "pod", kindService: "service"}[c.kind], c.ns, c.name))
+		out = append(out, fmt.Sprintf("%s/%s/%s", map[string]string{kindPod: "pod", kindService: "service", kindMPIJob: "mpijob"}[c.kind], c.ns, c.name))
 	}
 	return out
 }
@@ -212,6 +220,9 @@ func (e *executor) createInitial(ctx context.Context) error {
 // startRun creates a run's Services and every pod that waits for no server.
 func (e *executor) startRun(ctx context.Context, rs *runState) error {
 	rs.started = true
+	if rs.run.MPIJob != nil {
+		return e.createMPIJob(ctx, rs)
+	}
 	for _, svc := range rs.run.Services {
 		if err := e.c.CreateService(ctx, svc.DeepCopy()); err != nil {
 			if err := e.fatal(err, kindService, svc.Namespace, svc.Name); err != nil {
@@ -239,6 +250,9 @@ func (e *executor) startRun(ctx context.Context, rs *runState) error {
 // fatal returns a non-nil error when err stops the whole plan.
 func (e *executor) fatal(err error, kind, ns, name string) error {
 	switch {
+	case apierrors.IsAlreadyExists(err) && kind == kindMPIJob:
+		return fmt.Errorf("%s %s/%s exists already (left by an earlier run with --keep? delete it: kubectl delete mpijob -n %s %s): %w",
+			kind, ns, name, ns, name, err)
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("%s %s/%s exists already (left by an earlier run with --keep? delete it, or the run's objects: kubectl delete pod,service -n %s -l %s): %w",
 			kind, ns, name, ns, benchplan.LabelRun, err)

@@ -71,6 +71,10 @@ func (e *executor) observe(ctx context.Context) {
 			}
 			continue
 		}
+		if rs.run.MPIJob != nil {
+			e.updateMPIJob(ctx, rs)
+			continue
+		}
 		e.update(ctx, rs, seen, listed)
 	}
 	if e.o.Progress != nil {
@@ -177,27 +181,38 @@ func (e *executor) progress() Progress {
 		if rs.finished {
 			p.RunsDone++
 		}
+		if rs.run.MPIJob != nil {
+			// The operator creates the pods: a launcher and the workers.
+			p.Pods += 1 + mpiWorkers(rs.run.MPIJob)
+			p.Created += len(rs.pods)
+			for _, cur := range rs.pods {
+				p.count(cur)
+			}
+			continue
+		}
 		p.Pods += len(rs.run.Pods)
 		p.Created += len(rs.created)
 		for name := range rs.created {
-			cur := rs.pods[name]
-			if cur == nil {
-				continue
-			}
-			if cur.Spec.NodeName != "" {
-				p.Scheduled++
-			}
-			switch cur.Status.Phase {
-			case corev1.PodRunning:
-				p.Running++
-			case corev1.PodSucceeded:
-				p.Succeeded++
-			case corev1.PodFailed:
-				p.Failed++
+			if cur := rs.pods[name]; cur != nil {
+				p.count(cur)
 			}
 		}
 	}
 	return p
+}
+
+func (p *Progress) count(cur *corev1.Pod) {
+	if cur.Spec.NodeName != "" {
+		p.Scheduled++
+	}
+	switch cur.Status.Phase {
+	case corev1.PodRunning:
+		p.Running++
+	case corev1.PodSucceeded:
+		p.Succeeded++
+	case corev1.PodFailed:
+		p.Failed++
+	}
 }
 
 // finishUnfinished marks the runs still going as timed out, or as
@@ -219,6 +234,9 @@ func (e *executor) finishUnfinished(parent context.Context) {
 func (rs *runState) waitingFor() string {
 	if !rs.started {
 		return "waiting for run " + rs.run.After + " to finish first"
+	}
+	if rs.run.MPIJob != nil {
+		return rs.mpiWaitingFor()
 	}
 	var parts []string
 	for _, pod := range rs.run.Pods {

@@ -2,7 +2,10 @@
 // the pods of client-go's fake clientset through their phases as the
 // scheduler and a kubelet would (there is no container runtime in unit
 // tests), following a script per pod name, and serves their logs, which
-// the fake clientset cannot (its logs are a constant).
+// the fake clientset cannot (its logs are a constant). With
+// InstallMPIOperator the fake API server serves MPIJobs through
+// client-go's fake dynamic client, and a fake MPI Operator turns them into
+// pods.
 package benchruntest
 
 import (
@@ -14,6 +17,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -34,18 +41,23 @@ type Script struct {
 // scheduled, runs and succeeds), and serves their logs.
 type FakeKubelet struct {
 	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
 	scripts map[string]Script
 
-	mu      sync.Mutex
-	polls   map[string]int
-	nextIP  int
-	created map[string]*corev1.Pod // each pod as first seen (its spec as created)
-	order   []string               // pod names in the order first seen
+	mu       sync.Mutex
+	operator bool            // run the fake MPI Operator
+	jobs     map[string]bool // MPIJobs whose pods were created, by ns/name
+	polls    map[string]int
+	nextIP   int
+	created  map[string]*corev1.Pod // each pod as first seen (its spec as created)
+	order    []string               // pod names in the order first seen
 }
 
 // New returns a fake kubelet over a new fake clientset.
 func New(scripts map[string]Script) *FakeKubelet {
-	return &FakeKubelet{Client: fake.NewClientset(), scripts: scripts, polls: map[string]int{}, created: map[string]*corev1.Pod{}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{benchrun.MPIJobs: "MPIJobList"})
+	return &FakeKubelet{Client: fake.NewClientset(), Dynamic: dyn, scripts: scripts, polls: map[string]int{}, created: map[string]*corev1.Pod{},
+		jobs: map[string]bool{}}
 }
 
 // Run advances pods every few milliseconds until ctx is done; the test
@@ -64,6 +76,11 @@ func (k *FakeKubelet) Run(ctx context.Context, t *testing.T) {
 }
 
 func (k *FakeKubelet) step(ctx context.Context) {
+	k.mu.Lock()
+	if k.operator {
+		k.operate(ctx)
+	}
+	k.mu.Unlock()
 	pods, err := k.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
@@ -123,7 +140,7 @@ func (k *FakeKubelet) FirstSeen(name string) *corev1.Pod {
 
 // Cluster is benchrun.Kube over the fake clientset with the scripted logs.
 func (k *FakeKubelet) Cluster() benchrun.Cluster {
-	return fakeLogs{Kube: benchrun.Kube{Client: k.Client}, k: k}
+	return fakeLogs{Kube: benchrun.Kube{Client: k.Client, Dynamic: k.Dynamic}, k: k}
 }
 
 type fakeLogs struct {
