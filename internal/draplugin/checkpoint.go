@@ -1,0 +1,209 @@
+package draplugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// checkpointVersion is the version of the checkpoint's format.
+const checkpointVersion = 1
+
+// preparedClaim is a prepared claim as the checkpoint keeps it: what
+// Unprepare needs after a restart (the claim object may be gone by then)
+// and what Prepare returns again when asked twice.
+type preparedClaim struct {
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	UID       types.UID        `json:"uid"`
+	Devices   []preparedDevice `json:"devices"`
+}
+
+// preparedDevice is one allocated device of a prepared claim.
+type preparedDevice struct {
+	// Request is the allocation result's request ("nic0", "nic0/numa").
+	Request string `json:"request"`
+	// Pool and Device name it in the slices ("n1/rdma-vf", "pci-0000-18-00-2").
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
+	// PCI is its address, Resource the Railyard pool ("railyard.io/rdma_vf").
+	PCI      string `json:"pci"`
+	Resource string `json:"resource"`
+	// RDMA is the RDMA device ("mlx5_12"), Nodes the char devices under
+	// infiniband/ the container gets ("uverbs12", "rdma_cm").
+	RDMA  string   `json:"rdma,omitempty"`
+	Nodes []string `json:"nodes"`
+	// Rail is the railyard.io/rail attribute (-1 when none), PF the PF's
+	// address: the container's rail order.
+	Rail int    `json:"rail"`
+	PF   string `json:"pf"`
+	// CDIDevice is the fully qualified CDI device name.
+	CDIDevice string `json:"cdiDevice"`
+	// Published is the device as published when the claim was prepared
+	// (dra.Options.Prepared keeps it so while the claim holds it).
+	Published resourceapi.Device `json:"published"`
+}
+
+type checkpointDoc struct {
+	Version int              `json:"version"`
+	Claims  []*preparedClaim `json:"claims"`
+}
+
+// loadCheckpoint reads the prepared claims (none when the file does not
+// exist). Stray temporary files of a crashed write are removed.
+func loadCheckpoint(path string) (map[types.UID]*preparedClaim, error) {
+	claims := map[types.UID]*preparedClaim{}
+	removeTemps(filepath.Dir(path))
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return claims, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("draplugin: reading checkpoint: %w", err)
+	}
+	doc, err := decodeCheckpoint(b)
+	if err != nil {
+		return nil, fmt.Errorf("draplugin: checkpoint %s: %w", path, err)
+	}
+	for _, c := range doc.Claims {
+		claims[c.UID] = c
+	}
+	return claims, nil
+}
+
+// decodeCheckpoint decodes strictly and checks what Unprepare relies on.
+func decodeCheckpoint(b []byte) (*checkpointDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var doc checkpointDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decoding: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("decoding: data after the checkpoint")
+	}
+	if doc.Version != checkpointVersion {
+		return nil, fmt.Errorf("version %d, want %d", doc.Version, checkpointVersion)
+	}
+	seen := map[types.UID]bool{}
+	for i, c := range doc.Claims {
+		if c == nil || c.UID == "" || seen[c.UID] || !validUID(string(c.UID)) {
+			return nil, fmt.Errorf("claim %d: missing, duplicate or invalid UID", i)
+		}
+		seen[c.UID] = true
+	}
+	return &doc, nil
+}
+
+// validUID says whether a claim UID can name a CDI device and a file: the
+// API server's UIDs are RFC 4122 strings, checked loosely here.
+func validUID(uid string) bool {
+	if uid == "" || len(uid) > 64 {
+		return false
+	}
+	for _, r := range uid {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// saveCheckpointLocked commits the prepared claims: temporary file, fsync,
+// rename (the commit point), directory fsync.
+func (d *Driver) saveCheckpointLocked() error {
+	doc := checkpointDoc{Version: checkpointVersion}
+	for _, c := range d.claims {
+		doc.Claims = append(doc.Claims, c)
+	}
+	slices.SortFunc(doc.Claims, func(a, b *preparedClaim) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	b, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		return fmt.Errorf("draplugin: encoding checkpoint: %w", err)
+	}
+	return writeAtomic(d.ckptPath, b)
+}
+
+const (
+	tempPrefix = ".railyard-tmp-"
+	tempSuffix = ".tmp" // not .json: CDI registries load *.json and *.yaml
+)
+
+// writeAtomic replaces path with b durably: a reader (or a restarted
+// agent) sees the old content or the new, never a part.
+func writeAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("draplugin: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, tempPrefix+"*"+tempSuffix)
+	if err != nil {
+		return fmt.Errorf("draplugin: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("draplugin: writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("draplugin: writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("draplugin: syncing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("draplugin: writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("draplugin: committing %s: %w", path, err)
+	}
+	done = true
+	return syncDir(dir)
+}
+
+// removeFile removes path durably; a missing file is no error.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("draplugin: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("draplugin: syncing %s: %w", dir, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("draplugin: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeTemps removes what a write that died left behind.
+func removeTemps(dir string) {
+	m, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"+tempSuffix))
+	for _, f := range m {
+		os.Remove(f)
+	}
+}

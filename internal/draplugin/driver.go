@@ -1,0 +1,171 @@
+package draplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// CDIKind is the CDI kind of the devices the driver prepares: the
+// container of a claim with UID U gets "rdma.railyard.io/claim=U-<device>".
+const CDIKind = dra.DriverName + "/claim"
+
+// CheckpointFile is the name of the checkpoint in Config.StateDir.
+const CheckpointFile = "dra-claims.json"
+
+// ErrNotReady is returned by Prepare before the first topology.
+var ErrNotReady = errors.New("no topology yet")
+
+// Config is what a Driver serves.
+type Config struct {
+	// NodeName is this node's name: the DRA pools are "<node>/<pool>".
+	NodeName string
+	// Pools are the pools delivered through DRA (delivery "dra").
+	Pools []v1alpha1.Pool
+	// DevRoot holds infiniband/uverbsN and rdma_cm on the host ("/dev").
+	DevRoot string
+	// CDISpecDir is where the per-claim CDI specs are written
+	// ("/var/run/cdi").
+	CDISpecDir string
+	// StateDir holds the checkpoint of prepared claims.
+	StateDir string
+	// OnError receives the errors of the helper's background work
+	// (publishing slices); nil drops them. fatal is true when retrying
+	// will not help (kubeletplugin.ErrRecoverable is not wrapped).
+	OnError func(ctx context.Context, err error, msg string, fatal bool)
+}
+
+// Publisher publishes ResourceSlices: *kubeletplugin.Helper.
+type Publisher interface {
+	PublishResources(ctx context.Context, resources resourceslice.DriverResources) error
+}
+
+var _ Publisher = (*kubeletplugin.Helper)(nil)
+var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
+
+// Driver is the DRA driver rdma.railyard.io of one node. Create it with
+// New; it is safe for concurrent use.
+type Driver struct {
+	cfg      Config
+	poolCfg  map[string]v1alpha1.Pool // by resource name
+	ckptPath string
+
+	mu        sync.Mutex
+	topo      *topology.Topology
+	pools     []dra.Pool
+	published *resourceslice.DriverResources // last handed to pub
+	pub       Publisher
+	claims    map[types.UID]*preparedClaim
+	lastErr   error
+}
+
+// New returns a driver with the prepared claims of its checkpoint (an
+// agent restart keeps them). A checkpoint that cannot be read is an
+// error: starting empty would forget devices that pods hold.
+func New(cfg Config) (*Driver, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("draplugin: no node name")
+	}
+	if cfg.StateDir == "" || cfg.CDISpecDir == "" {
+		return nil, errors.New("draplugin: a state directory and a CDI spec directory are required")
+	}
+	d := &Driver{cfg: cfg, poolCfg: map[string]v1alpha1.Pool{}, ckptPath: filepath.Join(cfg.StateDir, CheckpointFile)}
+	for _, p := range cfg.Pools {
+		d.poolCfg[p.Name] = p
+	}
+	claims, err := loadCheckpoint(d.ckptPath)
+	if err != nil {
+		return nil, err
+	}
+	d.claims = claims
+	return d, nil
+}
+
+// SetPublisher makes the driver publish its slices through p (the
+// kubelet plugin helper once it runs) and publishes what it has.
+func (d *Driver) SetPublisher(ctx context.Context, p Publisher) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pub, d.published = p, nil
+	return d.publishLocked(ctx)
+}
+
+// Update rebuilds the node's pools from a new topology (rediscovery)
+// and publishes them when they changed. Devices that prepared claims hold
+// stay published as they were while out of the host's view
+// (dra.Options.Prepared).
+func (d *Driver) Update(ctx context.Context, t *topology.Topology) ([]dra.Pool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked()})
+	if err != nil {
+		return nil, fmt.Errorf("draplugin: %w", err)
+	}
+	d.topo, d.pools = t, pools
+	return pools, d.publishLocked(ctx)
+}
+
+func (d *Driver) publishLocked(ctx context.Context) error {
+	if d.pub == nil || d.topo == nil {
+		return nil
+	}
+	res := dra.DriverResources(d.pools)
+	if d.published != nil && reflect.DeepEqual(*d.published, res) {
+		return nil
+	}
+	if err := d.pub.PublishResources(ctx, res); err != nil {
+		return fmt.Errorf("draplugin: publishing slices: %w", err)
+	}
+	d.published = &res
+	return nil
+}
+
+// Pools returns the pools last built (nil before the first Update).
+func (d *Driver) Pools() []dra.Pool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pools
+}
+
+// Prepared returns the UIDs of the prepared claims and their devices'
+// PCI addresses.
+func (d *Driver) Prepared() map[types.UID][]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID][]string, len(d.claims))
+	for uid, c := range d.claims {
+		for _, pd := range c.Devices {
+			out[uid] = append(out[uid], pd.PCI)
+		}
+	}
+	return out
+}
+
+// HandleError is the helper's report of a background error (publishing
+// slices): kept for LastError and passed to Config.OnError.
+func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
+	d.mu.Lock()
+	d.lastErr = fmt.Errorf("%s: %w", msg, err)
+	d.mu.Unlock()
+	if d.cfg.OnError != nil {
+		d.cfg.OnError(ctx, err, msg, !errors.Is(err, kubeletplugin.ErrRecoverable))
+	}
+}
+
+// LastError is the last background error HandleError got (nil if none).
+func (d *Driver) LastError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastErr
+}

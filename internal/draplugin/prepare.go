@@ -1,0 +1,282 @@
+package draplugin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+
+	"github.com/railyard-io/railyard/internal/dra"
+)
+
+// ErrClaim is wrapped by the per-claim errors of a claim that cannot be
+// prepared (not allocated, a device this node does not publish, a device
+// another claim holds).
+var ErrClaim = errors.New("claim cannot be prepared")
+
+// PrepareResourceClaims prepares each claim's devices of this driver
+// (devices of other drivers are not its business): checkpoint, then the
+// claim's CDI spec, then the CDI device IDs. A claim prepared before
+// (same UID) gets the same answer again. A claim that cannot be prepared
+// gets its own error; the others are prepared.
+func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
+	for _, c := range claims {
+		if c == nil {
+			continue
+		}
+		pc, err := d.prepareLocked(c)
+		if err != nil {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)}
+			continue
+		}
+		out[c.UID] = kubeletplugin.PrepareResult{Devices: resultDevices(pc)}
+	}
+	return out, nil
+}
+
+func resultDevices(pc *preparedClaim) []kubeletplugin.Device {
+	devs := make([]kubeletplugin.Device, 0, len(pc.Devices))
+	for _, pd := range pc.Devices {
+		devs = append(devs, kubeletplugin.Device{
+			Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
+			CDIDeviceIDs: []string{pd.CDIDevice},
+		})
+	}
+	return devs
+}
+
+func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, error) {
+	if !validUID(string(c.UID)) {
+		return nil, fmt.Errorf("%w: invalid UID %q", ErrClaim, c.UID)
+	}
+	if c.Status.Allocation == nil {
+		return nil, fmt.Errorf("%w: not allocated", ErrClaim)
+	}
+	if d.topo == nil {
+		return nil, fmt.Errorf("%w: %w", ErrClaim, ErrNotReady)
+	}
+	pc := &preparedClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	var errs []error
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Driver != dra.DriverName {
+			continue
+		}
+		pd, err := d.deviceLocked(c.UID, r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pc.Devices = append(pc.Devices, pd)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClaim, err)
+	}
+	railOrder(pc.Devices)
+	if len(pc.Devices) == 0 {
+		return pc, nil // nothing of this driver's: nothing to hold or inject
+	}
+	if old, ok := d.claims[c.UID]; ok && !sameDevices(old, pc) {
+		return nil, fmt.Errorf("%w: prepared before with other devices (%s)", ErrClaim, strings.Join(pcis(old), ", "))
+	}
+	spec, err := renderSpec(d.cfg.DevRoot, pc)
+	if err != nil {
+		return nil, err
+	}
+	// The checkpoint first: a device is never in a container's reach
+	// without a record that Unprepare (after a restart too) finds.
+	if _, ok := d.claims[c.UID]; !ok {
+		d.claims[c.UID] = pc
+		if err := d.saveCheckpointLocked(); err != nil {
+			delete(d.claims, c.UID)
+			return nil, err
+		}
+	}
+	if err := writeAtomic(SpecPath(d.cfg.CDISpecDir, c.UID), spec); err != nil {
+		return nil, err
+	}
+	return d.claims[c.UID], nil
+}
+
+// deviceLocked resolves one allocation result to a published device of
+// this node that no other claim holds.
+func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocationResult) (preparedDevice, error) {
+	pci, err := dra.PCIAddress(r.Device)
+	if err != nil {
+		return preparedDevice{}, fmt.Errorf("device %q of pool %q: %w", r.Device, r.Pool, err)
+	}
+	pool, dev, ok := d.publishedLocked(r.Pool, r.Device)
+	if !ok {
+		return preparedDevice{}, fmt.Errorf("device %s (%s) of pool %q: %s", r.Device, pci, r.Pool, d.whyNotLocked(r.Pool, pci))
+	}
+	for other, oc := range d.claims {
+		if other == uid {
+			continue
+		}
+		for _, pd := range oc.Devices {
+			if pd.PCI == pci {
+				return preparedDevice{}, fmt.Errorf("device %s (%s) is held by claim %s/%s (%s)", r.Device, pci, oc.Namespace, oc.Name, other)
+			}
+		}
+	}
+	pd := preparedDevice{
+		Request: r.Request, Pool: r.Pool, Device: r.Device, PCI: pci, Resource: pool.Resource,
+		Rail: -1, PF: pci, CDIDevice: CDIKind + "=" + cdiName(uid, r.Device), Published: dev,
+	}
+	if a, ok := dev.Attributes[dra.AttrRail]; ok && a.IntValue != nil {
+		pd.Rail = int(*a.IntValue)
+	}
+	if a, ok := dev.Attributes[dra.AttrPFPCIAddress]; ok && a.StringValue != nil {
+		pd.PF = *a.StringValue
+	}
+	if held, ok := d.heldLocked(uid, pci); ok {
+		// Prepared before by this claim: its RDMA device may be out of
+		// the host's view now; what was found then still holds.
+		pd.RDMA, pd.Nodes = held.RDMA, held.Nodes
+		return pd, nil
+	}
+	var uverbs, umad, issm string
+	if vf, _, ok := d.topo.VF(pci); ok {
+		pd.RDMA, uverbs, umad, issm = vf.RDMA, vf.Uverbs, vf.UMAD, vf.ISSM
+	} else if nic, ok := d.topo.NIC(pci); ok {
+		pd.RDMA, uverbs, umad, issm = nic.RDMA, nic.Uverbs, nic.UMAD, nic.ISSM
+	}
+	if uverbs == "" {
+		return preparedDevice{}, fmt.Errorf("device %s (%s): no verbs char device on the node", r.Device, pci)
+	}
+	pd.Nodes = []string{uverbs}
+	pcfg := d.poolCfg[pool.Resource]
+	if pcfg.DeviceNodes.RDMACM == nil || *pcfg.DeviceNodes.RDMACM {
+		pd.Nodes = append(pd.Nodes, "rdma_cm")
+	}
+	if pcfg.DeviceNodes.UMAD && umad != "" {
+		pd.Nodes = append(pd.Nodes, umad)
+	}
+	if pcfg.DeviceNodes.ISSM && issm != "" {
+		pd.Nodes = append(pd.Nodes, issm)
+	}
+	return pd, nil
+}
+
+// publishedLocked finds a device in the pools last built.
+func (d *Driver) publishedLocked(pool, name string) (dra.Pool, resourceapi.Device, bool) {
+	for _, p := range d.pools {
+		if p.Name != pool {
+			continue
+		}
+		for _, dev := range p.Devices {
+			if dev.Name == name {
+				return p, dev, true
+			}
+		}
+	}
+	return dra.Pool{}, resourceapi.Device{}, false
+}
+
+// whyNotLocked says why a device is not published: unhealthy (the
+// reason), of another pool, or unknown here.
+func (d *Driver) whyNotLocked(pool, pci string) string {
+	known := false
+	for _, p := range d.pools {
+		if p.Name == pool {
+			known = true
+		}
+		for _, u := range p.Unpublished {
+			if u.PCI == pci {
+				return "not published: " + u.Reason
+			}
+		}
+	}
+	if !known {
+		return "no such pool on node " + d.cfg.NodeName
+	}
+	return "not published on node " + d.cfg.NodeName + " (removed, or of another pool)"
+}
+
+func (d *Driver) heldLocked(uid types.UID, pci string) (preparedDevice, bool) {
+	if c, ok := d.claims[uid]; ok {
+		for _, pd := range c.Devices {
+			if pd.PCI == pci {
+				return pd, true
+			}
+		}
+	}
+	return preparedDevice{}, false
+}
+
+// preparedLocked is dra.Options.Prepared: every held device as published.
+func (d *Driver) preparedLocked() map[string]resourceapi.Device {
+	out := map[string]resourceapi.Device{}
+	for _, c := range d.claims {
+		for _, pd := range c.Devices {
+			out[pd.PCI] = pd.Published
+		}
+	}
+	return out
+}
+
+// UnprepareResourceClaims removes each claim's CDI spec, then its record.
+// A claim this driver does not know (never prepared, or unprepared
+// before) is a success.
+func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]error, len(claims))
+	for _, c := range claims {
+		out[c.UID] = d.unprepareLocked(c.UID)
+	}
+	return out, nil
+}
+
+func (d *Driver) unprepareLocked(uid types.UID) error {
+	if !validUID(string(uid)) {
+		return nil // never prepared: Prepare refuses such UIDs
+	}
+	if err := removeFile(SpecPath(d.cfg.CDISpecDir, uid)); err != nil {
+		return err
+	}
+	old, ok := d.claims[uid]
+	if !ok {
+		return nil
+	}
+	delete(d.claims, uid)
+	if err := d.saveCheckpointLocked(); err != nil {
+		d.claims[uid] = old
+		return err
+	}
+	return nil
+}
+
+// railOrder sorts a claim's devices the way NCCL_IB_HCA lists them: rail
+// index (none last), PF, device address.
+func railOrder(ds []preparedDevice) {
+	rail := func(r int) int {
+		if r < 0 {
+			return int(^uint(0) >> 1)
+		}
+		return r
+	}
+	slices.SortFunc(ds, func(a, b preparedDevice) int {
+		return cmp.Or(cmp.Compare(rail(a.Rail), rail(b.Rail)), strings.Compare(a.PF, b.PF), strings.Compare(a.PCI, b.PCI), strings.Compare(a.Request, b.Request))
+	})
+}
+
+func sameDevices(a, b *preparedClaim) bool {
+	return slices.Equal(pcis(a), pcis(b))
+}
+
+func pcis(c *preparedClaim) []string {
+	out := make([]string, len(c.Devices))
+	for i, pd := range c.Devices {
+		out[i] = pd.PCI
+	}
+	return out
+}

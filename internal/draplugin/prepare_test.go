@@ -1,0 +1,265 @@
+package draplugin_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/draplugin"
+)
+
+const uidA = "0f1e2d3c-aaaa-4bbb-8ccc-000000000001"
+
+// A claim of three VFs of a DGX H100 (allocated out of rail order, plus
+// a GPU of another driver): one spec, one CDI device per VF holding
+// exactly that VF's uverbs node and rdma_cm, and the claim's environment
+// in rail order (rail 0's VF, rail 1's, then the VF whose PF is no rail).
+func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	d := n.driver(t)
+	c := claim(t, uidA,
+		nic("0000:29:00.2", "nic2"),
+		result{driver: "gpu.nvidia.com", pool: node, pci: "gpu-0", request: "gpu0"},
+		nic("0000:40:00.1", "nic1"),
+		nic("0000:18:00.2", "nic0"))
+	res, err := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res[c.UID]
+	if got.Err != nil {
+		t.Fatal(got.Err)
+	}
+	want := []kubeletplugin.Device{
+		{Requests: []string{"nic0"}, PoolName: node + "/rdma-vf", DeviceName: "pci-0000-18-00-2", CDIDeviceIDs: []string{"rdma.railyard.io/claim=" + uidA + "-pci-0000-18-00-2"}},
+		{Requests: []string{"nic1"}, PoolName: node + "/rdma-vf", DeviceName: "pci-0000-40-00-1", CDIDeviceIDs: []string{"rdma.railyard.io/claim=" + uidA + "-pci-0000-40-00-1"}},
+		{Requests: []string{"nic2"}, PoolName: node + "/rdma-vf", DeviceName: "pci-0000-29-00-2", CDIDeviceIDs: []string{"rdma.railyard.io/claim=" + uidA + "-pci-0000-29-00-2"}},
+	}
+	if !reflect.DeepEqual(got.Devices, want) {
+		t.Fatalf("devices:\n got %+v\nwant %+v", got.Devices, want)
+	}
+	s := n.spec(t, c.UID)
+	if s.Kind != "rdma.railyard.io/claim" || s.Version != "0.5.0" {
+		t.Errorf("kind %q version %q, want rdma.railyard.io/claim 0.5.0 (hostPath needs 0.5.0)", s.Kind, s.Version)
+	}
+	if err := cdispec.ValidateVersion(s); err != nil {
+		t.Error(err)
+	}
+	wantEnv := []string{
+		"PCIDEVICE_RAILYARD_IO_RDMA_VF=0000:18:00.2,0000:40:00.1,0000:29:00.2",
+		"RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF=mlx5_13,mlx5_18,mlx5_14",
+		"NCCL_IB_HCA==mlx5_13,mlx5_18,mlx5_14",
+	}
+	wantNodes := map[string][]string{
+		uidA + "-pci-0000-18-00-2": {"uverbs15", "rdma_cm"},
+		uidA + "-pci-0000-40-00-1": {"uverbs20", "rdma_cm"},
+		uidA + "-pci-0000-29-00-2": {"uverbs16", "rdma_cm"},
+	}
+	if len(s.Devices) != 3 {
+		t.Fatalf("%d CDI devices, want 3", len(s.Devices))
+	}
+	for _, dev := range s.Devices {
+		if !reflect.DeepEqual(dev.ContainerEdits.Env, wantEnv) {
+			t.Errorf("%s env %q, want %q", dev.Name, dev.ContainerEdits.Env, wantEnv)
+		}
+		var nodes []string
+		for _, dn := range dev.ContainerEdits.DeviceNodes {
+			name := strings.TrimPrefix(dn.Path, "/dev/infiniband/")
+			if dn.HostPath != "/dev/infiniband/"+name || dn.Permissions != "rw" {
+				t.Errorf("%s: node %+v", dev.Name, dn)
+			}
+			nodes = append(nodes, name)
+		}
+		if !reflect.DeepEqual(nodes, wantNodes[dev.Name]) {
+			t.Errorf("%s nodes %q, want %q", dev.Name, nodes, wantNodes[dev.Name])
+		}
+	}
+	if p := d.Prepared(); !reflect.DeepEqual(p, map[types.UID][]string{uidA: {"0000:18:00.2", "0000:40:00.1", "0000:29:00.2"}}) {
+		t.Errorf("Prepared() = %v", p)
+	}
+}
+
+// A pool's deviceNodes choices reach the CDI devices: no rdma_cm when
+// turned off, the port's umad node when asked for.
+func TestPrepareFollowsThePoolsDeviceNodes(t *testing.T) {
+	no := false
+	p := v1alpha1.Pool{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF, Delivery: v1alpha1.DeliveryDRA}
+	p.DeviceNodes.RDMACM = &no
+	p.DeviceNodes.UMAD = true
+	n := newNode(t, "small", 0, p)
+	pf := n.topo(t).NICs[0]
+	// The generated tree has no MAD devices: add the PF's as the kernel
+	// shows them (as internal/discovery's TestMADDevicesAreModelled does).
+	if err := os.MkdirAll(filepath.Join(n.sysfs, "bus/pci/devices", pf.PCI, "infiniband_mad", "umad0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pf = n.topo(t).NICs[0]
+	d := n.driver(t)
+	if pf.UMAD == "" || pf.Uverbs == "" {
+		t.Fatalf("the generated PF %s has no umad or uverbs node (%q, %q)", pf.PCI, pf.UMAD, pf.Uverbs)
+	}
+	c := claim(t, uidA, result{driver: dra.DriverName, pool: node + "/rdma-pf", pci: pf.PCI, request: "nic"})
+	res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if res[c.UID].Err != nil {
+		t.Fatal(res[c.UID].Err)
+	}
+	var nodes []string
+	for _, dn := range n.spec(t, c.UID).Devices[0].ContainerEdits.DeviceNodes {
+		nodes = append(nodes, dn.Path)
+	}
+	if want := []string{"/dev/infiniband/" + pf.Uverbs, "/dev/infiniband/" + pf.UMAD}; !reflect.DeepEqual(nodes, want) {
+		t.Errorf("nodes %q, want %q", nodes, want)
+	}
+}
+
+// Prepare twice answers the same; a restarted driver (a new one on the
+// same state directory) still knows the claim, answers Prepare the same
+// and Unprepares it (spec and record gone); Unprepare again, and of a
+// claim never seen, succeeds.
+func TestPrepareUnprepareAcrossRestart(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	ctx := context.Background()
+	d := n.driver(t)
+	c := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	first, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	again, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	if first[c.UID].Err != nil || !reflect.DeepEqual(first, again) {
+		t.Fatalf("Prepare twice: %+v then %+v", first, again)
+	}
+	restarted := n.driver(t)
+	if p := restarted.Prepared(); !reflect.DeepEqual(p, map[types.UID][]string{uidA: {"0000:18:00.1"}}) {
+		t.Fatalf("after restart Prepared() = %v", p)
+	}
+	if err := os.Remove(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := restarted.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	if !reflect.DeepEqual(first, third) {
+		t.Fatalf("Prepare after restart: %+v, want %+v", third, first)
+	}
+	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
+		t.Fatalf("Prepare after restart did not write the spec again: %v", err)
+	}
+	// Unprepare in yet another instance: the claim object is gone by then.
+	third2 := n.driver(t)
+	objs := []kubeletplugin.NamespacedObject{{UID: c.UID}, {UID: "never-prepared"}, {UID: "../../etc"}}
+	for i := range 2 {
+		res, err := third2.UnprepareResourceClaims(ctx, objs)
+		if err != nil || len(res) != 3 || res[c.UID] != nil || res["never-prepared"] != nil || res["../../etc"] != nil {
+			t.Fatalf("Unprepare #%d: %v, %v", i+1, res, err)
+		}
+	}
+	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("spec still there after Unprepare: %v", err)
+	}
+	if p := n.driver(t).Prepared(); len(p) != 0 {
+		t.Errorf("after Unprepare and a restart, Prepared() = %v", p)
+	}
+	// The device is free again for another claim.
+	other := claim(t, "0f1e2d3c-aaaa-4bbb-8ccc-000000000002", nic("0000:18:00.1", "nic0"))
+	res, _ := third2.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{other})
+	if res[other.UID].Err != nil {
+		t.Errorf("the freed device: %v", res[other.UID].Err)
+	}
+}
+
+// Bad claims get their own error, naming the problem; good claims in
+// the same call are prepared; nothing of a failed claim is kept.
+func TestPrepareRefusesBadClaimsOneByOne(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	ctx := context.Background()
+	d := n.driver(t)
+	held := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	if res, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{held}); res[held.UID].Err != nil {
+		t.Fatal(res[held.UID].Err)
+	}
+	unallocated := claim(t, "00000000-0000-4000-8000-00000000000a")
+	unallocated.Status.Allocation = nil
+	cases := []struct {
+		c    *resourceapi.ResourceClaim
+		want string
+	}{
+		{unallocated, "not allocated"},
+		{claim(t, "00000000-0000-4000-8000-00000000000b", nic("0000:99:00.1", "nic0")), "pci-0000-99-00-1 (0000:99:00.1) of pool \"node-a/rdma-vf\": not published on node node-a"},
+		{claim(t, "00000000-0000-4000-8000-00000000000c", result{driver: "rdma.railyard.io", pool: node + "/rdma-vf", pci: "gpu-0", request: "x"}), "invalid DRA name"},
+		{claim(t, "00000000-0000-4000-8000-00000000000d", result{driver: "rdma.railyard.io", pool: "node-b/rdma-vf", pci: "0000:18:00.2", request: "x"}), "no such pool on node node-a"},
+		{claim(t, "00000000-0000-4000-8000-00000000000e", nic("0000:40:00.1", "ok"), nic("0000:18:00.1", "taken")), "held by claim ns/claim-" + uidA},
+		{claim(t, "bad/uid", nic("0000:40:00.1", "nic0")), "invalid UID"},
+	}
+	good := claim(t, "00000000-0000-4000-8000-0000000000ff", nic("0000:40:00.2", "nic0"))
+	in := []*resourceapi.ResourceClaim{good}
+	for _, tc := range cases {
+		in = append(in, tc.c)
+	}
+	res, err := d.PrepareResourceClaims(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[good.UID].Err != nil || len(res[good.UID].Devices) != 1 {
+		t.Errorf("the good claim: %+v", res[good.UID])
+	}
+	for _, tc := range cases {
+		err := res[tc.c.UID].Err
+		if !errors.Is(err, draplugin.ErrClaim) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("claim %s: %v, want ErrClaim saying %q", tc.c.UID, err, tc.want)
+		}
+		if _, serr := os.Stat(draplugin.SpecPath(n.cdi, tc.c.UID)); serr == nil {
+			t.Errorf("claim %s failed but has a spec", tc.c.UID)
+		}
+	}
+	if p := d.Prepared(); len(p) != 2 {
+		t.Errorf("Prepared() = %v, want the held and the good claim only", p)
+	}
+	// A claim prepared with one device cannot come back with another.
+	moved := claim(t, uidA, nic("0000:40:00.1", "nic0"))
+	if res, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{moved}); !strings.Contains(errString(res[moved.UID].Err), "prepared before with other devices (0000:18:00.1)") {
+		t.Errorf("same UID, other device: %v", res[moved.UID].Err)
+	}
+}
+
+// A claim with no device of this driver needs nothing: no spec, no record.
+func TestPrepareIgnoresOtherDrivers(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	d := n.driver(t)
+	c := claim(t, uidA, result{driver: "gpu.nvidia.com", pool: node, pci: "gpu-0", request: "gpu"})
+	res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if res[c.UID].Err != nil || len(res[c.UID].Devices) != 0 || len(d.Prepared()) != 0 {
+		t.Fatalf("%+v, prepared %v", res[c.UID], d.Prepared())
+	}
+	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("spec for a claim without Railyard devices: %v", err)
+	}
+}
+
+// Before the first topology nothing can be prepared (and nothing is
+// guessed).
+func TestPrepareBeforeTheFirstTopology(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if !errors.Is(res[c.UID].Err, draplugin.ErrNotReady) {
+		t.Errorf("%v, want ErrNotReady", res[c.UID].Err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,69 @@
+package draplugin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/railyard-io/railyard/internal/dra"
+)
+
+// ServeOptions are where the kubelet plugin's sockets live and how it
+// reaches the API server.
+type ServeOptions struct {
+	// Client reads ResourceClaims and writes this node's ResourceSlices.
+	Client kubernetes.Interface
+	// NodeUID, when known, saves the helper a Node lookup.
+	NodeUID types.UID
+	// PluginDataDir holds dra.sock ("/var/lib/kubelet/plugins/rdma.railyard.io");
+	// it must exist.
+	PluginDataDir string
+	// RegistrarDir is the kubelet's plugin registration directory
+	// ("/var/lib/kubelet/plugins_registry"); it must exist.
+	RegistrarDir string
+	// Logger receives the helper's own logs (gRPC calls at V(6), slice
+	// publishing); the zero value discards them. The agent passes its slog
+	// handler (logr.FromSlogHandler).
+	Logger logr.Logger
+}
+
+// Serve starts the kubelet plugin (registration and DRA gRPC services)
+// for d and publishes d's slices through it. Stop the returned helper (or
+// cancel ctx) to end it.
+func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helper, error) {
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(dra.DriverName),
+		kubeletplugin.NodeName(d.cfg.NodeName),
+		kubeletplugin.KubeClient(o.Client),
+	}
+	if o.NodeUID != "" {
+		opts = append(opts, kubeletplugin.NodeUID(o.NodeUID))
+	}
+	if o.PluginDataDir != "" {
+		opts = append(opts, kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir))
+	}
+	if o.RegistrarDir != "" {
+		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(o.RegistrarDir))
+	}
+	log := o.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	// The helper logs through the context's logger (klog's global one
+	// otherwise).
+	ctx = klog.NewContext(ctx, log)
+	h, err := kubeletplugin.Start(ctx, d, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("draplugin: starting the kubelet plugin: %w", err)
+	}
+	if err := d.SetPublisher(ctx, h); err != nil {
+		h.Stop()
+		return nil, err
+	}
+	return h, nil
+}
