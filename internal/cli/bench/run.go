@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -37,7 +38,11 @@ func kubeconfigCluster(kubeconfig string) (benchrun.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return benchrun.Kube{Client: cs}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
+	}
+	return benchrun.Kube{Client: cs, Dynamic: dyn}, nil
 }
 
 type runFlags struct {
@@ -51,7 +56,7 @@ func newRunCommand(s iostreams.Streams, connect connectFunc) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run -f PLAN.yaml [--kubeconfig FILE] [--namespace NS] [--timeout 15m] [--keep] [--out DIR]",
 		Short: "Run a bench plan on a cluster: apply, wait, collect logs, judge, write the report, clean up",
-		Long: `run applies a plan printed by bench plan (its pod pairs: --tests perftest,probe)
+		Long: `run applies a plan printed by bench plan (its pod pairs and its MPIJobs)
 to the cluster of your kubeconfig (--kubeconfig, else KUBECONFIG, else
 ~/.kube/config), shows progress (pods created, scheduled, running, done; a
 progress bar on a terminal, plain lines otherwise), waits for every run up
@@ -71,8 +76,14 @@ or a check failed or the cleanup did not finish.
 
 A client pod whose server is another pod of the run (the probe pair) is
 created once that server has an IP, and connects to the IP: no cluster DNS
-is needed. MPIJobs (nccl, osu, horovod) are not run: apply them with
-kubectl (they need the MPI Operator).`,
+is needed.
+
+Each MPIJob (--tests nccl, osu, horovod) is a run of its own and needs the
+MPI Operator (kubeflow.org/v2beta1 MPIJobs) on the cluster; without it
+those runs fail with an error saying so and the others still run. An
+MPIJob's result is its launcher pod's log; the launcher's and workers'
+logs are saved under logs/. Its scenario is its variant (rdma, tcp,
+tcp-podnet).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.run(cmd, s, &f, connect)
@@ -173,6 +184,12 @@ func printRuns(w io.Writer, out benchrun.Outcome) error {
 	switch {
 	case out.Kept:
 		fmt.Fprintf(w, "kept %d objects (--keep); delete them with: kubectl delete pod,service -l %s -A\n", len(out.Created), benchplan.LabelRun)
+		for _, c := range out.Created {
+			if kind, rest, _ := strings.Cut(c, "/"); kind == "mpijob" {
+				ns, name, _ := strings.Cut(rest, "/")
+				fmt.Fprintf(w, "  and: kubectl delete mpijob -n %s %s\n", ns, name)
+			}
+		}
 	case out.CleanupErr != nil:
 		fmt.Fprintf(w, "cleanup incomplete: %v\n", out.CleanupErr)
 	case out.Interrupted:
