@@ -243,7 +243,10 @@ func (p *Plugin) restoreVF(ctx context.Context, rec *state.Record) error {
 		if err != nil {
 			return fmt.Errorf("record of %s: original GUID %q: %w", rec.Key, rec.OrigGUID, err)
 		}
-		if err := o.SetVFGUID(ctx, pf, vf, g); err != nil {
+		// A driver without VF GUIDs (igb: "operation not supported") took
+		// none on ADD either: nothing to restore, and refusing would keep
+		// the record for good.
+		if err := o.SetVFGUID(ctx, pf, vf, g); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
 	}
