@@ -133,14 +133,7 @@ func TestAddRollbackWhenIPAMFailsFakeVFAndFakeRDMA(t *testing.T) {
 }
 
 func TestAddRollbackWhenDeviceInfoCannotBeWrittenFakeVF(t *testing.T) {
-	w := newWorld(t)
-	blocker := filepath.Join(t.TempDir(), "file")
-	must(t, os.WriteFile(blocker, nil, 0o600))
-	conf := w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": filepath.Join(blocker, "x.json")})
-	if _, err := w.plugin().Add(ctx, args("c1", pod1, "net1", conf)); err == nil {
-		t.Fatal("ADD succeeded")
-	}
-	w.assertPristine()
+	checkAddRollbackWhenDeviceInfoCannotBeWritten(newWorld(t))
 }
 
 func TestDelFaultAtEveryStepThenRetryFakeVFAndFakeRDMA(t *testing.T) {
@@ -198,20 +191,7 @@ func TestDelAfterNetnsDeletedFakeVFAndFakeRDMA(t *testing.T) {
 }
 
 func TestDelAfterNetnsDeletedWithNameTakenFakeVF(t *testing.T) {
-	w := newWorld(t)
-	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
-	if _, err := w.plugin().Add(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	w.ops.AddLink(netops.Host, netops.Link{Name: "net1", MTU: 1500}, true)
-	w.ops.DeleteNetns(pod1) // refunded as dev0
-	if err := w.plugin().Del(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	w.ops.AddNetns(pod1)
-	if l, ok := w.ops.LinkIn(netops.Host, origLink.Name); !ok || l.MTU != 1500 || l.Alias != origLink.Alias {
-		t.Fatalf("device not restored: %+v %v (host %v)", l, ok, w.ops.LinkNames(netops.Host))
-	}
+	checkDelAfterNetnsDeletedWithNameTaken(newWorld(t)) // the fake refunds it as dev0
 }
 
 func TestDelWithRecordRemovedFakeVFAndFakeRDMA(t *testing.T) {

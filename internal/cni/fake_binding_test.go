@@ -10,7 +10,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/railyard-io/railyard/internal/binding"
-	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -24,29 +23,33 @@ type podResourcesStandIn struct {
 
 func (p *podResourcesStandIn) List(context.Context) ([]podlist.Pod, error) { return p.resp, nil }
 
-// lateWorld is the fake node with a binding store whose view has one GPU
-// and the world's two VFs in a sandbox pool, and kubelet's PodResources
-// showing pod ml/trainer holding the GPU and two tokens of NUMA node 0.
+// lateWorld is a node (a vfEnv: the fake one, or the VM's igb VFs) with a
+// binding store whose view has one GPU and the node's two VFs in a
+// sandbox pool, and kubelet's PodResources showing pod ml/trainer holding
+// the GPU and two tokens of NUMA node 0. The binding store, its view and
+// PodResources are the same on both: only the VFs differ.
 type lateWorld struct {
-	*world
+	vfEnv
 	dir, cdi string
 	tokens   []string
 	pr       *podResourcesStandIn
 }
 
-func newLateWorld(t *testing.T) *lateWorld {
-	w := &lateWorld{world: newWorld(t), dir: filepath.Join(t.TempDir(), "binding"), cdi: filepath.Join(t.TempDir(), "cdi")}
+func newLateWorld(e vfEnv) *lateWorld {
+	t := e.T()
+	w := &lateWorld{vfEnv: e, dir: filepath.Join(t.TempDir(), "binding"), cdi: filepath.Join(t.TempDir(), "cdi")}
 	active := []topology.Port{{Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Ethernet"}}
+	pf, vf0, vf1 := e.PFPCI(), e.PCI(0), e.PCI(1)
 	tp := topology.Build(topology.Inventory{
 		GPUs: []topology.GPU{{PCI: "0000:02:00.0", NUMA: 0}},
-		NICs: []topology.NIC{{PCI: pfPCI, NUMA: 0, RDMA: "mlx5_0", Uverbs: "uverbs0", Netdev: "ens1f0", LinkLayer: "Ethernet", Ports: active,
-			VFs: []topology.VF{{Index: 2, PCI: vfPCI, RDMA: "mlx5_3", Uverbs: "uverbs3"}, {Index: 3, PCI: vf2PCI, RDMA: "mlx5_4", Uverbs: "uverbs4"}}}},
-		PairClasses: []topology.PairClass{{GPU: "0000:02:00.0", NIC: pfPCI, Class: topology.PIX}},
+		NICs: []topology.NIC{{PCI: pf, NUMA: 0, RDMA: "mlx5_0", Uverbs: "uverbs0", Netdev: "ens1f0", LinkLayer: "Ethernet", Ports: active,
+			VFs: []topology.VF{{Index: 2, PCI: vf0, RDMA: "mlx5_3", Uverbs: "uverbs3"}, {Index: 3, PCI: vf1, RDMA: "mlx5_4", Uverbs: "uverbs4"}}}},
+		PairClasses: []topology.PairClass{{GPU: "0000:02:00.0", NIC: pf, Class: topology.PIX}},
 	})
 	v := binding.ViewFromTopology(tp)
 	v.Pools = []binding.Pool{{Resource: lateRes, Policy: "gpu-aware", RDMACM: true, Devices: []binding.Device{
-		{ID: vfPCI, PF: pfPCI, NUMA: 0, Rail: 0, RDMA: "mlx5_3", Uverbs: "uverbs3", Healthy: true},
-		{ID: vf2PCI, PF: pfPCI, NUMA: 0, Rail: 0, RDMA: "mlx5_4", Uverbs: "uverbs4", Healthy: true},
+		{ID: vf0, PF: pf, NUMA: 0, Rail: 0, RDMA: "mlx5_3", Uverbs: "uverbs3", Healthy: true},
+		{ID: vf1, PF: pf, NUMA: 0, Rail: 0, RDMA: "mlx5_4", Uverbs: "uverbs4", Healthy: true},
 	}}}
 	v.GPUResourceNames, v.CDISpecDir, v.DevRoot, v.NCCLIBHCA = []string{"nvidia.com/gpu"}, w.cdi, "/dev", true
 	must(t, binding.NewStore(w.dir, binding.Options{}).Publish(context.Background(), v))
@@ -58,17 +61,26 @@ func newLateWorld(t *testing.T) *lateWorld {
 }
 
 func (w *lateWorld) plugin() *Plugin {
-	p := w.world.plugin()
+	p := w.P()
 	p.PodResources = w.pr
 	return p
+}
+
+// conf is the configuration of VF 0 with deviceID set to device
+// (extra may remove it).
+func (w *lateWorld) conf(device string, extra map[string]any) []byte {
+	if _, ok := extra["deviceID"]; ok {
+		return w.Conf(0, extra)
+	}
+	return w.Conf(0, with(extra, "deviceID", device))
 }
 
 const podCNIArgs = "IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_INFRA_CONTAINER_ID=sb1;K8S_POD_UID=u1"
 
 func (w *lateWorld) bindings() []binding.Binding {
-	w.t.Helper()
+	w.T().Helper()
 	bs, err := binding.NewStore(w.dir, binding.Options{}).Bindings()
-	must(w.t, err)
+	must(w.T(), err)
 	return bs
 }
 
@@ -78,11 +90,15 @@ func (w *lateWorld) bindings() []binding.Binding {
 // token's CDI spec exists; DEL restores the VF and releases the bindings
 // and specs. The VF-through-PF settings and RDMA moves are the fake's.
 func TestLateBindingMultusTokenFakeVF(t *testing.T) {
-	w := newLateWorld(t)
+	checkLateBindingMultusToken(newLateWorld(newWorld(t)))
+}
+
+func checkLateBindingMultusToken(w *lateWorld) {
+	t := w.T()
 	p := w.plugin()
 	ctx := context.Background()
-	conf := w.conf(w.tokens[0], map[string]any{"pciBusID": w.tokens[0], "bindingDir": w.dir, "CNIDeviceInfoFile": filepath.Join(w.infoDir, vfPCI+".json")})
-	a := args("sb1", pod1, "net1", conf)
+	conf := w.conf(w.tokens[0], map[string]any{"pciBusID": w.tokens[0], "bindingDir": w.dir, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), w.PCI(0)+".json")})
+	a := args("sb1", w.Pod(0), "net1", conf)
 	a.PluginArgs = podCNIArgs
 	res, err := p.Add(ctx, a)
 	if err != nil {
@@ -99,7 +115,7 @@ func TestLateBindingMultusTokenFakeVF(t *testing.T) {
 	if len(res.Interfaces) != 1 || res.Interfaces[0].PciID != bound {
 		t.Fatalf("attached %+v, want the device bound to %s (%s)", res.Interfaces, w.tokens[0], bound)
 	}
-	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+	if !w.InPod(w.Pod(0), "net1") {
 		t.Fatal("net1 not in the pod")
 	}
 	for _, tk := range w.tokens {
@@ -110,8 +126,8 @@ func TestLateBindingMultusTokenFakeVF(t *testing.T) {
 	if err := p.Del(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if bound == vfPCI {
-		w.assertPristine()
+	if bound == w.PCI(0) {
+		w.Pristine()
 	}
 	if bs := w.bindings(); len(bs) != 0 {
 		t.Errorf("bindings left after DEL: %+v", bs)
@@ -130,15 +146,19 @@ func TestLateBindingMultusTokenFakeVF(t *testing.T) {
 // first DEL keeps the bindings (the other network still holds its VF),
 // the last releases them.
 func TestLateBindingByResourceNameFakeVF(t *testing.T) {
-	w := newLateWorld(t)
+	checkLateBindingByResourceName(newLateWorld(newWorld(t)))
+}
+
+func checkLateBindingByResourceName(w *lateWorld) {
+	t := w.T()
 	p := w.plugin()
 	ctx := context.Background()
 	var attached []string
 	var as []Args
 	for _, ifname := range []string{"net1", "net2"} {
 		conf := w.conf("", map[string]any{"deviceID": nil, "resourceName": lateRes, "bindingDir": w.dir,
-			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.infoDir, ifname+".json")})
-		a := args("sb1", pod1, ifname, conf)
+			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), ifname+".json")})
+		a := args("sb1", w.Pod(0), ifname, conf)
 		a.PluginArgs = podCNIArgs
 		res, err := p.Add(ctx, a)
 		if err != nil {
@@ -158,7 +178,7 @@ func TestLateBindingByResourceNameFakeVF(t *testing.T) {
 	if bs := w.bindings(); len(bs) != 0 {
 		t.Fatalf("bindings left after the last DEL: %+v", bs)
 	}
-	if _, ok := w.ops.LinkIn(netops.Host, origLink.Name); !ok {
+	if _, ok := w.HostLink(w.Orig().Name); !ok {
 		t.Error("VF not back on the host")
 	}
 }
@@ -167,7 +187,7 @@ func TestLateBindingByResourceNameFakeVF(t *testing.T) {
 // yet (code 11, try again), a pod PodResources does not list (11), a
 // token of no pool (7); none leaves a binding or a record.
 func TestLateBindingRefusals(t *testing.T) {
-	w := newLateWorld(t)
+	w := newLateWorld(newWorld(t))
 	ctx := context.Background()
 	conf := func(tok, dir string) []byte { return w.conf(tok, map[string]any{"bindingDir": dir}) }
 	cases := []struct {
@@ -199,7 +219,7 @@ func TestLateBindingRefusals(t *testing.T) {
 			t.Errorf("%s: bindings %+v", c.name, bs)
 		}
 	}
-	w.assertPristine()
+	w.Pristine()
 }
 
 // TestResourceNameOfAllocatedPoolFakeVF: without Multus, a network naming
@@ -211,30 +231,34 @@ func TestLateBindingRefusals(t *testing.T) {
 // try-again-later, and an ID that is no PCI address is a configuration
 // error. The VF settings are the fake's.
 func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
-	w := newLateWorld(t)
+	checkResourceNameOfAllocatedPool(newLateWorld(newWorld(t)))
+}
+
+func checkResourceNameOfAllocatedPool(w *lateWorld) {
+	t := w.T()
 	const allocRes = "railyard.io/rdma_pf_alloc"
 	w.pr.resp = append(w.pr.resp, podlist.Pod{Namespace: "ml", Name: "alloc", Containers: []podlist.Container{
 		{Name: "init", Devices: []podlist.Devices{{Resource: "other.io/x", IDs: []string{"0000:99:00.0"}}}},
-		{Name: "main", Devices: []podlist.Devices{{Resource: allocRes, IDs: []string{vfPCI}}}}}})
+		{Name: "main", Devices: []podlist.Devices{{Resource: allocRes, IDs: []string{w.PCI(0)}}}}}})
 	p := w.plugin()
 	ctx := context.Background()
 	conf := func(ifname, res string) []byte {
 		return w.conf("", map[string]any{"deviceID": nil, "resourceName": res, "bindingDir": w.dir,
-			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.infoDir, ifname+".json")})
+			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), ifname+".json")})
 	}
-	a := args("sb2", pod1, "net1", conf("net1", allocRes))
+	a := args("sb2", w.Pod(0), "net1", conf("net1", allocRes))
 	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
 	res, err := p.Add(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Interfaces) != 1 || res.Interfaces[0].PciID != vfPCI {
-		t.Fatalf("attached %+v, want the allocated %s", res.Interfaces, vfPCI)
+	if len(res.Interfaces) != 1 || res.Interfaces[0].PciID != w.PCI(0) {
+		t.Fatalf("attached %+v, want the allocated %s", res.Interfaces, w.PCI(0))
 	}
-	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
+	if !w.InPod(w.Pod(0), "net1") {
 		t.Fatal("net1 not in the pod")
 	}
-	a2 := args("sb2", pod1, "net2", conf("net2", allocRes))
+	a2 := args("sb2", w.Pod(0), "net2", conf("net2", allocRes))
 	a2.PluginArgs = a.PluginArgs
 	if _, err := p.Add(ctx, a2); Code(err) != types.ErrTryAgainLater {
 		t.Errorf("second network of the sandbox: %v, want try again later", err)
@@ -244,7 +268,7 @@ func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
 	if bs := w.bindings(); len(bs) != 0 {
 		t.Errorf("bindings %+v", bs)
 	}
-	w.assertPristine()
+	w.Pristine()
 
 	// Tokens of a pool the view does not name yet, and an ID that is no
 	// PCI address.
@@ -252,19 +276,19 @@ func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
 		{Resource: "railyard.io/later", IDs: []string{binding.Token(binding.PoolTag("railyard.io/later"), 0, 0)}},
 		{Resource: "railyard.io/odd", IDs: []string{"mlx5_0"}}}}}}}
 	for res, code := range map[string]uint{"railyard.io/later": types.ErrTryAgainLater, "railyard.io/odd": types.ErrInvalidNetworkConfig} {
-		a := args("sb3", pod1, "net1", conf("net1", res))
+		a := args("sb3", w.Pod(0), "net1", conf("net1", res))
 		a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
 		if _, err := p.Add(ctx, a); Code(err) != code {
 			t.Errorf("%s: %v, want code %d", res, err, code)
 		}
 	}
 	// A pod not listed (yet): try again later.
-	a = args("sb4", pod1, "net1", conf("net1", allocRes))
+	a = args("sb4", w.Pod(0), "net1", conf("net1", allocRes))
 	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=unlisted"
 	if _, err := p.Add(ctx, a); Code(err) != types.ErrTryAgainLater {
 		t.Errorf("pod not listed: %v, want try again later", err)
 	}
-	w.assertPristine()
+	w.Pristine()
 }
 
 // TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingFakeVF:
@@ -274,13 +298,17 @@ func TestResourceNameOfAllocatedPoolFakeVF(t *testing.T) {
 // an empty result, CHECK passes and DEL is a no-op, for a pool with and
 // without late binding. Nothing is bound or recorded.
 func TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingFakeVF(t *testing.T) {
-	w := newLateWorld(t)
+	checkResourceNameNetworkOfAPodWithoutDevicesAttachesNothing(newLateWorld(newWorld(t)))
+}
+
+func checkResourceNameNetworkOfAPodWithoutDevicesAttachesNothing(w *lateWorld) {
+	t := w.T()
 	w.pr.resp = append(w.pr.resp, podlist.Pod{Namespace: "kube-system", Name: "dns", Containers: []podlist.Container{{Name: "main"}}})
 	p := w.plugin()
 	ctx := context.Background()
 	for _, res := range []string{lateRes, "railyard.io/rdma_pf_alloc"} {
 		conf := w.conf("", map[string]any{"deviceID": nil, "resourceName": res, "bindingDir": w.dir, "mac": nil})
-		a := args("sb5", pod1, "eth1", conf)
+		a := args("sb5", w.Pod(0), "eth1", conf)
 		a.PluginArgs = "K8S_POD_NAMESPACE=kube-system;K8S_POD_NAME=dns"
 		r, err := p.Add(ctx, a)
 		if err != nil || len(r.Interfaces) != 0 || len(r.IPs) != 0 {
@@ -294,5 +322,5 @@ func TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingFakeVF(t *testing
 			t.Errorf("%s: bindings %+v", res, bs)
 		}
 	}
-	w.assertPristine()
+	w.Pristine()
 }

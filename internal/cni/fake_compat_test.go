@@ -1,11 +1,8 @@
 package cni
 
 import (
-	"encoding/json"
 	"net"
 	"testing"
-
-	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -21,18 +18,7 @@ func multusDelegate(t *testing.T, conf []byte, device string) []byte {
 // TestMultusDelegateAddDelFakeVF: the configuration Multus sends (with
 // pciBusID) attaches and releases the device.
 func TestMultusDelegateAddDelFakeVF(t *testing.T) {
-	w := newWorld(t)
-	p := w.plugin()
-	a := args("c1", pod1, "net1", multusDelegate(t, w.conf(vfPCI, map[string]any{"deviceID": nil}), vfPCI))
-	if _, err := p.Add(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := w.ops.LinkIn(pod1, "net1"); !ok {
-		t.Fatal("net1 not in the pod")
-	}
-	must(t, p.Check(ctx, a))
-	must(t, p.Del(ctx, a))
-	w.assertPristine()
+	checkMultusDelegateAddDel(newWorld(t))
 }
 
 // TestDelReleasesOnConfigsAddRejectsFakeVF: DEL parses only what it needs,
@@ -41,34 +27,7 @@ func TestMultusDelegateAddDelFakeVF(t *testing.T) {
 // device, its addresses and its record. This is what kept pods Terminating
 // for good when Multus's pciBusID was unknown.
 func TestDelReleasesOnConfigsAddRejectsFakeVF(t *testing.T) {
-	cases := map[string]func(w *world) []byte{
-		"unknown field": func(w *world) []byte {
-			return w.conf(vfPCI, map[string]any{"aFieldFromTheFuture": true})
-		},
-		"values ADD rejects": func(w *world) []byte {
-			return w.conf(vfPCI, map[string]any{"mtu": "jumbo", "vlan": 99999, "mac": "ff:ff:ff:ff:ff:ff"})
-		},
-		"no device, only the state directory": func(w *world) []byte {
-			b, _ := json.Marshal(map[string]any{"stateDir": w.stateDir, "sysfsRoot": w.sysfs, "deviceID": 42})
-			return b
-		},
-	}
-	for name, delConf := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t)
-			p := w.plugin()
-			if _, err := p.Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Add(ctx, args("c1", pod1, "net1", delConf(w))); err == nil {
-				t.Fatal("ADD accepted the configuration DEL is tested with")
-			}
-			d := args("c1", pod1, "net1", delConf(w))
-			must(t, p.Del(ctx, d))
-			must(t, p.Del(ctx, d)) // and again
-			w.assertPristine()
-		})
-	}
+	checkDelReleasesOnConfigsAddRejects(t, func(t *testing.T) vfEnv { return newWorld(t) })
 }
 
 // TestVLANProtoSetAndRestoredFakeVF: sriov-cni's vlanProto 802.1ad is set
@@ -120,31 +79,13 @@ func TestInfiniBandGUIDSetAndRestoredFakeVF(t *testing.T) {
 // anything changes; with ibKubernetesEnabled, ADD waits (code 11) until
 // ib-kubernetes marks the pod configured, and a VF needs a GUID.
 func TestInfiniBandRulesFakeVF(t *testing.T) {
+	checkInfiniBandRules(newWorld(t))
+}
+
+// TestInfiniBandGUIDRefusedByTheDriverFakeVF: the fake's IPoIB VF behind a
+// driver that answers GUIDs as igb does (TestInfiniBandGUIDRefusedByIGBRealVF
+// is the kernel's answer): the rollback does not keep the record.
+func TestInfiniBandGUIDRefusedByTheDriverFakeVF(t *testing.T) {
 	w := newWorld(t)
-	p := w.plugin()
-	base := map[string]any{"rdma": false}
-	cases := []struct {
-		name  string
-		extra map[string]any
-		code  uint
-	}{
-		{"GUID on an Ethernet VF", map[string]any{"args": map[string]any{"cni": map[string]any{"guid": "02:00:00:00:00:00:00:11"}}}, types.ErrInvalidNetworkConfig},
-		{"ib-kubernetes not done", map[string]any{"ibKubernetesEnabled": true}, types.ErrTryAgainLater},
-		{"ib-kubernetes done, no GUID", map[string]any{"ibKubernetesEnabled": true,
-			"args": map[string]any{"cni": map[string]any{"mellanox.infiniband.app": "configured"}}}, types.ErrInvalidNetworkConfig},
-	}
-	for _, tc := range cases {
-		extra := map[string]any{}
-		for k, v := range base {
-			extra[k] = v
-		}
-		for k, v := range tc.extra {
-			extra[k] = v
-		}
-		_, err := p.Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, extra)))
-		if code := ToCNIError(err).Code; code != tc.code {
-			t.Errorf("%s: code %d (%v), want %d", tc.name, code, err, tc.code)
-		}
-	}
-	w.assertPristine()
+	checkGUIDRefusedByTheDriver(w, ipoibView{Ops: refusesGUIDs{w.ops}, dev: origLink.Name})
 }

@@ -6,14 +6,11 @@ package cni
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
@@ -41,43 +38,7 @@ func TestSecondAddOnBusyDeviceFailsTryAgainLaterFakeVF(t *testing.T) {
 }
 
 func TestConcurrentAddDelOnOneDeviceNeverShareFakeVF(t *testing.T) {
-	w := newWorld(t)
-	const rounds = 20
-	for i := range rounds {
-		// c1 holds the device; c1's DEL races c2's ADD.
-		must(t, addOK(w, "c1", pod1))
-		var wg sync.WaitGroup
-		var delErr, addErr error
-		wg.Add(2)
-		go func() { defer wg.Done(); delErr = w.plugin().Del(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))) }()
-		go func() { defer wg.Done(); _, addErr = w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil))) }()
-		wg.Wait()
-		if delErr != nil {
-			t.Fatalf("round %d: DEL: %v", i, delErr)
-		}
-		_, in1 := w.ops.LinkIn(pod1, "net1")
-		_, in2 := w.ops.LinkIn(pod2, "net1")
-		if in1 {
-			t.Fatalf("round %d: device still in pod1 after its DEL", i)
-		}
-		if addErr != nil {
-			if Code(addErr) != types.ErrTryAgainLater {
-				t.Fatalf("round %d: ADD failed with code %d: %v", i, Code(addErr), addErr)
-			}
-			if in2 {
-				t.Fatalf("round %d: failed ADD left the device in pod2", i)
-			}
-		} else if !in2 {
-			t.Fatalf("round %d: ADD succeeded but the device is not in pod2", i)
-		}
-		must(t, w.plugin().Del(ctx, args("c2", pod2, "net1", w.conf(vfPCI, nil))))
-		w.assertPristine()
-	}
-}
-
-func addOK(w *world, cid, netns string) error {
-	_, err := w.plugin().Add(ctx, args(cid, netns, "net1", w.conf(vfPCI, nil)))
-	return err
+	checkConcurrentAddDelOnOneDeviceNeverShare(newWorld(t), 20)
 }
 
 func TestCheckDetectsDriftFakeVFAndFakeRDMA(t *testing.T) {
@@ -174,31 +135,7 @@ func TestAddFailsClearlyInSharedRDMAModeFakeRDMA(t *testing.T) {
 }
 
 func TestGCReleasesOnlyInvalidAttachmentsFakeVFAndFakeRDMA(t *testing.T) {
-	w := newWorld(t)
-	if _, err := w.plugin().Add(ctx, args("c1", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.plugin().Add(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))); err != nil {
-		t.Fatal(err)
-	}
-	gc := w.conf(vfPCI, map[string]any{"deviceID": nil, "cni.dev/valid-attachments": []map[string]string{{"containerID": "c2", "ifname": "net1"}}})
-	if err := w.plugin().GC(ctx, args("", "", "", gc)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.plugin().Check(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))); err != nil {
-		t.Fatalf("valid attachment after GC: %v", err)
-	}
-	if _, ok := w.ops.LinkIn(pod2, "net1"); !ok {
-		t.Fatal("GC released a valid attachment")
-	}
-	if _, err := (state.Store{Dir: w.stateDir}).Get(vf2PCI); err != nil {
-		t.Fatalf("GC removed a valid record: %v", err)
-	}
-	must(t, w.plugin().Del(ctx, args("c2", pod2, "net1", w.conf(vf2PCI, nil))))
-	w.assertPristine()
-	if !strings.Contains(fmt.Sprint(w.ipam.calls), "GC fake-ipam") {
-		t.Errorf("IPAM GC not delegated: %v", w.ipam.calls)
-	}
+	checkGCReleasesOnlyInvalidAttachments(newWorld(t))
 }
 
 func TestAddByNetdevNameFakeVF(t *testing.T) {
@@ -220,19 +157,7 @@ func TestAddByNetdevNameFakeVF(t *testing.T) {
 }
 
 func TestAltnameOfDeviceTakenInPodFakeVF(t *testing.T) {
-	w := newWorld(t)
-	// A pod interface already carries the name the host device has as an
-	// altname: moving the device with its altnames would collide.
-	w.ops.AddLink(pod1, netops.Link{Name: "enp3s0f0v2", MTU: 1500}, true)
-	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
-	if _, err := w.plugin().Add(ctx, a); err != nil {
-		t.Fatalf("ADD: %v", err)
-	}
-	must(t, w.plugin().Del(ctx, a))
-	l, ok := w.ops.LinkIn(netops.Host, origLink.Name)
-	if !ok || len(l.AltNames) != 1 || l.AltNames[0] != "enp3s0f0v2" {
-		t.Fatalf("altnames not restored: %+v", l)
-	}
+	checkAltnameOfDeviceTakenInPod(newWorld(t), origLink.AltNames[0])
 }
 
 func TestInterfaceNameTakenInPodRollsBackFakeVF(t *testing.T) {

@@ -11,7 +11,6 @@ package cni
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	"github.com/railyard-io/railyard/internal/cni/sysfstest"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
-	"github.com/railyard-io/railyard/internal/netops/netopstest"
 )
 
 const vethPCI = "0000:7f:00.1"
@@ -127,29 +125,8 @@ func TestRealNetnsAddCheckDelVeth(t *testing.T) {
 }
 
 func TestRealNetnsAddRollbackAtEveryStepVeth(t *testing.T) {
-	probe := newRealWorld(t)
-	counter := netopstest.NewFailing(netops.Linux{}, 0)
-	if _, err := probe.plugin(counter).Add(ctx, probe.args("c1")); err != nil {
-		t.Fatal(err)
-	}
-	n := counter.Mutations()
 	// down, alias, altname, rename, move, rename, MTU, MAC, up, addresses.
-	if n != 10 {
-		t.Fatalf("ADD made %d mutating calls (%v), want 10", n, counter.Calls())
-	}
-	must(t, probe.plugin(netops.Linux{}).Del(ctx, probe.args("c1")))
-	probe.assertPristine()
-	for k := 1; k <= n; k++ {
-		t.Run(fmt.Sprintf("step%02d", k), func(t *testing.T) {
-			w := newRealWorld(t)
-			f := netopstest.NewFailing(netops.Linux{}, k)
-			_, err := w.plugin(f).Add(ctx, w.args("c1"))
-			if !errors.Is(err, netopstest.ErrInjected) {
-				t.Fatalf("ADD error %v, want the injected failure", err)
-			}
-			w.assertPristine()
-		})
-	}
+	checkAddRollbackAtEveryStep(t, newRealWorld, func(w *realWorld) Args { return w.args("c1") }, 10)
 }
 
 func TestRealNetnsDelAfterNetnsDeletedVeth(t *testing.T) {
@@ -185,17 +162,5 @@ func TestRealNetnsDelAfterSimulatedPhysicalRefundVeth(t *testing.T) {
 
 func TestRealNetnsDelWithRecordRemovedVeth(t *testing.T) {
 	w := newRealWorld(t)
-	p := w.plugin(netops.Linux{})
-	if _, err := p.Add(ctx, w.args("c1")); err != nil {
-		t.Fatal(err)
-	}
-	must(t, os.RemoveAll(filepath.Join(w.stateDir, "devices")))
-	must(t, p.Del(ctx, w.args("c1")))
-	l, err := netops.Linux{}.Link(ctx, netops.Host, w.dev)
-	if err != nil {
-		t.Fatalf("device not back under its name: %v", err)
-	}
-	if l.Alias != "" {
-		t.Errorf("alias %q left", l.Alias)
-	}
+	checkDelWithRecordRemoved(t, w, w.args("c1"), w.stateDir, w.dev)
 }

@@ -8,7 +8,6 @@ package cni
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -92,19 +91,7 @@ func TestInterfaceNameTakenInPodRollsBackRealVF(t *testing.T) {
 // under its name and drops the marker.
 func TestDelWithRecordRemovedRealVF(t *testing.T) {
 	w := newVFWorld(t)
-	p := w.plugin(netops.Linux{})
-	if _, err := p.Add(ctx, w.args("c1")); err != nil {
-		t.Fatal(err)
-	}
-	must(t, os.RemoveAll(filepath.Join(w.stateDir, "devices")))
-	must(t, p.Del(ctx, w.args("c1")))
-	l, err := netops.Linux{}.Link(ctx, netops.Host, w.dev)
-	if err != nil {
-		t.Fatalf("VF netdev not back under its name: %v", err)
-	}
-	if l.Alias != "" {
-		t.Errorf("alias %q left", l.Alias)
-	}
+	checkDelWithRecordRemoved(t, w, w.args("c1"), w.stateDir, w.dev)
 	// Without the record the MTU, MAC and VF settings cannot be known and
 	// stay as the pod had them: put them back as an operator would, for
 	// the next test.

@@ -9,8 +9,10 @@ package cni
 // FakeVF tests in fake_add_del_test.go and fake_lifecycle_test.go.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,17 +26,21 @@ import (
 )
 
 // vfWorld is VF 0 of the VM's first igb PF, reset to a new VF's settings
-// through the PF, with a pod namespace.
+// through the PF, with a pod namespace; VF 1 and a second pod namespace
+// are there for the tests that need two (vfEnv).
 type vfWorld struct {
 	t        *testing.T
 	pf       vmkernel.PF
 	vf       int
 	pci      string
 	dev      string
+	pci2     string
 	pod      string
+	pod2     string
 	orig     netops.Link
 	origVF   netops.VFSettings
 	stateDir string
+	infoDir  string
 	ipam     *fakeIPAM
 }
 
@@ -44,9 +50,12 @@ func newVFWorld(t *testing.T) *vfWorld {
 	pf := vmkernel.FirstPF(t)
 	vfs := vmkernel.EnsureVFs(t, pf.PCI, 2)
 	vmkernel.ResetVF(t, pf.Netdev, 0)
-	w := &vfWorld{t: t, pf: pf, vf: 0, pci: vfs[0], dev: vmkernel.Netdev(t, vfs[0]),
-		stateDir: filepath.Join(t.TempDir(), "state"), ipam: newFakeIPAM()}
+	vmkernel.ResetVF(t, pf.Netdev, 1)
+	dir := t.TempDir()
+	w := &vfWorld{t: t, pf: pf, vf: 0, pci: vfs[0], dev: vmkernel.Netdev(t, vfs[0]), pci2: vfs[1],
+		stateDir: filepath.Join(dir, "state"), infoDir: filepath.Join(dir, "devinfo"), ipam: newFakeIPAM()}
 	w.pod = netnstest.NewNetns(t, "pod")
+	w.pod2 = netnstest.NewNetns(t, "pod2")
 	netnstest.IP(t, "link", "set", w.dev, "up")
 	var err error
 	w.orig, err = netops.Linux{}.Link(ctx, netops.Host, w.dev)
@@ -56,19 +65,79 @@ func newVFWorld(t *testing.T) *vfWorld {
 	return w
 }
 
-// conf asks for what sriov-cni users ask on an Ethernet VF: MTU, MAC,
-// VLAN 100 with QoS 3, spoofchk off, trust on. (igb has no link_state, and
-// refuses a max_tx_rate while the PF's link is down: not asked.)
+// Conf asks for what sriov-cni users ask on an Ethernet VF: MTU, MAC,
+// VLAN 100 with QoS 3, spoofchk off, trust on, and a device-info file.
+// (igb has no link_state, and refuses a max_tx_rate while the PF's link
+// is down: not asked.) VF 1 gets another MAC.
+func (w *vfWorld) Conf(vf int, extra map[string]any) []byte {
+	m := map[string]any{
+		"cniVersion": "1.1.0", "name": "vf-net", "type": "railyard-cni",
+		"deviceID": w.PCI(vf), "mtu": 1400, "mac": [...]string{"02:bb:00:00:00:09", "02:bb:00:00:00:0a"}[vf],
+		"vlan": 100, "vlanQoS": 3, "spoofchk": "off", "trust": "on", "ipam": map[string]any{"type": "fake-ipam"},
+		"CNIDeviceInfoFile": filepath.Join(w.infoDir, w.PCI(vf)+".json"),
+		"stateDir":          w.stateDir, "sysfsRoot": "/sys", "lockTimeout": "1s",
+	}
+	for k, v := range extra {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	b, err := json.Marshal(m)
+	must(w.t, err)
+	return b
+}
+
+// conf is Conf(0, nil) with extra (`,"key":value...`) added.
 func (w *vfWorld) conf(extra string) []byte {
-	return []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"vf-net","type":"railyard-cni",
-		"deviceID":%q,"mtu":1400,"mac":"02:bb:00:00:00:09","vlan":100,"vlanQoS":3,
-		"spoofchk":"off","trust":"on","ipam":{"type":"fake-ipam"},
-		"stateDir":%q,"sysfsRoot":"/sys","lockTimeout":"1s"%s}`, w.pci, w.stateDir, extra))
+	b := w.Conf(0, nil)
+	return append(b[:len(b)-1], []byte(extra+"}")...)
 }
 
 func (w *vfWorld) plugin(o netops.Ops) *Plugin { return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b"} }
 
 func (w *vfWorld) args(cid string) Args { return args(cid, w.pod, "net1", w.conf("")) }
+
+// vfWorld as a vfEnv (twin_test.go): every call is netops.Linux's.
+
+func (w *vfWorld) T() *testing.T     { return w.t }
+func (w *vfWorld) Ops() netops.Ops   { return netops.Linux{} }
+func (w *vfWorld) P() *Plugin        { return w.plugin(netops.Linux{}) }
+func (w *vfWorld) PCI(vf int) string { return [...]string{w.pci, w.pci2}[vf] }
+func (w *vfWorld) PFPCI() string     { return w.pf.PCI }
+func (w *vfWorld) Pod(i int) string  { return [...]string{w.pod, w.pod2}[i] }
+func (w *vfWorld) Orig() netops.Link { return w.orig }
+func (w *vfWorld) Pristine()         { w.t.Helper(); w.assertPristine() }
+func (w *vfWorld) StateDir() string  { return w.stateDir }
+func (w *vfWorld) SysfsRoot() string { return "/sys" }
+func (w *vfWorld) InfoDir() string   { return w.infoDir }
+func (w *vfWorld) IPAM() *fakeIPAM   { return w.ipam }
+func (w *vfWorld) KillPod(i int)     { netnstest.IP(w.t, "netns", "del", filepath.Base(w.Pod(i))) }
+func (w *vfWorld) RevivePod(i int)   { netnstest.IP(w.t, "netns", "add", filepath.Base(w.Pod(i))) }
+
+func (w *vfWorld) InPod(netns, name string) bool {
+	_, err := netops.Linux{}.Link(ctx, netns, name)
+	return err == nil
+}
+
+func (w *vfWorld) HostLink(name string) (netops.Link, bool) {
+	l, err := netops.Linux{}.Link(ctx, netops.Host, name)
+	return l, err == nil
+}
+
+// AddLink makes a veth pair with one end, name, in netns; the other end
+// is on the host (removed at the end).
+func (w *vfWorld) AddLink(netns, name string) {
+	other := netnstest.Name("o")
+	if netns == netops.Host {
+		netnstest.IP(w.t, "link", "add", name, "type", "veth", "peer", "name", other)
+		w.t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+		return
+	}
+	netnstest.IP(w.t, "link", "add", other, "type", "veth", "peer", "name", name, "netns", filepath.Base(netns))
+	w.t.Cleanup(func() { _ = exec.Command("ip", "link", "del", other).Run() })
+}
 
 // assertPristine checks the VF as the kernel reports it: its netdev on the
 // host as before, the VF settings and the VF's MAC through the PF as
@@ -108,6 +177,9 @@ func (w *vfWorld) assertPristine() {
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d addresses left", n)
 	}
+	if _, err := os.Stat(filepath.Join(w.infoDir, w.pci+".json")); !os.IsNotExist(err) {
+		w.t.Errorf("device-info file left (%v)", err)
+	}
 }
 
 func TestAddCheckDelRealVF(t *testing.T) {
@@ -140,6 +212,13 @@ func TestAddCheckDelRealVF(t *testing.T) {
 	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "02:bb:00:00:00:09" {
 		t.Errorf("VF MAC through the PF while attached %s (%v), want the pod's 02:bb:00:00:00:09", a.MAC, err)
 	}
+	info, err := os.ReadFile(filepath.Join(w.infoDir, w.pci+".json"))
+	must(t, err)
+	var di deviceInfo
+	must(t, json.Unmarshal(info, &di))
+	if di.Type != "pci" || di.PCI.PCIAddress != w.pci || di.PCI.PFPCIAddress != w.pf.PCI || di.PCI.RDMADevice != "" {
+		t.Errorf("device info %s, want VF %s of PF %s without an RDMA device", info, w.pci, w.pf.PCI)
+	}
 	if err := p.Check(ctx, w.args("c1")); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -150,30 +229,23 @@ func TestAddCheckDelRealVF(t *testing.T) {
 }
 
 func TestAddRollbackAtEveryStepRealVF(t *testing.T) {
-	probe := newVFWorld(t)
-	counter := netopstest.NewFailing(netops.Linux{}, 0)
-	if _, err := probe.plugin(counter).Add(ctx, probe.args("c1")); err != nil {
-		t.Fatal(err)
-	}
-	n := counter.Mutations()
 	// vlan, spoofchk, trust, down, alias, rename, move, rename, MTU, MAC,
 	// up, addresses.
-	if n != 12 {
-		t.Fatalf("ADD made %d mutating calls (%v), want 12", n, counter.Calls())
-	}
-	must(t, probe.plugin(netops.Linux{}).Del(ctx, probe.args("c1")))
-	probe.assertPristine()
-	for k := 1; k <= n; k++ {
-		t.Run(fmt.Sprintf("step%02d", k), func(t *testing.T) {
-			w := newVFWorld(t)
-			f := netopstest.NewFailing(netops.Linux{}, k)
-			_, err := w.plugin(f).Add(ctx, w.args("c1"))
-			if !errors.Is(err, netopstest.ErrInjected) {
-				t.Fatalf("ADD error %v, want the injected failure", err)
-			}
-			w.assertPristine()
-		})
-	}
+	checkAddRollbackAtEveryStep(t, newVFWorld, vfArgs("c1", nil), 12)
+}
+
+// Without IPAM (and so without the addresses step) the device-info file
+// is the last thing ADD writes: a fault at every step still leaves
+// nothing.
+func TestAddRollbackAtEveryStepWithoutIPAMRealVF(t *testing.T) {
+	// vlan, spoofchk, trust, down, alias, rename, move, rename, MTU, MAC, up.
+	checkAddRollbackAtEveryStep(t, newVFWorld, vfArgs("c1", map[string]any{"ipam": nil}), 11)
+}
+
+// vfArgs returns a function giving the args of container cid with
+// Conf(0, extra) for a world.
+func vfArgs(cid string, extra map[string]any) func(*vfWorld) Args {
+	return func(w *vfWorld) Args { return args(cid, w.pod, "net1", w.Conf(0, extra)) }
 }
 
 func TestDelFaultAtEveryStepThenRetryRealVF(t *testing.T) {
