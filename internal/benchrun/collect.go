@@ -71,8 +71,12 @@ func started(p *corev1.Pod) bool {
 // that did not succeed is a failed result whose error is the reason.
 func (rs *runState) outcome(o bench.Options) RunOutcome {
 	ns, resName, source := rs.resultPod()
+	nodes := 0
+	if rs.run.MPIJob != nil {
+		nodes = mpiWorkers(rs.run.MPIJob)
+	}
 	out := RunOutcome{Name: rs.run.Name, Test: rs.run.Test, Scenario: rs.run.Variant, Status: rs.status, Reason: rs.reason,
-		Logs: rs.logs}
+		Logs: rs.logs, Nodes: nodes}
 	if resName != "" {
 		out.ResultPod = ns + "/" + resName
 	}

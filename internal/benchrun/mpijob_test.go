@@ -116,8 +116,11 @@ func TestExecuteNCCLMPIJobWithFakeMPIOperator(t *testing.T) {
 				t.Fatalf("runs %+v", out.Runs)
 			}
 			r := out.Runs[0]
-			if r.Name != ncclJob || r.Test != "nccl" || r.Scenario != "rdma" || r.ResultPod != "default/"+launcher {
-				t.Errorf("run %s %s %s %s", r.Name, r.Test, r.Scenario, r.ResultPod)
+			if r.Name != ncclJob || r.Test != "nccl" || r.Scenario != "rdma" || r.ResultPod != "default/"+launcher || r.Nodes != 2 {
+				t.Errorf("run %s %s %s %s on %d nodes", r.Name, r.Test, r.Scenario, r.ResultPod, r.Nodes)
+			}
+			if l := out.Results(); len(l) != 1 || l[0].Nodes != 2 || l[0].Scenario != "rdma" || !l[0].Result.OK {
+				t.Errorf("results %+v", l)
 			}
 			res := r.Result
 			if !res.OK || res.Tool != bench.ToolNCCLTestsNoName || res.Summary[bench.SumAvgBusBWGBps] != 56.3994 ||

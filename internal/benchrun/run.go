@@ -88,12 +88,12 @@ func (o Outcome) Failed() int {
 	return n
 }
 
-// Results are the runs' parsed results under their scenario (the variant),
-// failed runs included as failed results.
+// Results are the runs' parsed results under their scenario (the variant)
+// with their node counts, failed runs included as failed results.
 func (o Outcome) Results() []bench.Labelled {
 	out := make([]bench.Labelled, 0, len(o.Runs))
 	for _, r := range o.Runs {
-		out = append(out, bench.Labelled{Scenario: r.Scenario, Result: r.Result})
+		out = append(out, bench.Labelled{Scenario: r.Scenario, Result: r.Result, Nodes: r.Nodes})
 	}
 	return out
 }
@@ -113,6 +113,10 @@ type RunOutcome struct {
 	Result bench.Result
 	// Logs are every pod's collected log, by pod name.
 	Logs map[string][]byte
+	// Nodes is an MPIJob run's number of workers, one per node as bench
+	// plan places them (the scaling table orders training runs by it); 0
+	// for other runs.
+	Nodes int
 }
 
 // runState follows one run while it executes.
