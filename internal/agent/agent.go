@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
@@ -42,6 +44,7 @@ type Agent struct {
 	finder   *podresources.Finder
 	pools    []*poolPlugin
 	late     *lateBinding // nil when no pool binds late
+	dra      *draState    // nil when no pool has delivery dra
 
 	mu      sync.Mutex
 	topo    *topology.Topology
@@ -50,8 +53,9 @@ type Agent struct {
 	overlap string // last overlap warning, to log it once per change
 }
 
-// New builds the agent: one plugin per pool with its policy, the GPU
-// finder over PodResources (with the GPU map when configured).
+// New builds the agent: one device plugin per devicePlugin pool with its
+// policy, the DRA driver of the dra pools, the GPU finder over
+// PodResources (with the GPU map when configured).
 func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*Agent, error) {
 	c := *cfg
 	c.PluginDir = filepath.Clean(c.PluginDir)
@@ -76,7 +80,13 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	if err != nil {
 		return nil, err
 	}
+	if a.dra, err = newDRA(cfg, logr.FromSlogHandler(log.Handler())); err != nil {
+		return nil, err
+	}
 	for _, pc := range cfg.Pools {
+		if pc.Delivery == v1alpha1.DeliveryDRA {
+			continue // the DRA kubelet plugin's, never the device plugin's too
+		}
 		sel, err := pool.Compile(pc)
 		if err != nil {
 			return nil, err
@@ -154,6 +164,13 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 		if o != "" {
 			a.metrics.Warning(warningPoolsOverlap)
 			a.log.Warn("pools overlap: a device served by two pools can be given to two pods", "devices", o)
+		}
+	}
+	if a.dra != nil {
+		if err := a.updateDRA(ctx, topo, why); err != nil {
+			a.lastErr = err
+			a.log.Error("DRA pools not updated", "why", why, "err", err)
+			return err
 		}
 	}
 	a.publishBindingView(ctx)

@@ -70,6 +70,11 @@ type Options struct {
 	ConfigFile string
 	LogLevel   slog.Level
 	Config     *v1alpha1.AgentConfig
+	// Kubeconfig, DRAPluginDir and PluginsRegistryDir are used only when
+	// a pool has delivery dra.
+	Kubeconfig         string
+	DRAPluginDir       string
+	PluginsRegistryDir string
 }
 
 // ErrHelp is returned when --help was asked for (usage is printed).
@@ -83,6 +88,17 @@ func ParseOptions(args []string, env LookupEnv, fs *pflag.FlagSet) (*Options, er
 	var logLevel string
 	fs.StringVar(&opt.ConfigFile, "config", "", "agent configuration file (YAML or JSON); env RAILYARD_CONFIG")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; env RAILYARD_LOG_LEVEL")
+	dirs := []struct {
+		dst             *string
+		flag, def, help string
+	}{
+		{&opt.Kubeconfig, "kubeconfig", "", "kubeconfig file for the API server, used only by pools with delivery dra (default: the pod's service account)"},
+		{&opt.DRAPluginDir, "dra-plugin-dir", DefaultDRAPluginDir, "directory of the DRA kubelet plugin's dra.sock"},
+		{&opt.PluginsRegistryDir, "plugins-registry-dir", DefaultPluginsRegistryDir, "kubelet's plugin registration directory (DRA)"},
+	}
+	for _, d := range dirs {
+		fs.StringVar(d.dst, d.flag, d.def, d.help+"; env "+EnvPrefix+strings.ToUpper(strings.ReplaceAll(d.flag, "-", "_")))
+	}
 	values := make([]string, len(settings))
 	for i, s := range settings {
 		fs.StringVar(&values[i], s.flag, "", s.usage+"; env "+s.env())
@@ -99,6 +115,11 @@ func ParseOptions(args []string, env LookupEnv, fs *pflag.FlagSet) (*Options, er
 	if !fs.Changed("log-level") {
 		if v, ok := env("RAILYARD_LOG_LEVEL"); ok {
 			logLevel = v
+		}
+	}
+	for _, d := range dirs {
+		if v, ok := env(EnvPrefix + strings.ToUpper(strings.ReplaceAll(d.flag, "-", "_"))); ok && !fs.Changed(d.flag) {
+			*d.dst = v
 		}
 	}
 	if err := opt.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {

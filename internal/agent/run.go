@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
@@ -43,6 +44,12 @@ func discoverFor(cfg *v1alpha1.AgentConfig) (DiscoverFunc, error) {
 // configuration asks for); ready, when not nil, receives the agent once it
 // serves.
 func run(ctx context.Context, args []string, env LookupEnv, stderr io.Writer, discover DiscoverFunc, ready func(*Agent, net.Addr)) error {
+	return runWith(ctx, args, env, stderr, discover, ready, nil)
+}
+
+// runWith is run with the API server client injected (nil: from
+// --kubeconfig or in-cluster, made only when a pool has delivery dra).
+func runWith(ctx context.Context, args []string, env LookupEnv, stderr io.Writer, discover DiscoverFunc, ready func(*Agent, net.Addr), kube kubernetes.Interface) error {
 	fs := pflag.NewFlagSet("railyard-agent", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opt, err := ParseOptions(args, env, fs)
@@ -64,6 +71,15 @@ func run(ctx context.Context, args []string, env LookupEnv, stderr io.Writer, di
 	a, err := New(opt.Config, log, discover)
 	if err != nil {
 		return err
+	}
+	if a.dra != nil {
+		a.dra.pluginDir, a.dra.registryDir = opt.DRAPluginDir, opt.PluginsRegistryDir
+		if kube == nil {
+			if kube, err = kubeClient(opt.Kubeconfig); err != nil {
+				return err
+			}
+		}
+		a.dra.client = kube
 	}
 	return a.Serve(ctx, ready)
 }
@@ -116,9 +132,18 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 			_ = pp.plugin.Run(ctx)
 		}()
 	}
+	if a.dra != nil {
+		h, err := a.serveDRA(ctx)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		defer h.Stop()
+	}
 	a.primeFinder(ctx)
 	a.startLateBinding(ctx)
-	a.log.Info("railyard-agent serving", "pools", len(a.pools), "plugin_dir", a.cfg.PluginDir, "metrics", addr)
+	a.log.Info("railyard-agent serving", "pools", len(a.pools), "dra_pools", a.draPools(), "plugin_dir", a.cfg.PluginDir, "metrics", addr)
 	if ready != nil {
 		ready(a, addr)
 	}

@@ -20,8 +20,8 @@ func TestDeliveryDefaultsToDevicePlugin(t *testing.T) {
 }
 
 // TestDeliveryErrorsHaveFieldPaths: a pool is served one way only ("both"
-// is no mode), dra is refused while the agent cannot serve it, and a dra
-// pool cannot be shared, bound late or given CDI names.
+// is no mode), and a dra pool cannot be shared, bound late or given CDI
+// names, and needs cdiSpecDir.
 func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 	_, err := Load("testdata/invalid-delivery.yaml")
 	if err == nil {
@@ -30,7 +30,6 @@ func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		`pools[0].delivery: Unsupported value: "both": supported values: "devicePlugin", "dra"`,
-		`pools[1].delivery: Invalid value: "dra": the agent's DRA kubelet plugin is not built yet`,
 		`pools[1].deviceKind: Invalid value: "shared": DRA publishes whole VFs or PFs`,
 		`pools[1].binding: Invalid value: "sandbox": the scheduler binds a DRA pool's devices`,
 		`pools[1].cdiKind: Invalid value: "railyard.io/rdma": a DRA pool's devices always reach the container`,
@@ -39,12 +38,15 @@ func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
-	// The same dra pool is otherwise valid: only the delivery error is left
-	// for a plain vf pool.
+	// A plain vf pool with delivery dra needs only cdiSpecDir.
 	c := &AgentConfig{Pools: []Pool{{Name: "railyard.io/rdma_dra", Delivery: DeliveryDRA}}}
 	Default(c)
 	errs := Validate(c)
-	if len(errs) != 1 || errs[0].Field != "pools[0].delivery" {
-		t.Errorf("a plain dra pool: %v, want only the not-served error", errs)
+	if len(errs) != 1 || errs[0].Field != "pools[0].delivery" || !strings.Contains(errs[0].Detail, "set cdiSpecDir") {
+		t.Errorf("a plain dra pool without cdiSpecDir: %v, want only the cdiSpecDir error", errs)
+	}
+	c.CDISpecDir = "/var/run/cdi"
+	if errs := Validate(c); len(errs) != 0 {
+		t.Errorf("a plain dra pool with cdiSpecDir: %v", errs)
 	}
 }

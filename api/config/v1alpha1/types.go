@@ -148,9 +148,9 @@ type Pool struct {
 	Binding string `json:"binding,omitempty"`
 	// Delivery is how the pool's devices reach pods: "devicePlugin"
 	// (default) or "dra". A pool is served one way only, so the device
-	// plugin and DRA never hand out the same device; the agent's DRA
-	// kubelet plugin is not built yet, so "dra" is refused for now
-	// (docs/dra.md).
+	// plugin and DRA never hand out the same device. A "dra" pool is
+	// published by the agent's DRA kubelet plugin (docs/dra.md) and needs
+	// cdiSpecDir.
 	Delivery string `json:"delivery,omitempty"`
 }
 

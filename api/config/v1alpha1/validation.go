@@ -62,7 +62,7 @@ func Validate(c *AgentConfig) field.ErrorList {
 		p := field.NewPath("pools").Index(i)
 		errs = append(errs, validatePool(p, &c.Pools[i])...)
 		errs = append(errs, validateBinding(p, c, &c.Pools[i])...)
-		errs = append(errs, validateDelivery(p, &c.Pools[i])...)
+		errs = append(errs, validateDelivery(p, c, &c.Pools[i])...)
 		if j, dup := seen[c.Pools[i].Name]; dup {
 			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also pools[%d])", c.Pools[i].Name, j)))
 		} else {
@@ -83,8 +83,8 @@ func validateNCCL(c *AgentConfig) field.ErrorList {
 		if !strings.HasPrefix(c.CDISpecDir, "/") {
 			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "must be an absolute path"))
 		}
-		if c.NCCLIBHCA != NCCLIBHCAMerged && !anySandbox(c) {
-			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "is used only with ncclIBHCA: merged or a pool with binding: sandbox"))
+		if c.NCCLIBHCA != NCCLIBHCAMerged && !anySandbox(c) && !anyDRA(c) {
+			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "is used only with ncclIBHCA: merged, a pool with binding: sandbox or a pool with delivery: dra"))
 		}
 	}
 	return errs
@@ -93,6 +93,15 @@ func validateNCCL(c *AgentConfig) field.ErrorList {
 func anySandbox(c *AgentConfig) bool {
 	for _, p := range c.Pools {
 		if p.Binding == BindingSandbox {
+			return true
+		}
+	}
+	return false
+}
+
+func anyDRA(c *AgentConfig) bool {
+	for _, p := range c.Pools {
+		if p.Delivery == DeliveryDRA {
 			return true
 		}
 	}
@@ -122,16 +131,17 @@ func validateBinding(path *field.Path, c *AgentConfig, p *Pool) field.ErrorList 
 	return errs
 }
 
-// draServed says whether the agent serves pools with delivery "dra". It
-// does not yet: its DRA kubelet plugin is not built, and a dra pool must
-// not fall back to the device plugin unnoticed.
-const draServed = false
+// draServed says whether the agent serves pools with delivery "dra": it
+// does, through its DRA kubelet plugin (internal/draplugin). Were it
+// false, a dra pool would be refused rather than fall back to the device
+// plugin unnoticed.
+const draServed = true
 
 // validateDelivery checks a pool's delivery mode: one of the two (never
 // both), and for DRA what the DRA driver cannot do (shares of a NIC, late
 // binding tokens, extra CDI names: a DRA claim's devices always reach the
 // container through the driver's own CDI devices).
-func validateDelivery(path *field.Path, p *Pool) field.ErrorList {
+func validateDelivery(path *field.Path, c *AgentConfig, p *Pool) field.ErrorList {
 	modes := []string{DeliveryDevicePlugin, DeliveryDRA}
 	if !contains(modes, p.Delivery) {
 		return field.ErrorList{field.NotSupported(path.Child("delivery"), p.Delivery, modes)}
@@ -142,6 +152,9 @@ func validateDelivery(path *field.Path, p *Pool) field.ErrorList {
 	var errs field.ErrorList
 	if !draServed {
 		errs = append(errs, field.Invalid(path.Child("delivery"), p.Delivery, "the agent's DRA kubelet plugin is not built yet (docs/dra.md): serve the pool with devicePlugin"))
+	}
+	if c.CDISpecDir == "" {
+		errs = append(errs, field.Invalid(path.Child("delivery"), p.Delivery, "a DRA claim's devices reach the container through CDI: set cdiSpecDir (/var/run/cdi; containerd >= 1.7 or CRI-O)"))
 	}
 	if p.DeviceKind == KindShared {
 		errs = append(errs, field.Invalid(path.Child("deviceKind"), p.DeviceKind, "DRA publishes whole VFs or PFs: a NIC shared by many claims needs consumable capacity (alpha)"))
