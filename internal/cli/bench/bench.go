@@ -22,8 +22,8 @@ training scaling table and charts:
   plan     print the Kubernetes manifests that run the benchmarks on
            Railyard's resources (perftest pod pair, nccl-tests, OSU and
            Horovod MPIJobs)
-  run      run a plan's pod pairs on a cluster: apply, wait, collect logs,
-           judge, write the report, clean up
+  run      run a plan's pod pairs and MPIJobs (MPI Operator) on a cluster:
+           apply, wait, collect logs, judge, write the report, clean up
   probe    Railyard's own measurements between two pods (tcp: TCP bandwidth)`,
 	}
 	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s), newRunCommand(s, kubeconfigCluster), newProbeCommand(s))
