@@ -301,3 +301,56 @@ func TestExecuteMPIJobKeep(t *testing.T) {
 		t.Errorf("%d MPIJobs, %d pods left, want the MPIJob and its 3 pods kept", jobs, pods)
 	}
 }
+
+// setStatus waits for the MPIJob and gives it one True condition, as the
+// operator does (here no controller runs).
+func setStatus(ctx context.Context, t *testing.T, k *benchruntest.FakeKubelet, typ, reason, msg string) {
+	t.Helper()
+	jobs := k.Dynamic.Resource(benchrun.MPIJobs).Namespace("default")
+	for ctx.Err() == nil {
+		job, err := jobs.Get(ctx, ncclJob, metav1.GetOptions{})
+		if err != nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		job.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": typ, "status": "True", "reason": reason, "message": msg}}}
+		if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+		return
+	}
+}
+
+// The MPIJob's own conditions end a run even with no launcher pod seen: a
+// Failed condition fails it with the operator's reason; a Succeeded one
+// with no launcher to read is a failed run too (no result), never a
+// silent success.
+func TestExecuteMPIJobConditions(t *testing.T) {
+	for _, tc := range []struct{ typ, reason, msg, want string }{
+		{"Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit",
+			"MPIJob " + ncclJob + " failed: Failed=True (BackoffLimitExceeded: Job has reached the specified backoff limit); no launcher pod; 0 of 2 worker pods"},
+		{"Succeeded", "MPIJobSucceeded", "done", "MPIJob " + ncclJob + " succeeded but its launcher pod was never seen"},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			k := benchruntest.New(nil)
+			k.InstallMPIOperator(false)
+			k.Run(ctx, t)
+			done := make(chan struct{})
+			go func() { defer close(done); setStatus(ctx, t, k, tc.typ, tc.reason, tc.msg) }()
+			out, err := benchrun.Execute(ctx, k.Cluster(), ncclPlan(t), benchrun.Options{Poll: 5 * time.Millisecond})
+			<-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := out.Runs[0]
+			if r.Status != benchrun.Failed || r.Reason != tc.want || r.Result.OK || r.Result.Source != "mpijob/default/"+ncclJob {
+				t.Errorf("%s %q from %s\nwant %q", r.Status, r.Reason, r.Result.Source, tc.want)
+			}
+			if jobs, _ := mpiLeft(t, k); jobs != 0 {
+				t.Errorf("%d MPIJobs left", jobs)
+			}
+		})
+	}
+}
