@@ -141,6 +141,12 @@ func (w *world) conf(device string, extra map[string]any) []byte {
 		"CNIDeviceInfoFile": filepath.Join(w.infoDir, device+".json"),
 		"stateDir":          w.stateDir, "sysfsRoot": w.sysfs, "lockTimeout": "200ms",
 	}
+	return confJSON(w.t, m, extra)
+}
+
+// confJSON is m with extra's keys set (a nil value removes one), as JSON.
+func confJSON(t *testing.T, m, extra map[string]any) []byte {
+	t.Helper()
 	for k, v := range extra {
 		if v == nil {
 			delete(m, k)
@@ -149,7 +155,7 @@ func (w *world) conf(device string, extra map[string]any) []byte {
 		}
 	}
 	b, err := json.Marshal(m)
-	must(w.t, err)
+	must(t, err)
 	return b
 }
 

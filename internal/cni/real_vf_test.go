@@ -77,16 +77,7 @@ func (w *vfWorld) Conf(vf int, extra map[string]any) []byte {
 		"CNIDeviceInfoFile": filepath.Join(w.infoDir, w.PCI(vf)+".json"),
 		"stateDir":          w.stateDir, "sysfsRoot": "/sys", "lockTimeout": "1s",
 	}
-	for k, v := range extra {
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-	}
-	b, err := json.Marshal(m)
-	must(w.t, err)
-	return b
+	return confJSON(w.t, m, extra)
 }
 
 // conf is Conf(0, nil) with extra (`,"key":value...`) added.
