@@ -51,8 +51,9 @@ func TestEveryContainerIsUnprivilegedReadOnlyWithoutCapabilities(t *testing.T) {
 		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 			t.Errorf("%s: host namespaces %v %v %v", v.name, spec.HostNetwork, spec.HostPID, spec.HostIPC)
 		}
-		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-			t.Errorf("%s: service account token mounted", v.name)
+		// Only the DRA kubelet plugin calls the API server.
+		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != hasDRA(t, objs) {
+			t.Errorf("%s: service account token mounted: %v, want it only with a dra pool", v.name, spec.AutomountServiceAccountToken)
 		}
 		if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("%s: pod seccomp %+v", v.name, spec.SecurityContext)
@@ -106,10 +107,24 @@ func TestHostPathsAreExactlyThoseTheAgentConfigNames(t *testing.T) {
 		for _, p := range cfg.Pools {
 			sandbox = sandbox || p.Binding == v1alpha1.BindingSandbox
 		}
-		if cfg.NCCLIBHCA == "merged" || sandbox {
+		dra := hasDRA(t, objs)
+		if cfg.NCCLIBHCA == "merged" || sandbox || dra {
 			want[cfg.StateDir] = mount{cfg.StateDir, false}
 			if cfg.CDISpecDir != "" {
 				want[cfg.CDISpecDir] = mount{cfg.CDISpecDir, false}
+			}
+		}
+		if dra {
+			// The DRA kubelet plugin's directories, as the agent gets them.
+			env := map[string]string{}
+			for _, e := range objs.daemonSet(t).Spec.Template.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			for _, k := range []string{"RAILYARD_DRA_PLUGIN_DIR", "RAILYARD_PLUGINS_REGISTRY_DIR"} {
+				if env[k] == "" {
+					t.Errorf("%s: no %s", v.name, k)
+				}
+				want[env[k]] = mount{env[k], false}
 			}
 		}
 		for _, f := range []string{cfg.GPUMap, cfg.NCCLTopologyFile} {

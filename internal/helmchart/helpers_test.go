@@ -52,6 +52,17 @@ func variants() []variant {
 		}},
 		{"node-setup", map[string]any{"nodeSetup": map[string]any{"enabled": true, "interval": "1m",
 			"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ibp24s0", "numVFs": 8, "linkLayer": "InfiniBand", "pkey": "0x8001"}}}}}},
+		{"dra", map[string]any{
+			"config": map[string]any{
+				"cdiSpecDir": "/var/run/cdi",
+				"pools": []any{
+					map[string]any{"name": "railyard.io/rdma_vf", "deviceKind": "vf", "delivery": "dra",
+						"selectors": map[string]any{"vendors": []any{"15b3"}, "linkLayers": []any{"InfiniBand"}}},
+					map[string]any{"name": "railyard.io/roce_pf", "deviceKind": "pf", "policy": "packed",
+						"selectors": map[string]any{"vendors": []any{"15b3"}, "linkLayers": []any{"Ethernet"}}},
+				},
+			},
+		}},
 		{"sandbox-binding", map[string]any{
 			"config": map[string]any{
 				"cdiSpecDir": "/var/run/cdi",

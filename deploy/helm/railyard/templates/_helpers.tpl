@@ -29,6 +29,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when a pool has delivery dra (the agent's DRA kubelet plugin), else "". */}}
+{{- define "railyard.dra" -}}
+{{- $dra := false -}}
+{{- range .Values.config.pools -}}
+{{- if eq (.delivery | default "devicePlugin") "dra" -}}{{- $dra = true -}}{{- end -}}
+{{- end -}}
+{{- if $dra -}}true{{- end -}}
+{{- end -}}
+
 {{- define "railyard.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
@@ -49,8 +58,10 @@ kind: AgentConfig
 {{/*
 The agent's host paths: exactly the directories its configuration names
 (defaults as in api/config/v1alpha1), each mounted at the same path.
-stateDir and cdiSpecDir are used with ncclIBHCA merged or a pool with
-binding sandbox (the binding store is <stateDir>/binding).
+stateDir and cdiSpecDir are used with ncclIBHCA merged, a pool with
+binding sandbox (the binding store is <stateDir>/binding) or a pool with
+delivery dra (the checkpoint of prepared claims, the claims' CDI specs),
+which also uses the DRA kubelet plugin's two directories.
 Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
 */}}
 {{- define "railyard.agentMounts" -}}
@@ -66,11 +77,16 @@ Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
 {{- range $c.pools -}}
 {{- if eq (.binding | default "allocate") "sandbox" -}}{{- $sandbox = true -}}{{- end -}}
 {{- end -}}
-{{- if or (eq ($c.ncclIBHCA | default "env") "merged") $sandbox -}}
+{{- $dra := include "railyard.dra" . -}}
+{{- if or (eq ($c.ncclIBHCA | default "env") "merged") $sandbox $dra -}}
 {{- $all = append $all (dict "name" "state" "path" ($c.stateDir | default "/var/lib/railyard") "readOnly" false "type" "DirectoryOrCreate") -}}
 {{- if $c.cdiSpecDir -}}
 {{- $all = append $all (dict "name" "cdi" "path" $c.cdiSpecDir "readOnly" false "type" "DirectoryOrCreate") -}}
 {{- end -}}
+{{- end -}}
+{{- if $dra -}}
+{{- $all = append $all (dict "name" "dra-plugin" "path" .Values.dra.pluginDir "readOnly" false "type" "DirectoryOrCreate") -}}
+{{- $all = append $all (dict "name" "plugins-registry" "path" .Values.dra.registryDir "readOnly" false "type" "Directory") -}}
 {{- end -}}
 {{- if $c.gpuMap -}}
 {{- $all = append $all (dict "name" "gpu-map" "path" (dir $c.gpuMap) "readOnly" true "type" "Directory") -}}

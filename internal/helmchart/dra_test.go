@@ -1,0 +1,99 @@
+package helmchart
+
+import (
+	"reflect"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/dra"
+)
+
+// hasDRA says whether the rendered agent configuration has a pool with
+// delivery dra (read with the agent's own loader).
+func hasDRA(t *testing.T, objs objects) bool {
+	t.Helper()
+	cfg, err := v1alpha1.Parse([]byte(objs.configMap(t).Data["config.yaml"]))
+	if err != nil {
+		t.Fatalf("the ConfigMap does not load: %v", err)
+	}
+	for _, p := range cfg.Pools {
+		if p.Delivery == v1alpha1.DeliveryDRA {
+			return true
+		}
+	}
+	return false
+}
+
+func draVariant(t *testing.T) map[string]any {
+	t.Helper()
+	for _, v := range variants() {
+		if v.name == "dra" {
+			return v.values
+		}
+	}
+	t.Fatal("no dra variant")
+	return nil
+}
+
+// TestDRARendersDeviceClassRBACAndPolicy: a pool with delivery dra renders
+// Railyard's DeviceClass exactly as internal/dra makes it, a ClusterRole
+// with exactly what the kubeletplugin helper calls, bound to the agent's
+// service account, and the policy keeping the agent to its own node's
+// slices (unless turned off); without one none of it is rendered.
+func TestDRARendersDeviceClassRBACAndPolicy(t *testing.T) {
+	_, none := render(t, nil)
+	for _, k := range []string{"DeviceClass", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if len(none.byKind[k]) != 0 {
+			t.Errorf("the default values render a %s", k)
+		}
+	}
+
+	_, objs := render(t, draVariant(t))
+	var dc resourceapi.DeviceClass
+	objs.one(t, "DeviceClass", &dc)
+	want := dra.DeviceClass()
+	if dc.Name != want.Name || !equality.Semantic.DeepEqual(dc.Spec, want.Spec) {
+		t.Errorf("DeviceClass %s %+v, want %s %+v", dc.Name, dc.Spec, want.Name, want.Spec)
+	}
+
+	var role rbacv1.ClusterRole
+	objs.one(t, "ClusterRole", &role)
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+	}
+	if !reflect.DeepEqual(role.Rules, wantRules) {
+		t.Errorf("ClusterRole rules\n got %+v\nwant %+v", role.Rules, wantRules)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	objs.one(t, "ClusterRoleBinding", &binding)
+	sa := objs.daemonSet(t).Spec.Template.Spec.ServiceAccountName
+	if binding.RoleRef.Name != role.Name || binding.RoleRef.Kind != "ClusterRole" ||
+		!reflect.DeepEqual(binding.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "railyard-system"}}) {
+		t.Errorf("ClusterRoleBinding %+v %+v, want the role bound to %s", binding.RoleRef, binding.Subjects, sa)
+	}
+
+	var vap admissionv1.ValidatingAdmissionPolicy
+	objs.one(t, "ValidatingAdmissionPolicy", &vap)
+	var vapb admissionv1.ValidatingAdmissionPolicyBinding
+	objs.one(t, "ValidatingAdmissionPolicyBinding", &vapb)
+	if vapb.Spec.PolicyName != vap.Name || !reflect.DeepEqual(vapb.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+		t.Errorf("policy binding %+v for policy %s", vapb.Spec, vap.Name)
+	}
+	if len(vap.Spec.MatchConditions) != 1 || vap.Spec.MatchConditions[0].Expression != `request.userInfo.username == "system:serviceaccount:railyard-system:`+sa+`"` {
+		t.Errorf("policy applies to %+v, want the agent's service account only", vap.Spec.MatchConditions)
+	}
+
+	values := draVariant(t)
+	values["dra"] = map[string]any{"restrictSlicesToNode": false}
+	_, off := render(t, values)
+	if len(off.byKind["ValidatingAdmissionPolicy"]) != 0 || len(off.byKind["ClusterRole"]) != 1 {
+		t.Errorf("restrictSlicesToNode false: %d policies, %d roles", len(off.byKind["ValidatingAdmissionPolicy"]), len(off.byKind["ClusterRole"]))
+	}
+}
