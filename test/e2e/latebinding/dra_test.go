@@ -1,0 +1,386 @@
+//go:build e2e
+
+package latebinding
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/utils/ptr"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/dra/gpustandin"
+	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/topology"
+	"github.com/railyard-io/railyard/test/e2e/framework"
+)
+
+const (
+	draRes = "railyard.io/e2e_dra"
+	draEnv = "PCIDEVICE_RAILYARD_IO_E2E_DRA"
+)
+
+// standinGPUDRA is a STAND-IN for NVIDIA's GPU DRA kubelet plugin, named
+// so: the real kubeletplugin helper in the test process, driver
+// gpu.nvidia.com, publishing the fake tree's GPUs as internal/dra/gpustandin
+// shapes them; Prepare gives the container STANDIN_GPUS=<PCI addresses>
+// through a CDI spec of its own.
+type standinGPUDRA struct {
+	topo   *topology.Topology
+	cdiDir string
+	helper *kubeletplugin.Helper
+}
+
+func (g *standinGPUDRA) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	pci := map[string]string{}
+	for _, d := range gpustandin.Devices(g.topo) {
+		pci[d.Name] = *d.Attributes[dra.AttrPCIBusID].StringValue
+	}
+	out := map[types.UID]kubeletplugin.PrepareResult{}
+	for _, c := range claims {
+		var devs []kubeletplugin.Device
+		var addrs []string
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver != gpustandin.DriverName {
+				continue
+			}
+			addrs = append(addrs, pci[r.Device])
+			devs = append(devs, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device,
+				CDIDeviceIDs: []string{"standin.railyard.io/gpu=" + string(c.UID)}})
+		}
+		spec := cdispec.Spec{Version: "0.3.0", Kind: "standin.railyard.io/gpu", Devices: []cdispec.Device{{
+			Name: string(c.UID), ContainerEdits: cdispec.ContainerEdits{Env: []string{"STANDIN_GPUS=" + strings.Join(addrs, ",")}}}}}
+		b, _ := json.Marshal(spec)
+		if err := os.WriteFile(g.specPath(c.UID), b, 0o644); err != nil {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: err}
+			continue
+		}
+		out[c.UID] = kubeletplugin.PrepareResult{Devices: devs}
+	}
+	return out, nil
+}
+
+func (g *standinGPUDRA) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	out := map[types.UID]error{}
+	for _, c := range claims {
+		if err := os.Remove(g.specPath(c.UID)); err != nil && !os.IsNotExist(err) {
+			out[c.UID] = err
+			continue
+		}
+		out[c.UID] = nil
+	}
+	return out, nil
+}
+
+func (g *standinGPUDRA) HandleError(_ context.Context, err error, msg string) {
+	fmt.Printf("stand-in GPU DRA plugin: %s: %v\n", msg, err)
+}
+
+func (g *standinGPUDRA) specPath(uid types.UID) string {
+	return filepath.Join(g.cdiDir, "standin.railyard.io-gpu_"+string(uid)+".json")
+}
+
+func (g *standinGPUDRA) start(ctx context.Context, c *framework.Cluster) error {
+	dir := filepath.Join(c.KubeletRootDir, "plugins", gpustandin.DriverName)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	h, err := kubeletplugin.Start(ctx, g, kubeletplugin.DriverName(gpustandin.DriverName), kubeletplugin.NodeName(c.NodeName),
+		kubeletplugin.KubeClient(c.Client), kubeletplugin.PluginDataDirectoryPath(dir),
+		kubeletplugin.RegistrarDirectoryPath(filepath.Join(c.KubeletRootDir, "plugins_registry")))
+	if err != nil {
+		return err
+	}
+	g.helper = h
+	return h.PublishResources(ctx, resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
+		c.NodeName: {Slices: []resourceslice.Slice{{Devices: gpustandin.Devices(g.topo)}}},
+	}})
+}
+
+// startDRAAgent starts railyard-agent with a DRA pool of the fake tree's
+// VFs (admin kubeconfig: the chart's ClusterRole is tested in
+// internal/helmchart, not here).
+func startDRAAgent(t *testing.T, c *framework.Cluster, n *node) {
+	t.Helper()
+	bin, err := c.ProjectBin("railyard-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartHelper("railyard-agent", bin, "--config", n.config, "--sysfs", n.sysfs, "--dev-root", n.dev,
+		"--plugin-dir", framework.DevicePluginDir, "--pod-resources-socket", c.PodResourcesSocket(),
+		"--devinfo-dir", filepath.Join(n.dir, "devinfo"), "--metrics-addr", "0", "--log-level", "debug",
+		"--kubeconfig", c.Kubeconfig,
+		"--dra-plugin-dir", filepath.Join(c.KubeletRootDir, "plugins", dra.DriverName),
+		"--plugins-registry-dir", filepath.Join(c.KubeletRootDir, "plugins_registry")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimForPod is a STAND-IN for kube-controller-manager's resourceclaim
+// controller, which this cluster does not run: it makes the pod's claim
+// from its template (owned by the pod, annotated with the pod's claim
+// name) and records it in the pod's status, as the controller does; the
+// scheduler then allocates it.
+func claimForPod(ctx context.Context, c *framework.Cluster, pod *corev1.Pod, tmpl *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaim, error) {
+	pc := pod.Spec.ResourceClaims[0]
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name + "-" + pc.Name,
+			Annotations: map[string]string{"resource.kubernetes.io/pod-claim-name": pc.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: tmpl.Spec.Spec,
+	}
+	claim, err := c.Client.ResourceV1().ResourceClaims(pod.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; ; i++ { // the scheduler may update the pod's status meanwhile
+		cur, err := c.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		cur.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: pc.Name, ResourceClaimName: &claim.Name}}
+		_, err = c.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil {
+			return claim, nil
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			return nil, err
+		}
+	}
+}
+
+// deleteClaim removes a claim whose pod is gone: what the resourceclaim
+// controller would do (reservation, allocation and its finalizer off).
+func deleteClaim(ctx context.Context, c *framework.Cluster, ns, name string) error {
+	rc := c.Client.ResourceV1().ResourceClaims(ns)
+	claim, err := rc.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	claim.Status = resourceapi.ResourceClaimStatus{}
+	if claim, err = rc.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	claim.Finalizers = nil
+	if _, err = rc.Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return rc.Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// preparedClaims reads the agent's checkpoint: the UIDs it holds.
+func preparedClaims(t *testing.T, stateDir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(stateDir, draplugin.CheckpointFile))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Claims []struct {
+			UID string `json:"uid"`
+		} `json:"claims"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range doc.Claims {
+		out = append(out, c.UID)
+	}
+	return out
+}
+
+// TestDRAGPUAndNICOnOneRootWithRealScheduler: railyard-agent publishes a
+// DRA pool of the fake tree's VFs (roce-8gpu-4nic, 2 VFs per NIC) through
+// the real kubelet's plugin registration, next to a stand-in GPU DRA
+// driver; a pod's ResourceClaimTemplate asks for the GPU at 0000:85:00.0
+// (host bridge pci0000:80) and a NIC with matchAttribute
+// resource.kubernetes.io/pcieRoot. The real scheduler allocates the first
+// VF under pci0000:80 (first fit alone would take 0000:05:00.1 under
+// pci0000:00), the real kubelet has both drivers prepare the claim, and
+// containerd v2 injects their CDI devices: the container sees exactly its
+// VF's uverbs node and rdma_cm, its PCIDEVICE_* and NCCL_IB_HCA, and its
+// GPU's variable. The agent restarts while the pod runs (the claim stays
+// prepared: checkpoint) and unprepares the claim when the pod is deleted.
+// Faked: the sysfs tree, the device nodes (real char devices, no driver),
+// the GPU driver and kube-controller-manager's claim controller (stand-ins,
+// named so).
+func TestDRAGPUAndNICOnOneRootWithRealScheduler(t *testing.T) {
+	c := suite.Cluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	n := newNode(t, c, "vf")
+	stateDir := filepath.Join(n.dir, "dra-state")
+	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
+kind: AgentConfig
+nodeName: %s
+resyncInterval: 5s
+stateDir: %s
+cdiSpecDir: %s
+pools:
+- name: %s
+  deviceKind: vf
+  delivery: dra
+  selectors: {rdmaCapable: true}
+`, c.NodeName, stateDir, c.CDISpecDir, draRes)
+	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dc := range []*resourceapi.DeviceClass{dra.DeviceClass(), gpustandin.DeviceClass()} {
+		if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	gpu := &standinGPUDRA{topo: n.topo, cdiDir: c.CDISpecDir}
+	if err := gpu.start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gpu.helper.Stop)
+	startDRAAgent(t, c, n)
+	t.Cleanup(func() { _ = c.StopHelper("railyard-agent", 10*time.Second) })
+
+	vfs := 0
+	for _, nic := range n.topo.NICs {
+		vfs += len(nic.VFs)
+	}
+	waitSlices := func(what string) {
+		t.Helper()
+		for end := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+			list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, s := range list.Items {
+				got[s.Spec.Driver] += len(s.Spec.Devices)
+			}
+			if got[dra.DriverName] == vfs && got[gpustandin.DriverName] == len(n.topo.GPUs) {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: slices hold %v, want %d VFs and %d GPUs", what, got, vfs, len(n.topo.GPUs))
+			}
+		}
+	}
+	waitSlices("agent started")
+
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-nic"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{
+				{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpustandin.DeviceClassName,
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+						Expression: `device.attributes["resource.kubernetes.io"].pciBusID == "0000:85:00.0"`}}}}},
+				{Name: "nic", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DeviceClassName}},
+			},
+			Constraints: []resourceapi.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(dra.AttrPCIeRoot))}},
+		}}},
+	}
+	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cmd := `echo NODES=$(ls /dev/infiniband | tr '\n' ' '); echo GPUS=$STANDIN_GPUS; echo VFS=$` + draEnv + `; echo HCA=$NCCL_IB_HCA; sleep 3600`
+	p := framework.BusyboxPod("default", "dra-gpu-nic", "sh", "-c", cmd)
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu-nic", ResourceClaimTemplateName: ptr.To("gpu-nic")}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu-nic"}}
+	began := time.Now()
+	pod, err := c.CreatePod(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := claimForPod(ctx, c, pod, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = deleteClaim(context.Background(), c, "default", claim.Name) })
+	if _, err := c.WaitForPodPhase(ctx, "default", p.Name, corev1.PodRunning); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pod with a GPU + NIC claim Running %v after it was created", time.Since(began).Round(10*time.Millisecond))
+
+	claim, err = c.Client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
+	if err != nil || claim.Status.Allocation == nil {
+		t.Fatalf("claim not allocated: %v", err)
+	}
+	var gpuDev, nicDev string
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		switch r.Driver {
+		case gpustandin.DriverName:
+			gpuDev = r.Device
+		case dra.DriverName:
+			nicDev = r.Device
+		}
+	}
+	nicPCI, err := dra.PCIAddress(nicDev)
+	if gpuDev != "gpu-4" || err != nil || nicPCI != "0000:84:00.1" {
+		t.Fatalf("allocated %s and %s (%v), want gpu-4 (0000:85:00.0) and pci-0000-84-00-1: the first VF on host bridge pci0000:80", gpuDev, nicDev, err)
+	}
+	o := podOutput(ctx, t, c, p.Name)
+	wantNodes := []string{"rdma_cm", n.uverbs[nicPCI]}
+	slices.Sort(wantNodes)
+	gotNodes := slices.Clone(o.nodes)
+	slices.Sort(gotNodes)
+	if !slices.Equal(gotNodes, wantNodes) || !slices.Equal(o.vfs, []string{nicPCI}) || o.hca != "="+n.rdma[nicPCI] || !slices.Equal(o.gpus, []string{"0000:85:00.0"}) {
+		t.Fatalf("the container sees /dev/infiniband %v, %s=%v, NCCL_IB_HCA=%q, STANDIN_GPUS=%v; want %v, [%s], %q, [0000:85:00.0]",
+			o.nodes, draEnv, o.vfs, o.hca, o.gpus, wantNodes, nicPCI, "="+n.rdma[nicPCI])
+	}
+	if got := preparedClaims(t, stateDir); !slices.Equal(got, []string{string(claim.UID)}) {
+		t.Fatalf("checkpoint holds %v, want the pod's claim %s", got, claim.UID)
+	}
+
+	// The agent restarts while the pod runs: the claim stays prepared and
+	// the slices stay published.
+	if err := c.StopHelper("railyard-agent", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	startDRAAgent(t, c, n)
+	waitSlices("agent restarted")
+	if got := preparedClaims(t, stateDir); !slices.Equal(got, []string{string(claim.UID)}) {
+		t.Fatalf("after the agent restart the checkpoint holds %v", got)
+	}
+	if _, err := os.Stat(draplugin.SpecPath(c.CDISpecDir, claim.UID)); err != nil {
+		t.Fatalf("the claim's CDI spec after the agent restart: %v", err)
+	}
+	if _, err := c.WaitForPodPhase(ctx, "default", p.Name, corev1.PodRunning); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deleting the pod unprepares the claim in the restarted agent.
+	if err := c.DeletePod(ctx, "default", p.Name); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	for {
+		_, serr := os.Stat(draplugin.SpecPath(c.CDISpecDir, claim.UID))
+		if os.IsNotExist(serr) && len(preparedClaims(t, stateDir)) == 0 {
+			break
+		}
+		if time.Since(deleted) > time.Minute {
+			t.Fatalf("claim not unprepared a minute after its pod was deleted: spec %v, checkpoint %v", serr, preparedClaims(t, stateDir))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("claim unprepared %v after its pod was deleted", time.Since(deleted).Round(10*time.Millisecond))
+}
