@@ -63,8 +63,15 @@ func (g *standinGPUDRA) PrepareResourceClaims(_ context.Context, claims []*resou
 			devs = append(devs, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device,
 				CDIDeviceIDs: []string{"standin.railyard.io/gpu=" + string(c.UID)}})
 		}
-		spec := cdispec.Spec{Version: "0.3.0", Kind: "standin.railyard.io/gpu", Devices: []cdispec.Device{{
+		spec := cdispec.Spec{Kind: "standin.railyard.io/gpu", Devices: []cdispec.Device{{
 			Name: string(c.UID), ContainerEdits: cdispec.ContainerEdits{Env: []string{"STANDIN_GPUS=" + strings.Join(addrs, ",")}}}}}
+		// A device name starting with a digit (half of all UIDs) needs 0.5.0.
+		ver, err := cdispec.MinimumRequiredVersion(&spec)
+		if err != nil {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: err}
+			continue
+		}
+		spec.Version = ver
 		b, _ := json.Marshal(spec)
 		if err := os.WriteFile(g.specPath(c.UID), b, 0o644); err != nil {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: err}
@@ -301,11 +308,25 @@ pools:
 	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// A pod without claims first: the start time to compare with.
+	plain := framework.BusyboxPod("default", "dra-baseline", "sh", "-c", "sleep 3600")
+	began := time.Now()
+	if _, err := c.CreatePod(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitForPodPhase(ctx, "default", plain.Name, corev1.PodRunning); err != nil {
+		t.Fatal(err)
+	}
+	baseline := time.Since(began)
+	if err := c.DeletePod(ctx, "default", plain.Name); err != nil {
+		t.Fatal(err)
+	}
+
 	cmd := `echo NODES=$(ls /dev/infiniband | tr '\n' ' '); echo GPUS=$STANDIN_GPUS; echo VFS=$` + draEnv + `; echo HCA=$NCCL_IB_HCA; sleep 3600`
 	p := framework.BusyboxPod("default", "dra-gpu-nic", "sh", "-c", cmd)
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu-nic", ResourceClaimTemplateName: ptr.To("gpu-nic")}}
 	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu-nic"}}
-	began := time.Now()
+	began = time.Now()
 	pod, err := c.CreatePod(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +339,8 @@ pools:
 	if _, err := c.WaitForPodPhase(ctx, "default", p.Name, corev1.PodRunning); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("pod with a GPU + NIC claim Running %v after it was created", time.Since(began).Round(10*time.Millisecond))
+	t.Logf("pod with a GPU + NIC claim Running %v after it was created (claim made by the test's stand-in controller); a pod without claims %v",
+		time.Since(began).Round(10*time.Millisecond), baseline.Round(10*time.Millisecond))
 
 	claim, err = c.Client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
 	if err != nil || claim.Status.Allocation == nil {
