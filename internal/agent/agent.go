@@ -166,14 +166,15 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 			a.log.Warn("pools overlap: a device served by two pools can be given to two pods", "devices", o)
 		}
 	}
+	a.publishBindingView(ctx)
 	if a.dra != nil {
 		if err := a.updateDRA(ctx, topo, why); err != nil {
+			// The DRA pools stay as last published; /healthz fails.
 			a.lastErr = err
 			a.log.Error("DRA pools not updated", "why", why, "err", err)
 			return err
 		}
 	}
-	a.publishBindingView(ctx)
 	a.log.Debug("discovered", "why", why, "took", time.Since(start), "nics", len(topo.NICs), "gpus", len(topo.GPUs))
 	return nil
 }
