@@ -19,6 +19,6 @@
 //
 // The package is a library: it does not log, holds no state, and links
 // nothing of the agent or the CLI. The kubelet plugin that publishes these
-// slices and prepares claims lives in the agent (see docs/dra.md for what
-// is built and what is not).
+// slices and prepares claims is internal/draplugin, which the agent runs
+// (see docs/dra.md).
 package dra
