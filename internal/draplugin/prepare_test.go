@@ -17,6 +17,7 @@ import (
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
 
 const uidA = "0f1e2d3c-aaaa-4bbb-8ccc-000000000001"
@@ -262,4 +263,56 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A device whose port went DOWN since the scheduler allocated it is not
+// prepared: the claim's error says the device is unhealthy and why.
+func TestPrepareRefusesADeviceThatWentUnhealthy(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	ctx := context.Background()
+	d := n.driver(t)
+	if err := fakesysfs.SetPortState(n.sysfs, "mlx5_0", 1, fakesysfs.PortDown); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Update(ctx, n.topo(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	res, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	if err := res[c.UID].Err; !errors.Is(err, draplugin.ErrClaim) || !strings.Contains(err.Error(), "not published: ") {
+		t.Fatalf("%v, want ErrClaim saying the device is not published and why", err)
+	}
+}
+
+// A spec that cannot be written fails the claim but keeps its record (the
+// device stays held: the kubelet retries Prepare or calls Unprepare); the
+// retry after the fault writes the spec, and Unprepare frees the device.
+func TestPrepareRetriesAfterTheSpecCouldNotBeWritten(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	ctx := context.Background()
+	d := n.driver(t)
+	if err := os.WriteFile(n.cdi, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	res, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	if res[c.UID].Err == nil {
+		t.Fatal("Prepare succeeded without a spec")
+	}
+	if p := n.driver(t).Prepared(); len(p[c.UID]) != 1 {
+		t.Fatalf("after the failed Prepare the checkpoint holds %v, want the claim (its device held)", p)
+	}
+	if err := os.Remove(n.cdi); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+	if res[c.UID].Err != nil {
+		t.Fatal(res[c.UID].Err)
+	}
+	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
+		t.Fatal(err)
+	}
+	if un, _ := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: c.UID}}); un[c.UID] != nil || len(d.Prepared()) != 0 {
+		t.Fatalf("Unprepare: %v, prepared %v", un[c.UID], d.Prepared())
+	}
 }
