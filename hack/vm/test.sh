@@ -54,15 +54,19 @@ ulimit -l unlimited 2>/dev/null
 ip link set lo up
 export RAILYARD_CNI_BIN=$out/bin/railyard-cni
 fails=0
+ran=0
+[ -r $out/job.list ] || { echo "vmtest: $out/job.list is not visible in the VM"; exit 2; }
 while IFS='|' read -r name dir bin pat; do
+  ran=\$((ran + 1))
   echo "=== vmtest \$name"
   s=\$(date +%s)
-  (cd "\$dir" && "\$bin" -test.v -test.count=1 -test.timeout=10m -test.run "\$pat") >/tmp/vm/\$name.log 2>&1
+  (cd "\$dir" && "\$bin" -test.v -test.count=1 -test.timeout=10m -test.run "\$pat") >/run/vm/\$name.log 2>&1
   rc=\$?
-  grep -E '^(--- |=== RUN|ok|FAIL|PASS|panic)' /tmp/vm/\$name.log | grep -v '^=== RUN' | grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS|panic)' | head -100
+  grep -E '^(--- |=== RUN|ok|FAIL|PASS|panic)' /run/vm/\$name.log | grep -v '^=== RUN' | grep -E '^(--- FAIL|--- SKIP|FAIL|ok|PASS|panic)' | head -100
   echo "=== vmtest \$name exit \$rc in \$((\$(date +%s) - s)) s"
   [ \$rc -eq 0 ] || fails=\$((fails + 1))
 done <$out/job.list
+[ \$ran -eq $(wc -l <"$out/job.list") ] || { echo "vmtest: ran \$ran of $(wc -l <"$out/job.list") packages"; exit 2; }
 exit \$fails
 JOB
 rm -rf "$out/results" # no stale results when the VM is skipped
@@ -75,6 +79,14 @@ if [ $rc -eq 0 ] && [ ! -f "$out/results/rc" ]; then
   echo "vmtest: SKIPPED: no test ran (the VM could not start; see SKIP above)"
 fi
 if [ -f "$out/results/rc" ]; then
+  # Every package must have run, passed tests and said PASS: a job that
+  # ran nothing, or skipped everything, is a failure, never a silent pass.
+  while IFS='|' read -r name _; do
+    if ! grep -q '^PASS$' "$out/results/$name.log" 2>/dev/null || ! grep -q -- '--- PASS' "$out/results/$name.log"; then
+      echo "vmtest: $name: no passing test in $out/results/$name.log" >&2
+      [ $rc -ne 0 ] || rc=1
+    fi
+  done <"$out/job.list"
   for f in "$out"/results/*.log; do
     case "$f" in */out.log|*/console.log) continue ;; esac
     n=$(basename "$f" .log)

@@ -92,5 +92,5 @@ func TestCNIAddDelTimeRealVF(t *testing.T) {
 			d50.Round(time.Millisecond), quantile(del[c.name], 0.9).Round(time.Millisecond), float64(a50+d50)/float64(base))
 	}
 	t.Log("\n" + b.String())
-	_ = os.WriteFile("/tmp/vm/cni-addel.txt", []byte(b.String()), 0o644)
+	_ = os.WriteFile(filepath.Join(os.Getenv("RAILYARD_VM_RESULTS"), "cni-addel.txt"), []byte(b.String()), 0o644)
 }

@@ -138,7 +138,7 @@ func TestBenchParseRealIBWriteBWRealRDMA(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ib_write_bw client: %v\n%s\nserver:\n%s", err, out, srvOut.String())
 	}
-	dir := filepath.Join("/tmp/vm", "perftest")
+	dir := filepath.Join(os.Getenv("RAILYARD_VM_RESULTS"), "perftest")
 	_ = os.MkdirAll(dir, 0o755)
 	file := filepath.Join(dir, "ib_write_bw_rxe_client.txt")
 	if err := os.WriteFile(file, out, 0o644); err != nil {
