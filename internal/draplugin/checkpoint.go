@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -62,7 +63,7 @@ type checkpointDoc struct {
 // exist). Stray temporary files of a crashed write are removed.
 func loadCheckpoint(path string) (map[types.UID]*preparedClaim, error) {
 	claims := map[types.UID]*preparedClaim{}
-	removeTemps(filepath.Dir(path))
+	removeTemps(path)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return claims, nil
@@ -133,47 +134,19 @@ func (d *Driver) saveCheckpointLocked() error {
 	return writeAtomic(d.ckptPath, b)
 }
 
-const (
-	tempPrefix = ".railyard-tmp-"
-	tempSuffix = ".tmp" // not .json: CDI registries load *.json and *.yaml
-)
-
 // writeAtomic replaces path with b durably: a reader (or a restarted
-// agent) sees the old content or the new, never a part.
+// agent) sees the old content or the new, never a part. renameio writes a
+// temporary file beside it (".<name><digits>": never *.json, so a CDI
+// registry does not load it half-written), fsyncs and renames it; the
+// directory's fsync makes the rename survive a power loss.
 func writeAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("draplugin: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*"+tempSuffix)
-	if err != nil {
-		return fmt.Errorf("draplugin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
+	if err := renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(dir), renameio.WithStaticPermissions(0o644)); err != nil {
 		return fmt.Errorf("draplugin: writing %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("draplugin: writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("draplugin: syncing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("draplugin: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("draplugin: committing %s: %w", path, err)
-	}
-	done = true
 	return syncDir(dir)
 }
 
@@ -200,9 +173,10 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// removeTemps removes what a write that died left behind.
-func removeTemps(dir string) {
-	m, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"+tempSuffix))
+// removeTemps removes the temporary files a write of path that died left
+// behind (writeAtomic's ".<name><digits>").
+func removeTemps(path string) {
+	m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"*"))
 	for _, f := range m {
 		os.Remove(f)
 	}

@@ -112,7 +112,7 @@ func TestCheckpointRefusesCorruption(t *testing.T) {
 	if res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c}); res[c.UID].Err != nil {
 		t.Fatal(res[c.UID].Err)
 	}
-	stray := filepath.Join(n.state, ".railyard-tmp-123.tmp")
+	stray := filepath.Join(n.state, "."+draplugin.CheckpointFile+"123") // what renameio leaves when the process dies
 	if err := os.WriteFile(stray, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
