@@ -58,7 +58,7 @@ func (p *Plugin) bind(ctx context.Context, s *session, a Args) error {
 	if s.cfg.Token == "" && (verr != nil || !hasPool(v, binding.PoolTag(s.cfg.ResourceName))) {
 		// Not a sandbox pool of this node (or no view published): the
 		// device kubelet allocated to the pod from resourceName.
-		dev, err := p.allocated(ctx, s, a, pod)
+		dev, err := p.allocated(ctx, s, a, pod, podResourcesSocket(s, v)) // v is nil without a view
 		if err != nil {
 			return err
 		}
@@ -128,11 +128,10 @@ func pickByResource(s *session, a Args, res binding.Result, pod binding.PodRef) 
 // succeeds.
 var errNothingToAttach = errors.New("the pod holds no device of the network's resourceName")
 
-// podResourcesSocket is the socket the agent's view names, else the
-// configuration's.
-func podResourcesSocket(s *session) string {
-	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
-	if v, err := store.View(); err == nil && v.PodResourcesSocket != "" {
+// podResourcesSocket is the socket the agent's published view names (v;
+// nil when none is published), else the configuration's.
+func podResourcesSocket(s *session, v *binding.View) string {
+	if v != nil && v.PodResourcesSocket != "" {
 		return v.PodResourcesSocket
 	}
 	return s.cfg.PodResourcesSocket
@@ -140,9 +139,8 @@ func podResourcesSocket(s *session) string {
 
 // podDeviceIDs lists the pod's device IDs of resourceName, in container
 // order; listed is false when PodResources does not list the pod.
-func (p *Plugin) podDeviceIDs(ctx context.Context, s *session, pod binding.PodRef) (ids []string, listed bool, err error) {
+func (p *Plugin) podDeviceIDs(ctx context.Context, s *session, pod binding.PodRef, socket string) (ids []string, listed bool, err error) {
 	lister := p.PodResources
-	socket := podResourcesSocket(s)
 	if lister == nil {
 		c := podlist.New(socket)
 		defer c.Close()
@@ -175,8 +173,8 @@ func (p *Plugin) podDeviceIDs(ctx context.Context, s *session, pod binding.PodRe
 // attachment of this sandbox holds: resourceName without Multus for a
 // pool without late binding. Token IDs mean a sandbox pool whose view the
 // agent has not published yet: try again later.
-func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.PodRef) (string, error) {
-	ids, listed, err := p.podDeviceIDs(ctx, s, pod)
+func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.PodRef, socket string) (string, error) {
+	ids, listed, err := p.podDeviceIDs(ctx, s, pod, socket)
 	switch {
 	case err != nil:
 		return "", withCode(types.ErrTryAgainLater, fmt.Errorf("resourceName %s: %w", s.cfg.ResourceName, err))
