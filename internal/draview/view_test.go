@@ -1,0 +1,198 @@
+package draview
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func sample() View {
+	return View{
+		Pools: []string{"railyard.io/rdma_vf", "railyard.io/rdma_pf"},
+		Claims: []Claim{
+			{Namespace: "ml", Name: "trainer-nics", UID: "u-2", Pods: []Pod{{Name: "trainer", UID: "p-1"}},
+				Devices: []Device{
+					{PCI: "0000:18:00.0", Resource: "railyard.io/rdma_pf", RDMA: "mlx5_0", PF: "0000:18:00.0", Rail: 0},
+					{PCI: "0000:18:00.2", Resource: "railyard.io/rdma_vf", RDMA: "mlx5_4", PF: "0000:18:00.0", Rail: 0},
+					{PCI: "0000:2a:00.0", Resource: "railyard.io/rdma_pf", RDMA: "mlx5_1", PF: "0000:2a:00.0", Rail: 1},
+				}},
+			{Namespace: "ml", Name: "extra", UID: "u-1", Pods: []Pod{{Name: "trainer"}},
+				Devices: []Device{{PCI: "0000:9a:00.0", Resource: "railyard.io/rdma_pf", PF: "0000:9a:00.0", Rail: -1}}},
+			{Namespace: "other", Name: "trainer-nics", UID: "u-3", Pods: []Pod{{Name: "trainer", UID: "p-9"}},
+				Devices: []Device{{PCI: "0000:ab:00.0", Resource: "railyard.io/rdma_pf", PF: "0000:ab:00.0", Rail: 2}}},
+		},
+	}
+}
+
+// TestWriteReadRoundTrip: what Write writes, Read returns, normalized
+// (version, sorted pools and claims), with no temporary file left.
+func TestWriteReadRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "binding")
+	if _, err := Read(dir); !errors.Is(err, ErrNoView) {
+		t.Fatalf("Read before Write: %v, want ErrNoView", err)
+	}
+	if err := Write(dir, sample()); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Version != 1 || !reflect.DeepEqual(v.Pools, []string{"railyard.io/rdma_pf", "railyard.io/rdma_vf"}) {
+		t.Fatalf("version %d pools %v", v.Version, v.Pools)
+	}
+	var names []string
+	for _, c := range v.Claims {
+		names = append(names, c.Namespace+"/"+c.Name)
+	}
+	if strings.Join(names, " ") != "ml/extra ml/trainer-nics other/trainer-nics" {
+		t.Fatalf("claims in order %v", names)
+	}
+	want := sample().Claims[0]
+	if !reflect.DeepEqual(v.Claims[1], want) {
+		t.Fatalf("claim read back %+v, want %+v", v.Claims[1], want)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != FileName {
+		t.Fatalf("directory holds %v, want only %s", ents, FileName)
+	}
+	// Empty: both lists present, still a view.
+	if err := Write(dir, View{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Read(dir); err != nil || len(v.Claims) != 0 || v.HasPool("railyard.io/rdma_pf") {
+		t.Fatalf("empty view read back %+v, %v", v, err)
+	}
+}
+
+// TestPodDevices: devices of the pool in the pod's claims, claims in
+// order, devices in the claim's order; UID first, names without one;
+// another namespace's pod of the same name gets nothing.
+func TestPodDevices(t *testing.T) {
+	b, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcis := func(hs []Held) string {
+		var s []string
+		for _, h := range hs {
+			s = append(s, h.PCI+"@"+h.Claim.Name)
+		}
+		return strings.Join(s, " ")
+	}
+	cases := []struct {
+		pod      PodRef
+		resource string
+		want     string
+	}{
+		{PodRef{"ml", "trainer", "p-1"}, "railyard.io/rdma_pf", "0000:9a:00.0@extra 0000:18:00.0@trainer-nics 0000:2a:00.0@trainer-nics"},
+		{PodRef{"ml", "trainer", ""}, "railyard.io/rdma_vf", "0000:18:00.2@trainer-nics"},
+		// A pod recreated under the name: another UID, not the claim's.
+		{PodRef{"ml", "trainer", "p-2"}, "railyard.io/rdma_pf", "0000:9a:00.0@extra"},
+		{PodRef{"other", "trainer", "p-9"}, "railyard.io/rdma_pf", "0000:ab:00.0@trainer-nics"},
+		{PodRef{"ml", "nobody", ""}, "railyard.io/rdma_pf", ""},
+		{PodRef{"ml", "trainer", "p-1"}, "railyard.io/rdma_shared", ""},
+	}
+	for _, c := range cases {
+		if got := pcis(v.PodDevices(c.pod, c.resource)); got != c.want {
+			t.Errorf("PodDevices(%+v, %s) = %q, want %q", c.pod, c.resource, got, c.want)
+		}
+	}
+	if !v.HasPool("railyard.io/rdma_vf") || v.HasPool("railyard.io/rdma") {
+		t.Error("HasPool")
+	}
+}
+
+// TestParseRefuses: every inconsistency a reader relies on is an error,
+// and Write refuses to write one.
+func TestParseRefuses(t *testing.T) {
+	cases := map[string]string{
+		"version":          `{"version":2,"pools":[],"claims":[]}`,
+		"unknown field":    `{"version":1,"pools":[],"claims":[],"extra":1}`,
+		"trailing data":    `{"version":1,"pools":[],"claims":[]} {}`,
+		"unsorted pools":   `{"version":1,"pools":["b","a"],"claims":[]}`,
+		"repeated pool":    `{"version":1,"pools":["a","a"],"claims":[]}`,
+		"empty pool":       `{"version":1,"pools":[""],"claims":[]}`,
+		"no UID":           `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"","pods":[],"devices":[]}]}`,
+		"repeated UID":     `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[]},{"namespace":"ml","name":"d","uid":"u","pods":[],"devices":[]}]}`,
+		"pod without name": `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[{"uid":"x"}],"devices":[]}]}`,
+		"short PCI":        `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"18:00.0","resource":"r","pf":"","rail":0}]}]}`,
+		"no resource":      `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"","pf":"","rail":0}]}]}`,
+		"device twice":     `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]},{"namespace":"ml","name":"d","uid":"v","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]}]}`,
+		"not JSON":         `{"version":1,`,
+	}
+	for name, in := range cases {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("%s: Parse accepted %s", name, in)
+		}
+	}
+	bad := sample()
+	bad.Claims[1].Devices[0].PCI = bad.Claims[0].Devices[0].PCI
+	dir := t.TempDir()
+	if err := Write(dir, bad); err == nil || !strings.Contains(err.Error(), "is in claims") {
+		t.Fatalf("Write of a device in two claims: %v", err)
+	}
+	if _, err := os.Stat(Path(dir)); !os.IsNotExist(err) {
+		t.Fatalf("a refused view was written: %v", err)
+	}
+}
+
+// TestReadRefusesOversizedFile: a view larger than the bound is refused
+// before parsing.
+func TestReadRefusesOversizedFile(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, maxSize+2)
+	for i := range big {
+		big[i] = ' '
+	}
+	if err := os.WriteFile(Path(dir), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("Read of an oversized view: %v", err)
+	}
+}
+
+// FuzzParse: Parse never panics; what it accepts encodes again to a view
+// that parses to the same value, and every device it lists is in one
+// claim only.
+func FuzzParse(f *testing.F) {
+	b, _ := Encode(sample())
+	f.Add(b)
+	f.Add([]byte(`{"version":1,"pools":[],"claims":[]}`))
+	f.Add([]byte(`{"version":1,"pools":["a"],"claims":[{"namespace":"n","name":"c","uid":"u","pods":[{"name":"p"}],"devices":[{"pci":"0000:00:00.0","resource":"a","pf":"","rail":-1}]}]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		v, err := Parse(in)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, c := range v.Claims {
+			for _, d := range c.Devices {
+				if seen[d.PCI] {
+					t.Fatalf("device %s twice", d.PCI)
+				}
+				seen[d.PCI] = true
+			}
+		}
+		out, err := Encode(*v)
+		if err != nil {
+			t.Fatalf("Encode of a parsed view: %v", err)
+		}
+		again, err := Parse(out)
+		if err != nil {
+			t.Fatalf("re-parse: %v\n%s", err, out)
+		}
+		if len(again.Claims) != len(v.Claims) || !slices.Equal(again.Pools, v.Pools) {
+			t.Fatalf("round trip changed the view: %+v -> %+v", v, again)
+		}
+	})
+}
