@@ -15,6 +15,7 @@ import (
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -48,6 +49,11 @@ func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger) (*draState, error) {
 		}
 	}
 	if len(pools) == 0 {
+		// A DRA view of an earlier configuration would keep railyard-cni
+		// treating its pools as DRA pools.
+		if err := os.Remove(draview.Path(BindingDir(cfg.StateDir))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("removing the DRA view of an earlier configuration: %w", err)
+		}
 		return nil, nil
 	}
 	if cfg.NodeName == "" {
@@ -55,6 +61,7 @@ func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger) (*draState, error) {
 	}
 	d, err := draplugin.New(draplugin.Config{
 		NodeName: cfg.NodeName, Pools: pools, DevRoot: cfg.DevRoot, CDISpecDir: cfg.CDISpecDir, StateDir: cfg.StateDir,
+		ViewDir: BindingDir(cfg.StateDir),
 		OnError: func(_ context.Context, err error, msg string, fatal bool) {
 			log.Error(err, "DRA kubelet plugin: "+msg, "fatal", fatal)
 		},

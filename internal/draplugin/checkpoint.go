@@ -23,10 +23,20 @@ const checkpointVersion = 1
 // Unprepare needs after a restart (the claim object may be gone by then)
 // and what Prepare returns again when asked twice.
 type preparedClaim struct {
-	Namespace string           `json:"namespace"`
-	Name      string           `json:"name"`
-	UID       types.UID        `json:"uid"`
-	Devices   []preparedDevice `json:"devices"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Pods are the pods of the claim's status.reservedFor when it was
+	// last prepared (none in a checkpoint written before they were kept):
+	// railyard-cni attaches the claim's netdevs to them.
+	Pods    []claimPod       `json:"pods,omitempty"`
+	Devices []preparedDevice `json:"devices"`
+}
+
+// claimPod is a pod a claim is reserved for, in the claim's namespace.
+type claimPod struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
 }
 
 // preparedDevice is one allocated device of a prepared claim.

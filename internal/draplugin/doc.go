@@ -15,8 +15,12 @@
 // fsync, rename, directory fsync) before their CDI spec exists, so an
 // agent restart loses nothing; Unprepare of an unknown claim succeeds.
 //
-// Not done here (see docs/dra.md): moving a claim's netdev and RDMA device
-// into the pod's network namespace.
+// Each claim's record keeps the pods of its status.reservedFor, and the
+// driver publishes the DRA view (internal/draview: the node's DRA pools,
+// each prepared claim's pods and devices) before Prepare returns, which
+// is before the kubelet creates the pod's sandbox: railyard-cni reads it
+// at the sandbox's CNI ADD and moves the claim's netdev (and RDMA device)
+// into the pod's network namespace (see docs/dra.md).
 //
 // The package is a library: it does not log (errors from the helper's
 // background work go to Config.OnError) and reads no sysfs (the caller

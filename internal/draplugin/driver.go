@@ -14,6 +14,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -40,6 +41,10 @@ type Config struct {
 	CDISpecDir string
 	// StateDir holds the checkpoint of prepared claims.
 	StateDir string
+	// ViewDir receives the DRA view railyard-cni reads (internal/draview:
+	// the pools, each prepared claim's pods and devices): the binding
+	// directory, which railyard-cni's bindingDir names. "" publishes none.
+	ViewDir string
 	// OnError receives the errors of the helper's background work
 	// (publishing slices); nil drops them. fatal is true when retrying
 	// will not help (kubeletplugin.ErrRecoverable is not wrapped).
@@ -68,6 +73,7 @@ type Driver struct {
 	pub       Publisher
 	claims    map[types.UID]*preparedClaim
 	lastErr   error
+	view      []byte // the DRA view last written
 }
 
 // New returns a driver with the prepared claims of its checkpoint (an
@@ -89,6 +95,14 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d.claims = claims
+	if cfg.ViewDir != "" {
+		removeTemps(draview.Path(cfg.ViewDir))
+	}
+	// The view follows the checkpoint (an agent upgraded from a version
+	// without it, or a view lost with its directory, gets it back).
+	if err := d.publishViewLocked(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -33,6 +33,7 @@ var vfPool = v1alpha1.Pool{Name: "railyard.io/rdma_vf", DeviceKind: v1alpha1.Kin
 // and a CDI spec directory.
 type fakeNode struct {
 	sysfs, state, cdi, dev string
+	view                   string // the DRA view's directory
 	pools                  []v1alpha1.Pool
 }
 
@@ -61,7 +62,8 @@ func newNode(t testing.TB, machine string, vfs int, pools ...v1alpha1.Pool) *fak
 	if len(pools) == 0 {
 		pools = []v1alpha1.Pool{vfPool}
 	}
-	return &fakeNode{sysfs: sys, state: filepath.Join(dir, "state"), cdi: filepath.Join(dir, "cdi"), dev: "/dev", pools: pools}
+	return &fakeNode{sysfs: sys, state: filepath.Join(dir, "state"), cdi: filepath.Join(dir, "cdi"), dev: "/dev",
+		view: filepath.Join(dir, "binding"), pools: pools}
 }
 
 func (n *fakeNode) topo(t testing.TB) *topology.Topology {
@@ -76,7 +78,7 @@ func (n *fakeNode) topo(t testing.TB) *topology.Topology {
 // driver is a driver of the node that has seen its topology once.
 func (n *fakeNode) driver(t testing.TB) *draplugin.Driver {
 	t.Helper()
-	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state})
+	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view})
 	if err != nil {
 		t.Fatal(err)
 	}

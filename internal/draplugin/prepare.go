@@ -64,7 +64,7 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	if d.topo == nil {
 		return nil, fmt.Errorf("%w: %w", ErrClaim, ErrNotReady)
 	}
-	pc := &preparedClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	pc := &preparedClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Pods: reservedPods(c)}
 	var errs []error
 	for _, r := range c.Status.Allocation.Devices.Results {
 		if r.Driver != dra.DriverName {
@@ -93,12 +93,26 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	}
 	// The checkpoint first: a device is never in a container's reach
 	// without a record that Unprepare (after a restart too) finds.
-	if _, ok := d.claims[c.UID]; !ok {
+	if old, ok := d.claims[c.UID]; !ok {
 		d.claims[c.UID] = pc
 		if err := d.saveCheckpointLocked(); err != nil {
 			delete(d.claims, c.UID)
 			return nil, err
 		}
+	} else if !slices.Equal(old.Pods, pc.Pods) {
+		// Prepared again (a kubelet retry) with other pods reserved.
+		before := old.Pods
+		old.Pods = pc.Pods
+		if err := d.saveCheckpointLocked(); err != nil {
+			old.Pods = before
+			return nil, err
+		}
+	}
+	// The DRA view before the spec and before Prepare returns: the kubelet
+	// creates the pod's sandbox, whose CNI ADD reads it, only then. A
+	// failed write keeps the record, as a failed spec write does.
+	if err := d.publishViewLocked(); err != nil {
+		return nil, err
 	}
 	if err := writeAtomic(SpecPath(d.cfg.CDISpecDir, c.UID), spec); err != nil {
 		return nil, err
@@ -245,14 +259,14 @@ func (d *Driver) unprepareLocked(uid types.UID) error {
 	}
 	old, ok := d.claims[uid]
 	if !ok {
-		return nil
+		return d.publishViewLocked() // a retry after the view's write failed
 	}
 	delete(d.claims, uid)
 	if err := d.saveCheckpointLocked(); err != nil {
 		d.claims[uid] = old
 		return err
 	}
-	return nil
+	return d.publishViewLocked()
 }
 
 // railOrder sorts a claim's devices the way NCCL_IB_HCA lists them: rail
