@@ -46,12 +46,23 @@ func podArgs(cniArgs string) (binding.PodRef, bool) {
 // and points the session at the device bound to this network's token, or
 // at the pod's first device of resourceName not attached elsewhere. The
 // binding is idempotent, so the runtime's retry of a failed ADD gets the
-// same device.
+// same device. resourceName picks one of three sources: a DRA pool (the
+// agent's DRA view: the pod's prepared claims), a sandbox pool (the
+// binding view: bind the pod's tokens), else kubelet's PodResources.
 func (p *Plugin) bind(ctx context.Context, s *session, a Args) error {
 	pod, ok := podArgs(a.PluginArgs)
 	if !ok {
 		return withCode(types.ErrInvalidEnvironmentVariables,
 			fmt.Errorf("late binding needs the pod: CNI_ARGS has no K8S_POD_NAMESPACE and K8S_POD_NAME (%q)", a.PluginArgs))
+	}
+	if s.cfg.Token == "" {
+		dv, isDRA, err := draPool(s)
+		if err != nil {
+			return err
+		}
+		if isDRA {
+			return p.bindDRA(s, a, pod, dv)
+		}
 	}
 	store := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout})
 	v, verr := store.View()
@@ -196,6 +207,25 @@ func (p *Plugin) allocated(ctx context.Context, s *session, a Args, pod binding.
 		}
 	}
 	return "", withCode(types.ErrTryAgainLater, fmt.Errorf("every device of %s allocated to pod %s is attached already", s.cfg.ResourceName, pod))
+}
+
+// holdsNothing says whether the pod of a resourceName network holds no
+// device of it (CHECK of an ADD that attached nothing): no device of a
+// DRA pool in its prepared claims, or none of resourceName in kubelet's
+// PodResources.
+func (p *Plugin) holdsNothing(ctx context.Context, s *session, a Args) bool {
+	pod, ok := podArgs(a.PluginArgs)
+	if !ok || !lateBinding(s) || s.cfg.Token != "" {
+		return false
+	}
+	if dv, isDRA, err := draPool(s); err != nil {
+		return false
+	} else if isDRA {
+		return len(dv.PodDevices(draPod(pod), s.cfg.ResourceName)) == 0
+	}
+	v, _ := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout}).View()
+	ids, listed, err := p.podDeviceIDs(ctx, s, pod, podResourcesSocket(s, v))
+	return err == nil && listed && len(ids) == 0
 }
 
 // releaseBinding releases what this sandbox bound (DEL). It never fails

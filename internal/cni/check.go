@@ -10,7 +10,6 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -25,15 +24,10 @@ func (p *Plugin) Check(ctx context.Context, a Args) error {
 	}
 	rec, err := s.store.Find(a.ContainerID, a.IfName)
 	if errors.Is(err, state.ErrNoRecord) {
-		if lateBinding(s) && s.cfg.Token == "" {
+		if p.holdsNothing(ctx, s, a) {
 			// resourceName: ADD attached nothing to a pod holding no
 			// device of the pool, and still holding none is right.
-			if pod, ok := podArgs(a.PluginArgs); ok {
-				v, _ := binding.NewStore(s.cfg.BindingDir, binding.Options{LockTimeout: s.cfg.LockTimeout}).View()
-				if ids, listed, lerr := p.podDeviceIDs(ctx, s, pod, podResourcesSocket(s, v)); lerr == nil && listed && len(ids) == 0 {
-					return nil
-				}
-			}
+			return nil
 		}
 		return withCode(types.ErrUnknownContainer, err)
 	}
