@@ -220,7 +220,9 @@ pools:
 				netdevOf[pf], l, lerr, serr, preparedClaims(t, stateDir), v, verr)
 		}
 	}
-	t.Logf("netdev %s back on the host and the claim unprepared %v after the pod's deletion; test %v",
+	// DeletePod waits for the pod object to go, which the kubelet allows
+	// after DEL and Unprepare: both are usually done by then (+0s).
+	t.Logf("netdev %s back on the host and the claim unprepared +%v after the pod object was gone; test %v",
 		netdevOf[pf], time.Since(deleted).Round(10*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 }
 
