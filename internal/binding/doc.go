@@ -5,7 +5,8 @@
 // created (railyard-cni ADD) or its first container is about to start (the
 // device plugin's PreStartContainer): by then kubelet's PodResources lists
 // both the pod's GPUs and its tokens, whatever order kubelet allocated them
-// in.
+// in. The agent also binds earlier, off the pod's start path, as soon as
+// PodResources lists a container with what its policy needs (GPUsKnown).
 //
 // The binding (token -> device) is Railyard's own state, kept in a Store: a
 // directory holding the node view the agent publishes (topology and token

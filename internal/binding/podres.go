@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
@@ -180,4 +181,38 @@ func HoldersFrom(pods []podlist.Pod, v *View, at time.Time) Holders {
 		}
 	}
 	return h
+}
+
+// GPUsKnown reports whether req, read from PodResources while kubelet may
+// still be allocating the pod's devices, says everything its policies
+// need: every container holding tokens of a pool whose policy places by
+// the pod's GPUs (alloc.Needs) lists GPUs. Kubelet's device manager
+// allocates a container's resources one after the other, in random order
+// (it ranges over a map), and records each resource with all its devices
+// when its plugin's Allocate returns (devicemanager's podDevices.insert,
+// kubelet v1.35), so a container listed with GPUs has all of them, while
+// one listed with tokens and no GPUs may be waiting for its GPUs or have
+// none: only PreStartContainer or the sandbox's CNI ADD, after admission,
+// can tell. A token of no pool of v makes it false.
+func GPUsKnown(req Request, v *View) bool {
+	for _, c := range req.Containers {
+		if len(c.Tokens) == 0 || len(c.GPUs) > 0 {
+			continue
+		}
+		for _, t := range c.Tokens {
+			id, err := ParseToken(t)
+			if err != nil {
+				return false
+			}
+			p, ok := v.Pool(id.Tag)
+			if !ok {
+				return false
+			}
+			pol, err := alloc.ByName(p.Policy)
+			if err != nil || pol.Needs().PodGPUs {
+				return false
+			}
+		}
+	}
+	return len(req.Containers) > 0
 }
