@@ -49,6 +49,12 @@ type lateBinding struct {
 	refresh func()
 	// unheld is when GC first saw a binding's token held by no pod.
 	unheld map[string]time.Time
+
+	// The early binder's state (earlybind.go): tokens waiting for their
+	// pod's list, when kubelet last allocated each token, and the list
+	// time of the early bind made after that.
+	wake                             chan struct{}
+	waiting, allocatedAt, boundAfter map[string]time.Time
 }
 
 // unheldGrace is how long a bound token must stay held by no pod in
@@ -74,40 +80,60 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
+		wake: make(chan struct{}, 1),
 	}
 }
 
-// BindTokens implements deviceplugin.Binder (PreStartContainer).
+// BindTokens implements deviceplugin.Binder (PreStartContainer). Tokens
+// the early binder bound from a list taken after their Allocate need
+// nothing more (see earlybind.go); the others are bound here.
 func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []string) error {
 	start := time.Now()
+	if b.boundEarly(tokens) {
+		b.m.observeBind("prestart-bound", time.Since(start), nil)
+		return nil
+	}
 	res, err := b.binder.BindTokens(ctx, tokens, binding.ByAgent)
-	b.m.observeBind(time.Since(start), err)
+	took := time.Since(start)
+	b.m.observeBind("prestart", took, err)
 	if err != nil {
 		return err
 	}
+	b.logBound(res, "prestart", took, res.Took.List)
+	b.afterBind(res)
+	return nil
+}
+
+// logBound logs what a bind did (at: prestart or early).
+func (b *lateBinding) logBound(res binding.Result, at string, took, list time.Duration) {
 	b.m.released(binding.ReasonReassigned, len(res.Released))
 	b.m.released(binding.ReasonPodGone, len(res.Collected))
 	for _, n := range res.Notes {
-		b.log.Warn("late binding", "resource", resource, "note", n)
+		b.log.Warn("late binding", "note", n)
 	}
-	if res.Bound > 0 {
-		for _, bd := range res.Bindings {
-			b.log.Info("token bound", "resource", bd.Resource, "token", bd.Token, "device", bd.Device, "pod", bd.Pod.String(),
-				"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "took", time.Since(start),
-				"list", res.Took.List, "lockWait", res.Took.LockWait, "locked", res.Took.Locked)
-		}
+	if res.Bound == 0 {
+		return
 	}
-	// Off kubelet's path: the container waits for PreStartContainer.
+	for _, bd := range res.Bindings {
+		b.log.Info("token bound", "resource", bd.Resource, "token", bd.Token, "device", bd.Device, "pod", bd.Pod.String(),
+			"container", bd.Container, "gpus", bd.GPUs, "class", bd.Class, "by", binding.ByAgent, "at", at, "took", took,
+			"list", list, "lockWait", res.Took.LockWait, "locked", res.Took.Locked)
+	}
+}
+
+// afterBind refreshes the advertised tokens and the gauge, off kubelet's
+// path (the container waits for PreStartContainer).
+func (b *lateBinding) afterBind(res binding.Result) {
 	go func() {
 		if res.Bound > 0 && b.refresh != nil {
 			b.refresh()
 		}
 		b.updateGauge()
 	}()
-	return nil
 }
 
-// Allocated implements deviceplugin.Binder.
+// Allocated implements deviceplugin.Binder: the tokens count as held, and
+// the early binder watches for their pod.
 func (b *lateBinding) Allocated(_ string, tokens []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,6 +141,7 @@ func (b *lateBinding) Allocated(_ string, tokens []string) {
 	for _, t := range tokens {
 		b.held[t] = now
 	}
+	b.allocatedTokensLocked(tokens, now)
 }
 
 // inUse is what kubelet holds: listed by PodResources, or handed out by
@@ -309,9 +336,9 @@ func newBindingMetrics(reg *prometheus.Registry) *bindingMetrics {
 			Name: "railyard_bindings", Help: "Tokens bound to a device, per pool, binder (cni, agent) and distance class to the pod's GPUs (NONE without GPUs).",
 		}, []string{"resource", "by", "class"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "railyard_bind_duration_seconds", Help: "Time to bind a pod's tokens at PreStartContainer (PodResources list, policy, store, CDI specs).",
-			Buckets: prometheus.ExponentialBuckets(250e-6, 2, 14),
-		}, []string{"result"}),
+			Name: "railyard_bind_duration_seconds", Help: "Time to bind a pod's tokens (PodResources list, policy, store, CDI specs), by where: early (after Allocate, while kubelet creates the sandbox), prestart (PreStartContainer bound them), prestart-bound (PreStartContainer found them bound early).",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
+		}, []string{"at", "result"}),
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "railyard_bindings_released_total", Help: "Bindings the agent released, by reason (pod-gone, reassigned); railyard-cni's DEL releases are not counted here.",
 		}, []string{"reason"}),
@@ -323,12 +350,12 @@ func newBindingMetrics(reg *prometheus.Registry) *bindingMetrics {
 	return m
 }
 
-func (m *bindingMetrics) observeBind(d time.Duration, err error) {
+func (m *bindingMetrics) observeBind(at string, d time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
 	}
-	m.duration.WithLabelValues(result).Observe(d.Seconds())
+	m.duration.WithLabelValues(at, result).Observe(d.Seconds())
 }
 
 func (m *bindingMetrics) released(reason string, n int) {
@@ -398,6 +425,7 @@ func (a *Agent) startLateBinding(ctx context.Context) {
 	a.late.refresh = a.refreshTokens
 	a.late.collect(ctx)
 	a.refreshTokens()
+	go a.late.runEarly(ctx)
 }
 
 // collectBindings runs the binding GC (every resync).

@@ -122,7 +122,8 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	for i := 0; ; i++ {
 		m := metrics()
 		if strings.Contains(m, `railyard_bindings{by="agent",class="PIX",resource="railyard.io/rdma_vf"} 1`) &&
-			strings.Contains(m, `railyard_bind_duration_seconds_count{result="ok"} 1`) {
+			(strings.Contains(m, `railyard_bind_duration_seconds_count{at="prestart",result="ok"} 1`) ||
+				strings.Contains(m, `railyard_bind_duration_seconds_count{at="early",result="ok"} 1`)) {
 			break
 		}
 		if i == 40 {

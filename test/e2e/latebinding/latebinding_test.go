@@ -324,51 +324,73 @@ func pfsOf(n *node, vfs []string) []string {
 	return out
 }
 
-var tookRE = regexp.MustCompile(`msg="token bound".* pod=(\S+) .*took=(\S+) list=(\S+) lockWait=(\S+) locked=(\S+)`)
+var (
+	boundRE    = regexp.MustCompile(`msg="token bound".* pod=(\S+) .*at=(\S+) took=(\S+) list=(\S+) lockWait=(\S+) locked=(\S+)`)
+	preStartRE = regexp.MustCompile(`msg="tokens bound before container start".* took=(\S+)`)
+)
 
-// reportBindTimes logs the PreStartContainer bind times from the agent's
-// log (one per pod: the time of the whole bind), the pod start time the
-// binding adds, and where it went: PodResources List, the wait for the
-// store's lock, the work under it.
+// reportBindTimes logs, from the agent's log, what binding adds to a pod's
+// start: every PreStartContainer call's time (kubelet waits for it before
+// creating the container; the agent has usually bound the pod early, while
+// kubelet made the sandbox, and PreStartContainer only checks), and each
+// pod's bind (early or at PreStartContainer) with where its time went:
+// PodResources List, the wait for the store's lock, the work under it.
 func reportBindTimes(t *testing.T, c *framework.Cluster) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(c.LogDir(), "railyard-agent.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	perPod := map[string][4]time.Duration{}
-	for _, m := range tookRE.FindAllStringSubmatch(string(b), -1) {
-		var d [4]time.Duration
+	pct := func(ds []time.Duration, q float64) time.Duration {
+		slices.Sort(ds)
+		return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+	}
+	var preStart []time.Duration
+	for _, m := range preStartRE.FindAllStringSubmatch(string(b), -1) {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			preStart = append(preStart, d)
+		}
+	}
+	if len(preStart) == 0 {
+		t.Fatal("no PreStartContainer times in the agent log")
+	}
+	t.Logf("PreStartContainer (the time binding adds to a pod's start) over %d calls: p50 %v, p99 %v, max %v",
+		len(preStart), pct(preStart, 0.5), pct(preStart, 0.99), pct(preStart, 1))
+	type bind struct {
+		at string
+		d  [4]time.Duration
+	}
+	perPod := map[string]bind{}
+	for _, m := range boundRE.FindAllStringSubmatch(string(b), -1) {
+		bd := bind{at: m[2]}
 		ok := true
-		for i := range d {
-			v, err := time.ParseDuration(m[2+i])
-			d[i], ok = v, ok && err == nil
+		for i := range bd.d {
+			v, err := time.ParseDuration(m[3+i])
+			bd.d[i], ok = v, ok && err == nil
 		}
 		if ok {
-			perPod[m[1]] = d
+			perPod[m[1]] = bd
 		}
 	}
 	if len(perPod) == 0 {
 		t.Fatal("no bind times in the agent log")
 	}
+	ats := map[string]int{}
 	var parts [4][]time.Duration
-	for _, d := range perPod {
-		for i := range d {
-			parts[i] = append(parts[i], d[i])
+	for _, bd := range perPod {
+		ats[bd.at]++
+		for i := range bd.d {
+			parts[i] = append(parts[i], bd.d[i])
 		}
 	}
-	pct := func(ds []time.Duration, q float64) time.Duration {
-		slices.Sort(ds)
-		return ds[min(len(ds)-1, int(q*float64(len(ds))))]
-	}
-	for i, name := range []string{"PreStartContainer bind", "  PodResources List", "  wait for the store's lock", "  under the lock"} {
+	t.Logf("pods bound: %v (early: while kubelet made the sandbox; prestart: at PreStartContainer)", ats)
+	for i, name := range []string{"the bind, wherever made", "  PodResources List", "  wait for the store's lock", "  under the lock"} {
 		t.Logf("%s over %d pods: p50 %v, p99 %v, max %v", name, len(parts[i]), pct(parts[i], 0.5), pct(parts[i], 0.99), pct(parts[i], 1))
 	}
-	// The goal is 20 ms p99 (BENCHMARKS.md has what this 2-core machine
-	// gives: the work under the lock, files on a disk shared with the
-	// whole cluster, dominates). A bind that takes a second is a hang or a
-	// bug, not load.
-	if p99 := pct(parts[0], 0.99); p99 > time.Second {
-		t.Errorf("bind p99 %v: a bind hung", p99)
+	// The goal is 20 ms p99 of PreStartContainer (BENCHMARKS.md has what
+	// this 2-core machine gives). A bind that takes a second is a hang or
+	// a bug, not load.
+	if p99 := pct(preStart, 0.99); p99 > time.Second || pct(parts[0], 0.99) > time.Second {
+		t.Errorf("PreStartContainer p99 %v, bind p99 %v: a bind hung", p99, pct(parts[0], 0.99))
 	}
 }

@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/railyard-io/railyard/internal/binding"
+)
+
+// Early binding takes the bind off the pod's start path. Kubelet admits a
+// pod by allocating every device of every container (our Allocate among
+// them), then creates the sandbox (pause image, network namespace, CNI)
+// and only then calls PreStartContainer and creates the container. From
+// the moment PodResources lists a container with its tokens and its GPUs,
+// the bind has everything it needs (binding.GPUsKnown), so the agent binds
+// right then, while kubelet creates the sandbox, and PreStartContainer
+// finds the tokens bound by a list taken after their Allocate and returns
+// without listing (boundEarly). What the early binder cannot decide (a
+// container listed without GPUs, which may still be waiting for them) is
+// left to PreStartContainer after earlyFor, as before.
+const (
+	// earlyPoll is how often PodResources is listed while Allocate's
+	// tokens wait: kubelet records a container's next resource one
+	// plugin round trip after the previous one.
+	earlyPoll = 5 * time.Millisecond
+	// earlySlowPoll is the interval once the youngest waiting tokens are
+	// older than earlySlowAfter.
+	earlySlowPoll  = 50 * time.Millisecond
+	earlySlowAfter = 100 * time.Millisecond
+	// earlyFor is how long tokens wait for an early bind before it is
+	// left to PreStartContainer.
+	earlyFor = 2 * time.Second
+)
+
+// allocatedTokens records an Allocate's tokens for the early binder and
+// wakes it. Called with b.mu held.
+func (b *lateBinding) allocatedTokensLocked(tokens []string, at time.Time) {
+	if b.waiting == nil {
+		b.waiting, b.allocatedAt, b.boundAfter = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	}
+	for _, t := range tokens {
+		b.waiting[t] = at
+		b.allocatedAt[t] = at
+		delete(b.boundAfter, t)
+	}
+	if b.wake != nil {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runEarly is the early binder: it lists PodResources while tokens wait
+// and binds every pod whose waiting tokens are listed with what their
+// policies need. It returns when ctx ends.
+func (b *lateBinding) runEarly(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.wake:
+		}
+		for {
+			wait, ok := b.nextPoll()
+			if !ok {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			b.bindWaiting(ctx)
+		}
+	}
+}
+
+// nextPoll is the time to the next list, false when nothing waits (tokens
+// older than earlyFor are dropped: PreStartContainer binds them).
+func (b *lateBinding) nextPoll() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var youngest time.Duration = -1
+	for t, at := range b.waiting {
+		age := time.Since(at)
+		if age > earlyFor {
+			delete(b.waiting, t)
+			continue
+		}
+		if youngest < 0 || age < youngest {
+			youngest = age
+		}
+	}
+	switch {
+	case youngest < 0:
+		return 0, false
+	case youngest < earlySlowAfter:
+		return earlyPoll, true
+	default:
+		return earlySlowPoll, true
+	}
+}
+
+// bindWaiting lists PodResources once and binds the pods of waiting
+// tokens that the list shows with everything their policies need.
+func (b *lateBinding) bindWaiting(ctx context.Context) {
+	v, err := b.store.View()
+	if err != nil {
+		return
+	}
+	at := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pods, err := b.lister.List(lctx)
+	cancel()
+	if err != nil {
+		b.log.Debug("early binding: pod resources not readable", "err", err)
+		return
+	}
+	listed := time.Since(at)
+	h := binding.HoldersFrom(pods, v, at)
+	b.mu.Lock()
+	var waiting []string
+	for t, since := range b.waiting {
+		if since.Before(at) { // Allocate returned before the list was taken
+			waiting = append(waiting, t)
+		}
+	}
+	b.mu.Unlock()
+	slices.Sort(waiting)
+	done := map[string]bool{}
+	for _, t := range waiting {
+		if done[t] {
+			continue
+		}
+		req, ok := binding.TokensRequest(pods, v, []string{t})
+		if !ok || !binding.GPUsKnown(req, v) {
+			continue
+		}
+		req.By, req.Holders = binding.ByAgent, &h
+		start := time.Now()
+		res, err := b.store.Bind(ctx, req)
+		took := listed + time.Since(start)
+		b.m.observeBind("early", took, err)
+		var toks []string
+		for _, c := range req.Containers {
+			toks = append(toks, c.Tokens...)
+		}
+		for _, tok := range toks {
+			done[tok] = true
+		}
+		if err != nil {
+			b.log.Warn("early binding failed: PreStartContainer binds", "pod", req.Pod.String(), "tokens", toks, "err", err)
+			continue
+		}
+		b.mu.Lock()
+		for _, tok := range toks {
+			delete(b.waiting, tok)
+			if a, ok := b.allocatedAt[tok]; !ok || a.Before(at) {
+				b.boundAfter[tok] = at
+			}
+		}
+		b.mu.Unlock()
+		b.logBound(res, "early", took, listed)
+		b.afterBind(res)
+	}
+}
+
+// boundEarly reports whether every token was bound from a PodResources
+// list taken after kubelet's latest Allocate of it, and is still bound:
+// then the binding is the current holder's, and PreStartContainer need
+// not list.
+func (b *lateBinding) boundEarly(tokens []string) bool {
+	if len(tokens) == 0 {
+		return false
+	}
+	b.mu.Lock()
+	for _, t := range tokens {
+		after, ok := b.boundAfter[t]
+		if a, allocated := b.allocatedAt[t]; !ok || !allocated || !after.After(a) {
+			b.mu.Unlock()
+			return false
+		}
+	}
+	b.mu.Unlock()
+	bs, err := b.store.Bindings()
+	if err != nil {
+		return false
+	}
+	for _, t := range tokens {
+		if !slices.ContainsFunc(bs, func(bd binding.Binding) bool { return bd.Token == t }) {
+			return false
+		}
+	}
+	return true
+}
