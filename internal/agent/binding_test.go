@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,15 +107,7 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	if len(ed.DeviceNodes) != 2 || !strings.HasPrefix(ed.DeviceNodes[0].HostPath, e.devRoot+"/infiniband/uverbs") {
 		t.Errorf("device nodes %+v", ed.DeviceNodes)
 	}
-	metrics := func() string {
-		resp, err := http.Get("http://" + r.metrics.String() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	metrics := func() string { return metricsText(t, r) }
 	// The gauge is updated off kubelet's path, just after the bind.
 	for i := 0; ; i++ {
 		m := metrics()
