@@ -49,7 +49,7 @@ func TestLateBindingThroughContainerdCNI(t *testing.T) {
 		netdevOf[nic.PCI] = nic.Netdev
 		netnstest.NewVeth(t, nic.Netdev, peer)
 	}
-	installNetwork(t, c, n)
+	installNetwork(t, c, n, "rdma-late", lateRes, filepath.Join(n.dir, "state", "binding"), "10.57.0.0/24")
 
 	const size = 4 // one-GPU pods: one per NIC
 	var names []string
@@ -142,8 +142,11 @@ func TestLateBindingThroughContainerdCNI(t *testing.T) {
 
 // installNetwork puts railyard-cni into containerd's CNI bin directory and
 // a second network into its conf dir (containerd notices new files), both
-// removed when the test ends.
-func installNetwork(t *testing.T, c *framework.Cluster, n *node) {
+// removed when the test ends: railyard-cni alone, naming resource (a
+// sandbox or DRA pool) with bindingDir (where the agent publishes its
+// views), without RDMA moves (no RDMA subsystem here), addresses from
+// host-local's subnet.
+func installNetwork(t *testing.T, c *framework.Cluster, n *node, name, resource, bindingDir, subnet string) {
 	t.Helper()
 	bin, err := c.ProjectBin("railyard-cni")
 	if err != nil {
@@ -165,16 +168,16 @@ func installNetwork(t *testing.T, c *framework.Cluster, n *node) {
 	}
 	remove, err := c.AddCNINetwork(map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       "rdma-late",
+		"name":       name,
 		"plugins": []any{map[string]any{
 			"type":         "railyard-cni",
-			"resourceName": lateRes,
-			"bindingDir":   filepath.Join(n.dir, "state", "binding"),
+			"resourceName": resource,
+			"bindingDir":   bindingDir,
 			"sysfsRoot":    n.sysfs,
 			"stateDir":     filepath.Join(n.dir, "cni-state"),
 			"rdma":         false,
 			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "ipam"),
-				"ranges": [][]map[string]string{{{"subnet": "10.57.0.0/24"}}}},
+				"ranges": [][]map[string]string{{{"subnet": subnet}}}},
 		}},
 	})
 	if err != nil {

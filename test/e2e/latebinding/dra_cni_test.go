@@ -4,7 +4,6 @@ package latebinding
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -52,28 +50,8 @@ func TestDRAClaimNetdevMovedByRailyardCNI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	n := newNode(t, c, "pf")
-	stateDir := filepath.Join(n.dir, "dra-state")
+	stateDir := writeDRAConfig(ctx, t, c, n, "pf", draPFRes)
 	viewDir := filepath.Join(stateDir, "binding") // the agent's binding directory
-	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
-kind: AgentConfig
-nodeName: %s
-resyncInterval: 5s
-stateDir: %s
-cdiSpecDir: %s
-pools:
-- name: %s
-  deviceKind: pf
-  delivery: dra
-  selectors: {rdmaCapable: true}
-`, c.NodeName, stateDir, c.CDISpecDir, draPFRes)
-	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, dc := range []*resourceapi.DeviceClass{dra.DeviceClass(), gpustandin.DeviceClass()} {
-		if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
 
 	// Every PF's netdev on the host, as a veth named like it.
 	peer := netnstest.NewNetns(t, "drapeer")
@@ -86,7 +64,7 @@ pools:
 		}
 		netdevOf[nic.PCI], macOf[nic.PCI] = nic.Netdev, l.MAC.String()
 	}
-	installDRANetwork(t, c, n, viewDir)
+	installNetwork(t, c, n, "rdma-dra", draPFRes, viewDir, "10.58.0.0/24")
 
 	gpu := &standinGPUDRA{topo: n.topo, cdiDir: c.CDISpecDir}
 	if err := gpu.start(ctx, c); err != nil {
@@ -118,21 +96,7 @@ pools:
 		t.Fatal(err)
 	}
 
-	tmpl := &resourceapi.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-pf"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{
-				{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpustandin.DeviceClassName,
-					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-						Expression: `device.attributes["resource.kubernetes.io"].pciBusID == "0000:85:00.0"`}}}}},
-				{Name: "nic", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DeviceClassName}},
-			},
-			Constraints: []resourceapi.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(dra.AttrPCIeRoot))}},
-		}}},
-	}
-	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	tmpl := createGPUNICTemplate(ctx, t, c, "gpu-pf", "0000:85:00.0")
 	p := framework.BusyboxPod("default", "dra-cni-pf", "sh", "-c", "sleep 3600")
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu-nic", ResourceClaimTemplateName: ptr.To(tmpl.Name)}}
 	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu-nic"}}
@@ -252,48 +216,4 @@ func waitDRASlices(ctx context.Context, t *testing.T, c *framework.Cluster, nics
 			t.Fatalf("slices hold %v, want %d PFs and %d GPUs", count, nics, gpus)
 		}
 	}
-}
-
-// installDRANetwork puts railyard-cni into containerd's CNI bin directory
-// and a second network naming the DRA pool (bindingDir: where the agent
-// publishes its DRA view) into its conf dir, both removed when the test
-// ends.
-func installDRANetwork(t *testing.T, c *framework.Cluster, n *node, bindingDir string) {
-	t.Helper()
-	bin, err := c.ProjectBin("railyard-cni")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(c.CNIBinDir(), "railyard-cni")
-	if _, err := os.Stat(dst); err != nil {
-		t.Cleanup(func() { _ = os.Remove(dst) }) // the CNI bin dir is shared by runs
-	}
-	if err := os.WriteFile(dst+".tmp", data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(dst+".tmp", dst); err != nil {
-		t.Fatal(err)
-	}
-	remove, err := c.AddCNINetwork(map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       "rdma-dra",
-		"plugins": []any{map[string]any{
-			"type":         "railyard-cni",
-			"resourceName": draPFRes,
-			"bindingDir":   bindingDir,
-			"sysfsRoot":    n.sysfs,
-			"stateDir":     filepath.Join(n.dir, "cni-state"),
-			"rdma":         false,
-			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "ipam"),
-				"ranges": [][]map[string]string{{{"subnet": "10.58.0.0/24"}}}},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
 }

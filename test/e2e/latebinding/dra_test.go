@@ -239,27 +239,7 @@ func TestDRAGPUAndNICOnOneRootWithRealScheduler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	n := newNode(t, c, "vf")
-	stateDir := filepath.Join(n.dir, "dra-state")
-	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
-kind: AgentConfig
-nodeName: %s
-resyncInterval: 5s
-stateDir: %s
-cdiSpecDir: %s
-pools:
-- name: %s
-  deviceKind: vf
-  delivery: dra
-  selectors: {rdmaCapable: true}
-`, c.NodeName, stateDir, c.CDISpecDir, draRes)
-	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, dc := range []*resourceapi.DeviceClass{dra.DeviceClass(), gpustandin.DeviceClass()} {
-		if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	stateDir := writeDRAConfig(ctx, t, c, n, "vf", draRes)
 	gpu := &standinGPUDRA{topo: n.topo, cdiDir: c.CDISpecDir}
 	if err := gpu.start(ctx, c); err != nil {
 		t.Fatal(err)
@@ -272,42 +252,9 @@ pools:
 	for _, nic := range n.topo.NICs {
 		vfs += len(nic.VFs)
 	}
-	waitSlices := func(what string) {
-		t.Helper()
-		for end := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
-			list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]int{}
-			for _, s := range list.Items {
-				got[s.Spec.Driver] += len(s.Spec.Devices)
-			}
-			if got[dra.DriverName] == vfs && got[gpustandin.DriverName] == len(n.topo.GPUs) {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("%s: slices hold %v, want %d VFs and %d GPUs", what, got, vfs, len(n.topo.GPUs))
-			}
-		}
-	}
-	waitSlices("agent started")
+	waitDRASlices(ctx, t, c, vfs, len(n.topo.GPUs))
 
-	tmpl := &resourceapi.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-nic"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{
-				{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpustandin.DeviceClassName,
-					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-						Expression: `device.attributes["resource.kubernetes.io"].pciBusID == "0000:85:00.0"`}}}}},
-				{Name: "nic", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DeviceClassName}},
-			},
-			Constraints: []resourceapi.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(dra.AttrPCIeRoot))}},
-		}}},
-	}
-	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	tmpl := createGPUNICTemplate(ctx, t, c, "gpu-nic", "0000:85:00.0")
 	// A pod without claims first: the start time to compare with.
 	plain := framework.BusyboxPod("default", "dra-baseline", "sh", "-c", "sleep 3600")
 	began := time.Now()
@@ -324,7 +271,7 @@ pools:
 
 	cmd := `echo NODES=$(ls /dev/infiniband | tr '\n' ' '); echo GPUS=$STANDIN_GPUS; echo VFS=$` + draEnv + `; echo HCA=$NCCL_IB_HCA; sleep 3600`
 	p := framework.BusyboxPod("default", "dra-gpu-nic", "sh", "-c", cmd)
-	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu-nic", ResourceClaimTemplateName: ptr.To("gpu-nic")}}
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu-nic", ResourceClaimTemplateName: ptr.To(tmpl.Name)}}
 	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu-nic"}}
 	began = time.Now()
 	pod, err := c.CreatePod(ctx, p)
@@ -378,7 +325,7 @@ pools:
 		t.Fatal(err)
 	}
 	startDRAAgent(t, c, n)
-	waitSlices("agent restarted")
+	waitDRASlices(ctx, t, c, vfs, len(n.topo.GPUs))
 	if got := preparedClaims(t, stateDir); !slices.Equal(got, []string{string(claim.UID)}) {
 		t.Fatalf("after the agent restart the checkpoint holds %v", got)
 	}
@@ -405,4 +352,57 @@ pools:
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("claim unprepared %v after its pod was deleted", time.Since(deleted).Round(10*time.Millisecond))
+}
+
+// writeDRAConfig writes the agent's configuration for the fake node: one
+// pool (devices of kind, resource res) with delivery dra, its state in a
+// directory of its own (returned); and creates the DeviceClasses of
+// Railyard's driver and of the stand-in GPU driver.
+func writeDRAConfig(ctx context.Context, t *testing.T, c *framework.Cluster, n *node, kind, res string) (stateDir string) {
+	t.Helper()
+	stateDir = filepath.Join(n.dir, "dra-state")
+	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
+kind: AgentConfig
+nodeName: %s
+resyncInterval: 5s
+stateDir: %s
+cdiSpecDir: %s
+pools:
+- name: %s
+  deviceKind: %s
+  delivery: dra
+  selectors: {rdmaCapable: true}
+`, c.NodeName, stateDir, c.CDISpecDir, res, kind)
+	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dc := range []*resourceapi.DeviceClass{dra.DeviceClass(), gpustandin.DeviceClass()} {
+		if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	return stateDir
+}
+
+// createGPUNICTemplate creates a claim template named name asking for the
+// stand-in GPU at gpuPCI and one device of Railyard's class on the same
+// PCIe root (matchAttribute resource.kubernetes.io/pcieRoot).
+func createGPUNICTemplate(ctx context.Context, t *testing.T, c *framework.Cluster, name, gpuPCI string) *resourceapi.ResourceClaimTemplate {
+	t.Helper()
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{
+				{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpustandin.DeviceClassName,
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+						Expression: `device.attributes["resource.kubernetes.io"].pciBusID == "` + gpuPCI + `"`}}}}},
+				{Name: "nic", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DeviceClassName}},
+			},
+			Constraints: []resourceapi.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(dra.AttrPCIeRoot))}},
+		}}},
+	}
+	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return tmpl
 }
