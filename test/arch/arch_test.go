@@ -98,11 +98,11 @@ var rules = []struct {
 		forbidden: []string{"internal/cli"},
 	},
 	{
-		name:     "railyard-cni links no Kubernetes client, gRPC, Helm or image library (it runs per pod)",
+		name:     "railyard-cni links no Kubernetes client or API types, gRPC, Helm or image library (it runs per pod)",
 		packages: []string{"cmd/railyard-cni"},
 		forbidden: []string{"k8s.io/client-go", "helm.sh", "github.com/google/go-containerregistry",
 			"github.com/prometheus", "internal/agent", "internal/deviceplugin", "internal/discovery", "internal/dra",
-			"google.golang.org/grpc"}, // late binding lists PodResources through podlist, not gRPC (+11 MB)
+			"internal/draplugin", "k8s.io/api", "google.golang.org/grpc"}, // late binding lists PodResources through podlist, not gRPC (+11 MB)
 	},
 }
 
