@@ -105,3 +105,17 @@ func TestResourceNameOfAllocatedPoolRealVF(t *testing.T) {
 func TestResourceNameNetworkOfAPodWithoutDevicesAttachesNothingRealVF(t *testing.T) {
 	checkResourceNameNetworkOfAPodWithoutDevicesAttachesNothing(newLateWorld(newVFWorld(t)))
 }
+
+// A DRA claim's VFs on the VM's igb VFs: the DRA view is a file, as the
+// fake's; igb VFs have no RDMA device, so only the netdevs move.
+func TestDRAClaimNetdevsAttachInClaimOrderRealVF(t *testing.T) {
+	checkDRAClaimNetdevsAttachInClaimOrder(newDRAWorld(newVFWorld(t)))
+}
+
+func TestDRANetworkOfAPodWithoutClaimAttachesNothingRealVF(t *testing.T) {
+	checkDRANetworkOfAPodWithoutClaimAttachesNothing(newDRAWorld(newVFWorld(t)))
+}
+
+func TestDRADeviceOfASharedClaimAttachedElsewhereRealVF(t *testing.T) {
+	checkDRADeviceOfASharedClaimAttachedElsewhere(newDRAWorld(newVFWorld(t)))
+}
