@@ -14,7 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/go-logr/logr"
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
 
@@ -181,5 +184,27 @@ func TestDRAPoolStartUpErrors(t *testing.T) {
 				t.Errorf("%v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDRAViewOfAnEarlierConfigurationIsRemoved: an agent whose
+// configuration has no dra pool removes the DRA view an earlier one left
+// in the binding directory (railyard-cni would still treat its pools as
+// DRA pools), and starts without one there too.
+func TestDRAViewOfAnEarlierConfigurationIsRemoved(t *testing.T) {
+	stateDir := t.TempDir()
+	cfg := &v1alpha1.AgentConfig{StateDir: stateDir, Pools: []v1alpha1.Pool{{Name: "railyard.io/rdma_vf", Delivery: v1alpha1.DeliveryDevicePlugin}}}
+	view := draview.Path(BindingDir(stateDir))
+	if err := draview.Write(BindingDir(stateDir), draview.View{Pools: []string{"railyard.io/rdma_vf"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		d, err := newDRA(cfg, logr.Discard())
+		if err != nil || d != nil {
+			t.Fatalf("start %d: %v, %v; want no DRA plugin and no error", i, d, err)
+		}
+		if _, err := os.Stat(view); !os.IsNotExist(err) {
+			t.Fatalf("start %d: the DRA view is still there (%v)", i, err)
+		}
 	}
 }
