@@ -115,21 +115,13 @@ func (bd boundDevice) nodes() []string {
 // environment of b's whole container, so every token of a container sets
 // the same values and no variable conflicts.
 func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
-	cds := containerDevices(v, all, b)
 	dev := cdispec.Device{Name: b.Token}
-	type infoEntry struct {
-		Generic map[string]string `json:"generic"`
-		RDMA    map[string]string `json:"rdma,omitempty"`
-	}
-	perPool := map[string][]boundDevice{}
-	var hcas []string
-	for _, cd := range cds {
-		perPool[cd.Resource] = append(perPool[cd.Resource], cd)
-		if cd.dev.RDMA != "" && !slices.Contains(hcas, cd.dev.RDMA) {
-			hcas = append(hcas, cd.dev.RDMA)
-		}
+	var devs []EnvDevice
+	for _, cd := range containerDevices(v, all, b) {
+		nodes := cd.nodes()
+		devs = append(devs, EnvDevice{Resource: cd.Resource, PCI: cd.Device, RDMA: cd.dev.RDMA, Nodes: nodes})
 		if cd.Token == b.Token {
-			for _, n := range cd.nodes() {
+			for _, n := range nodes {
 				// Type, major and minor are left out: the CDI library
 				// fills them from the host path when it injects the device.
 				dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{
@@ -137,40 +129,9 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 			}
 		}
 	}
-	resources := make([]string, 0, len(perPool))
-	for r := range perPool {
-		resources = append(resources, r)
-	}
-	slices.Sort(resources)
-	var env []string
-	for _, r := range resources {
-		var pcis, rdmas []string
-		info := map[string]infoEntry{}
-		for _, cd := range perPool[r] {
-			pcis = append(pcis, cd.Device)
-			e := infoEntry{Generic: map[string]string{"deviceID": cd.Device}}
-			if cd.dev.RDMA != "" {
-				rdmas = append(rdmas, cd.dev.RDMA)
-				e.RDMA = map[string]string{"rdma_dev": cd.dev.RDMA}
-				for _, n := range cd.nodes() {
-					key := strings.TrimRight(n, "0123456789")
-					e.RDMA[key] = containerIB + "/" + n
-				}
-			}
-			info[cd.Device] = e
-		}
-		ij, err := json.Marshal(info)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s_INFO: %w", EnvName(r), err)
-		}
-		env = append(env, EnvName(r)+"="+strings.Join(pcis, ","), EnvName(r)+"_INFO="+string(ij))
-		if len(rdmas) > 0 {
-			env = append(env, RDMAEnvName(r)+"="+strings.Join(rdmas, ","))
-		}
-	}
-	if v.NCCLIBHCA && len(hcas) > 0 {
-		// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
-		env = append(env, "NCCL_IB_HCA=="+strings.Join(hcas, ","))
+	env, err := ContainerEnv(devs, v.NCCLIBHCA)
+	if err != nil {
+		return nil, err
 	}
 	dev.ContainerEdits.Env = env
 	spec := &cdispec.Spec{Kind: CDIKind, Devices: []cdispec.Device{dev}}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
@@ -36,10 +34,14 @@ func cdiName(uid types.UID, device string) string {
 // container gets several):
 //
 //	PCIDEVICE_<POOL>               the claim's PCI addresses of that pool, rail order
+//	PCIDEVICE_<POOL>_INFO          their device-info JSON, as the device plugin's
 //	RAILYARD_RDMA_DEVICES_<POOL>   their RDMA devices
 //	NCCL_IB_HCA                    "=" and every RDMA device of the claim, rail order
 func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
-	env := claimEnv(pc)
+	env, err := claimEnv(pc)
+	if err != nil {
+		return nil, err
+	}
 	spec := &cdispec.Spec{Kind: CDIKind}
 	for _, pd := range pc.Devices {
 		dev := cdispec.Device{Name: cdiName(pc.UID, pd.Device)}
@@ -64,37 +66,16 @@ func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
 	return b, nil
 }
 
-// claimEnv is the environment of a claim's devices (rail order kept).
-func claimEnv(pc *preparedClaim) []string {
-	perPool := map[string][]preparedDevice{}
-	var resources, hcas []string
+// claimEnv is the environment of a claim's devices (rail order kept):
+// binding.ContainerEnv, the same variables late binding's specs set.
+func claimEnv(pc *preparedClaim) ([]string, error) {
+	devs := make([]binding.EnvDevice, 0, len(pc.Devices))
 	for _, pd := range pc.Devices {
-		if _, ok := perPool[pd.Resource]; !ok {
-			resources = append(resources, pd.Resource)
-		}
-		perPool[pd.Resource] = append(perPool[pd.Resource], pd)
-		if pd.RDMA != "" && !slices.Contains(hcas, pd.RDMA) {
-			hcas = append(hcas, pd.RDMA)
-		}
+		devs = append(devs, binding.EnvDevice{Resource: pd.Resource, PCI: pd.PCI, RDMA: pd.RDMA, Nodes: pd.Nodes})
 	}
-	slices.Sort(resources)
-	var env []string
-	for _, r := range resources {
-		var addrs, rdmas []string
-		for _, pd := range perPool[r] {
-			addrs = append(addrs, pd.PCI)
-			if pd.RDMA != "" {
-				rdmas = append(rdmas, pd.RDMA)
-			}
-		}
-		env = append(env, binding.EnvName(r)+"="+strings.Join(addrs, ","))
-		if len(rdmas) > 0 {
-			env = append(env, binding.RDMAEnvName(r)+"="+strings.Join(rdmas, ","))
-		}
+	env, err := binding.ContainerEnv(devs, true)
+	if err != nil {
+		return nil, fmt.Errorf("draplugin: %w", err)
 	}
-	if len(hcas) > 0 {
-		// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
-		env = append(env, "NCCL_IB_HCA=="+strings.Join(hcas, ","))
-	}
-	return env
+	return env, nil
 }

@@ -59,6 +59,10 @@ func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
 	}
 	wantEnv := []string{
 		"PCIDEVICE_RAILYARD_IO_RDMA_VF=0000:18:00.2,0000:40:00.1,0000:29:00.2",
+		`PCIDEVICE_RAILYARD_IO_RDMA_VF_INFO={` +
+			`"0000:18:00.2":{"generic":{"deviceID":"0000:18:00.2"},"rdma":{"rdma_cm":"/dev/infiniband/rdma_cm","rdma_dev":"mlx5_13","uverbs":"/dev/infiniband/uverbs15"}},` +
+			`"0000:29:00.2":{"generic":{"deviceID":"0000:29:00.2"},"rdma":{"rdma_cm":"/dev/infiniband/rdma_cm","rdma_dev":"mlx5_14","uverbs":"/dev/infiniband/uverbs16"}},` +
+			`"0000:40:00.1":{"generic":{"deviceID":"0000:40:00.1"},"rdma":{"rdma_cm":"/dev/infiniband/rdma_cm","rdma_dev":"mlx5_18","uverbs":"/dev/infiniband/uverbs20"}}}`,
 		"RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF=mlx5_13,mlx5_18,mlx5_14",
 		"NCCL_IB_HCA==mlx5_13,mlx5_18,mlx5_14",
 	}
