@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -225,20 +226,12 @@ func (b *lateBinding) publish(ctx context.Context) error {
 // collect releases the bindings of pods kubelet no longer lists, heals
 // files (Reconcile), and records what kubelet holds.
 func (b *lateBinding) collect(ctx context.Context) {
-	v, err := b.store.View()
+	_, _, h, err := b.snapshot(ctx)
 	if err != nil {
-		b.log.Debug("no binding view yet", "err", err)
+		b.log.Debug("bindings not collected", "err", err)
 		return
 	}
-	at := time.Now()
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	resp, err := b.lister.List(lctx)
-	cancel()
-	if err != nil {
-		b.log.Debug("pod resources not readable: bindings not collected", "err", err)
-		return
-	}
-	h := binding.HoldersFrom(resp, v, at)
+	at := h.At
 	release := b.gone(h)
 	gone, err := b.store.ReleaseIf(ctx, func(bd binding.Binding) bool {
 		pod, ok := release[bd.Token]
@@ -264,6 +257,23 @@ func (b *lateBinding) collect(ctx context.Context) {
 	if len(gone) > 0 && b.refresh != nil {
 		b.refresh()
 	}
+}
+
+// snapshot reads the view and lists PodResources, with who holds each
+// token at the list (Holders.At is when the list was asked for).
+func (b *lateBinding) snapshot(ctx context.Context) (*binding.View, []podlist.Pod, binding.Holders, error) {
+	v, err := b.store.View()
+	if err != nil {
+		return nil, nil, binding.Holders{}, fmt.Errorf("no binding view yet: %w", err)
+	}
+	at := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pods, err := b.lister.List(lctx)
+	cancel()
+	if err != nil {
+		return nil, nil, binding.Holders{}, fmt.Errorf("pod resources not readable: %w", err)
+	}
+	return v, pods, binding.HoldersFrom(pods, v, at), nil
 }
 
 // gone returns the bindings to release (token -> pod): tokens another pod

@@ -106,20 +106,13 @@ func (b *lateBinding) nextPoll() (time.Duration, bool) {
 // bindWaiting lists PodResources once and binds the pods of waiting
 // tokens that the list shows with everything their policies need.
 func (b *lateBinding) bindWaiting(ctx context.Context) {
-	v, err := b.store.View()
+	v, pods, h, err := b.snapshot(ctx)
 	if err != nil {
+		b.log.Debug("early binding waits", "err", err)
 		return
 	}
-	at := time.Now()
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	pods, err := b.lister.List(lctx)
-	cancel()
-	if err != nil {
-		b.log.Debug("early binding: pod resources not readable", "err", err)
-		return
-	}
+	at := h.At
 	listed := time.Since(at)
-	h := binding.HoldersFrom(pods, v, at)
 	b.mu.Lock()
 	var waiting []string
 	for t, since := range b.waiting {
