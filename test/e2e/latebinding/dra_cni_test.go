@@ -116,19 +116,7 @@ func TestDRAClaimNetdevMovedByRailyardCNI(t *testing.T) {
 	}
 	t.Logf("pod with a GPU + PF claim Running %v after it was created", time.Since(created).Round(10*time.Millisecond))
 
-	claim, err = c.Client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
-	if err != nil || claim.Status.Allocation == nil {
-		t.Fatalf("claim not allocated: %v", err)
-	}
-	var gpuDev, nicDev string
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		switch r.Driver {
-		case gpustandin.DriverName:
-			gpuDev = r.Device
-		case dra.DriverName:
-			nicDev = r.Device
-		}
-	}
+	gpuDev, nicDev := allocatedGPUAndNIC(ctx, t, c, claim.Name)
 	pf, err := dra.PCIAddress(nicDev)
 	if err != nil || gpuDev != "gpu-4" || netdevOf[pf] == "" {
 		t.Fatalf("allocated %s and %s (%v): want gpu-4 and a PF of the node", gpuDev, nicDev, err)

@@ -289,19 +289,7 @@ func TestDRAGPUAndNICOnOneRootWithRealScheduler(t *testing.T) {
 	t.Logf("pod with a GPU + NIC claim Running %v after it was created (claim made by the test's stand-in controller); a pod without claims %v",
 		time.Since(began).Round(10*time.Millisecond), baseline.Round(10*time.Millisecond))
 
-	claim, err = c.Client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
-	if err != nil || claim.Status.Allocation == nil {
-		t.Fatalf("claim not allocated: %v", err)
-	}
-	var gpuDev, nicDev string
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		switch r.Driver {
-		case gpustandin.DriverName:
-			gpuDev = r.Device
-		case dra.DriverName:
-			nicDev = r.Device
-		}
-	}
+	gpuDev, nicDev := allocatedGPUAndNIC(ctx, t, c, claim.Name)
 	nicPCI, err := dra.PCIAddress(nicDev)
 	if gpuDev != "gpu-4" || err != nil || nicPCI != "0000:84:00.1" {
 		t.Fatalf("allocated %s and %s (%v), want gpu-4 (0000:85:00.0) and pci-0000-84-00-1: the first VF on host bridge pci0000:80", gpuDev, nicDev, err)
@@ -405,4 +393,23 @@ func createGPUNICTemplate(ctx context.Context, t *testing.T, c *framework.Cluste
 		t.Fatal(err)
 	}
 	return tmpl
+}
+
+// allocatedGPUAndNIC returns the devices the scheduler allocated to claim
+// name (in "default"): the stand-in GPU driver's and Railyard's.
+func allocatedGPUAndNIC(ctx context.Context, t *testing.T, c *framework.Cluster, name string) (gpuDev, nicDev string) {
+	t.Helper()
+	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || claim.Status.Allocation == nil {
+		t.Fatalf("claim %s not allocated: %v", name, err)
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		switch r.Driver {
+		case gpustandin.DriverName:
+			gpuDev = r.Device
+		case dra.DriverName:
+			nicDev = r.Device
+		}
+	}
+	return gpuDev, nicDev
 }
