@@ -66,16 +66,17 @@ func (s *rpcServer) PreStartContainer(ctx context.Context, req *pluginapi.PreSta
 	return resp, err
 }
 
-// allocatable returns the advertised entry of id (a device or token, as
-// what names it), or the status kubelet gets for an ID the pool does not
-// have or that disappeared.
-func (p *Plugin) allocatable(snap *snapshot, what, id string) (*entry, error) {
+// allocatable returns the advertised entry of device id, or the status
+// kubelet gets for a device the pool does not have or that disappeared.
+// (Tokens are checked by allocateTokens: one that was renumbered away is
+// still allocatable.)
+func (p *Plugin) allocatable(snap *snapshot, id string) (*entry, error) {
 	e, ok := snap.devs[id]
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "%s %s is not in pool %s", what, id, p.cfg.Resource)
+		return nil, status.Errorf(codes.NotFound, "device %s is not in pool %s", id, p.cfg.Resource)
 	}
 	if !e.vanishedAt.IsZero() {
-		return nil, status.Errorf(codes.Unavailable, "%s %s of pool %s disappeared", what, id, p.cfg.Resource)
+		return nil, status.Errorf(codes.Unavailable, "device %s of pool %s disappeared", id, p.cfg.Resource)
 	}
 	return e, nil
 }
@@ -214,7 +215,7 @@ func (p *Plugin) allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		}
 		devs := make([]Device, 0, len(ids))
 		for _, id := range ids {
-			e, err := p.allocatable(snap, "device", id)
+			e, err := p.allocatable(snap, id)
 			if err != nil {
 				return nil, err
 			}

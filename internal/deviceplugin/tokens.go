@@ -167,8 +167,20 @@ func (p *Plugin) allocateTokens(snap *snapshot, req *pluginapi.AllocateRequest) 
 		}
 		car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
 		for _, id := range ids {
-			if _, err := p.allocatable(snap, "token", id); err != nil {
-				return nil, err
+			// A token the pool stopped advertising a moment ago (listed
+			// Unhealthy since) is still allocatable: tokens are renumbered
+			// when a bind crosses NUMA nodes, and kubelet may have chosen
+			// it from the list before. It is a claim on one device like
+			// any other; the bind takes a free device of its NUMA node or,
+			// when that node is short, of another (binding.choose, with a
+			// note). Refusing it would fail the pod's admission for good.
+			e, ok := snap.devs[id]
+			if !ok {
+				return nil, status.Errorf(codes.NotFound, "token %s is not in pool %s", id, p.cfg.Resource)
+			}
+			if !e.vanishedAt.IsZero() {
+				p.cfg.Log.Info("allocating a token renumbered away after kubelet chose it", "resource", p.cfg.Resource, "token", id,
+					"since", time.Since(e.vanishedAt).Round(time.Millisecond))
 			}
 			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: binding.CDIName(id)})
 		}

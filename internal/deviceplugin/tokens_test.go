@@ -133,3 +133,49 @@ func TestSandboxPoolServesTokens(t *testing.T) {
 		t.Errorf("Allocate of a device ID in a token pool: %v", err)
 	}
 }
+
+// TestRenumberedTokenIsStillAllocatable: kubelet chose a token from the
+// list it had; by its Allocate the pool has renumbered its tokens (a bind
+// crossed NUMA nodes) and lists that token Unhealthy. Allocate still
+// answers it with its CDI device (refusing it failed the pod's admission
+// for good: seen in the e2e); an ID the pool never listed is NotFound.
+func TestRenumberedTokenIsStillAllocatable(t *testing.T) {
+	n := newNode(t, "roce-8gpu-4nic", 2)
+	reg := kubelettest.StartRegistrar(t, n.pluginDir)
+	topo, err := discovery.Discover(context.Background(), n.sysfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(numa, k int) Device {
+		return Device{Device: pool.Device{ID: binding.Token("ab12cd34", numa, k), NUMA: numa, Healthy: true, Share: -1}}
+	}
+	b := &recordingBinder{}
+	p := New(Config{Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, RDMACM: true, Binder: b, Log: testLogger(t)})
+	p.Update(topo, []Device{tok(1, 0), tok(1, 1), tok(1, 4)})
+	runPlugin(t, p)
+	reg.Wait(t)
+	c := dial(t, p)
+	w := kubelettest.Watch(t, c)
+	w.Next(t, "3 tokens", 10*time.Second, func(l []*pluginapi.Device) bool { return len(l) == 3 })
+	gone := tok(1, 4).ID
+	p.Update(topo, []Device{tok(1, 0), tok(1, 1), tok(1, 2)}) // n1-4 renumbered to n1-2
+	w.Next(t, "the renumbered token Unhealthy", 10*time.Second, func(l []*pluginapi.Device) bool {
+		return kubelettest.Health(l)[gone] == pluginapi.Unhealthy
+	})
+	ctx := context.Background()
+	resp, err := c.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{gone}}}})
+	if err != nil {
+		t.Fatalf("Allocate of the renumbered token: %v", err)
+	}
+	if cdi := resp.ContainerResponses[0].CdiDevices; len(cdi) != 1 || cdi[0].Name != binding.CDIName(gone) {
+		t.Errorf("CDI devices %+v, want %s", cdi, binding.CDIName(gone))
+	}
+	if len(b.allocated) != 1 || !slices.Contains(b.allocated[0], gone) {
+		t.Errorf("binder told %v, want the renumbered token held", b.allocated)
+	}
+	never := tok(1, 9).ID
+	_, err = c.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{never}}}})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("Allocate of a token never listed: %v, want NotFound", err)
+	}
+}
