@@ -251,6 +251,11 @@ func (b *lateBinding) collect(ctx context.Context) {
 	b.listed = map[string]bool{}
 	for t := range h.Pods {
 		b.listed[t] = true
+		// PodResources shows who holds it now: Allocate's hold, which
+		// bridged the time until it did, would outlive the pod.
+		if at, ok := b.held[t]; ok && at.Before(h.At) {
+			delete(b.held, t)
+		}
 	}
 	b.mu.Unlock()
 	b.updateGauge()

@@ -21,14 +21,18 @@ type TokenState struct {
 // index: per NUMA node, its bound tokens plus one unbound token per free
 // device of that node (so one token per device, as long as tokens bind on
 // their own node and bound devices stay), the unbound ones taking the
-// lowest free indices, so the IDs are the same after every restart.
+// indices of tokens kubelet holds (inUse) first and then the lowest free
+// ones, so the IDs are the same after every restart and a token kubelet
+// gave out is not renumbered away while its node has room.
 //
 // Health: a bound token is Unhealthy only when its own device is (and its
 // Reason says so). Of the unbound tokens of a NUMA node, as many are
 // Unhealthy as exceed the node's healthy free devices: a VF going DOWN
 // makes one unbound token of its node Unhealthy. Tokens that inUse says
 // kubelet already allocated (not yet bound) are marked last, and their
-// Reason says so.
+// Reason says so. A held token its node has no slot for (a bind crossed
+// NUMA nodes) makes one unbound token kubelet does not hold Unhealthy, so
+// the healthy tokens kubelet can still hand out never exceed the devices.
 func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 	boundDev := map[string]string{} // device -> token
 	boundTok := map[int][]Binding{} // NUMA -> bindings of this pool's tokens
@@ -54,6 +58,16 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 			healthyFree[d.NUMA]++
 		}
 	}
+	// Tokens kubelet holds and no binding has yet, per NUMA node: they keep
+	// their IDs while their node has unbound slots (see below).
+	heldUnbound := map[int][]int{}
+	for id := range inUse {
+		t, err := ParseToken(id)
+		if err != nil || t.Tag != p.Tag || slices.ContainsFunc(boundTok[t.NUMA], func(b Binding) bool { return b.Token == id }) {
+			continue
+		}
+		heldUnbound[t.NUMA] = append(heldUnbound[t.NUMA], t.K)
+	}
 	numas := map[int]bool{}
 	for n := range free {
 		numas[n] = true
@@ -67,6 +81,7 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 	}
 	slices.Sort(keys)
 	var out []TokenState
+	var orphans []string // held unbound tokens no slot of their node keeps
 	for _, n := range keys {
 		var mine []TokenState
 		taken := map[int]bool{}
@@ -84,6 +99,22 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 		}
 		total := len(mine) + free[n]
 		var unbound []int // indices of the unbound tokens in mine
+		// Held tokens first: a bind across NUMA nodes moves a slot from one
+		// node's count to the other's, and a token kubelet already gave
+		// out must not be renumbered away while its node has room.
+		held := slices.Sorted(slices.Values(heldUnbound[n]))
+		for _, k := range slices.Compact(held) {
+			if taken[k] {
+				continue
+			}
+			if len(mine) == total {
+				orphans = append(orphans, Token(p.Tag, n, k))
+				continue
+			}
+			taken[k] = true
+			unbound = append(unbound, len(mine))
+			mine = append(mine, TokenState{ID: Token(p.Tag, n, k), NUMA: n, Healthy: true})
+		}
 		for k := 0; len(mine) < total && k <= MaxTokenIndex; k++ {
 			if taken[k] {
 				continue
@@ -116,6 +147,20 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 		ib, _ := ParseToken(b.ID)
 		return cmp.Or(cmp.Compare(a.NUMA, b.NUMA), cmp.Compare(ia.K, ib.K))
 	})
+	// A held token whose node has no slot left is no longer listed, but it
+	// will bind a free device of another node (binding.choose overflows):
+	// as many unbound tokens kubelet does not hold go Unhealthy, highest
+	// indices first, so kubelet cannot hand out more tokens than devices.
+	slices.Sort(orphans)
+	for i := len(out) - 1; i >= 0 && len(orphans) > 0; i-- {
+		ts := &out[i]
+		if ts.Device != "" || !ts.Healthy || inUse[ts.ID] {
+			continue
+		}
+		ts.Healthy = false
+		ts.Reason = fmt.Sprintf("reserved for %s, which kubelet holds and whose NUMA node has no free device left", orphans[0])
+		orphans = orphans[1:]
+	}
 	return out
 }
 
