@@ -124,6 +124,7 @@ func (w *world) admit(name string) bool {
 		w.t.Fatal(err)
 	}
 	ts := Tokens(&w.v.Pools[0], bs, held)
+	w.checkCapacity(ts, bs, held)
 	p := &kpod{name: name}
 	for _, g := range freeGPUs[:n] {
 		pick := ""
@@ -363,5 +364,37 @@ func TestPropertyRandomChurnWithCrashes(t *testing.T) {
 				t.Logf("%v", w.ops)
 			})
 		}
+	}
+}
+
+// checkCapacity: what kubelet can still allocate (healthy unbound tokens
+// it does not hold) plus what it holds unbound never exceeds the free
+// devices, however cross-NUMA binds renumbered the tokens.
+func (w *world) checkCapacity(ts []TokenState, bs []Binding, held map[string]bool) {
+	w.t.Helper()
+	bound := map[string]bool{}
+	usedDev := map[string]bool{}
+	for _, b := range bs {
+		bound[b.Token], usedDev[b.Device] = true, true
+	}
+	free := 0
+	for _, d := range w.v.Pools[0].Devices {
+		if !usedDev[d.ID] {
+			free++
+		}
+	}
+	avail, heldUnbound := 0, 0
+	for _, x := range ts {
+		if x.Device == "" && x.Healthy && !held[x.ID] {
+			avail++
+		}
+	}
+	for t := range held {
+		if !bound[t] {
+			heldUnbound++
+		}
+	}
+	if avail+heldUnbound > free {
+		w.t.Fatalf("kubelet could allocate %d tokens and holds %d unbound, for %d free devices", avail, heldUnbound, free)
 	}
 }
