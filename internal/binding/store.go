@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -374,13 +375,8 @@ func (s *Store) writeAtomic(dir, path string, b []byte, durable bool) error {
 	if err := s.fault(StepSyncDir); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("binding store: syncing %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("binding store: syncing %s: %w", dir, err)
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("binding store: %w", err)
 	}
 	return nil
 }

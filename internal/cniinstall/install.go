@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/atomicfile"
 )
 
 // Options say what to copy where.
@@ -112,8 +114,8 @@ func install(o Options, src io.Reader) (Result, error) {
 	}
 	ok = true
 	res.Changed = true
-	if err := syncDir(o.DestDir); err != nil {
-		return res, err
+	if err := atomicfile.SyncDir(o.DestDir); err != nil {
+		return res, fmt.Errorf("install: %w", err)
 	}
 	return res, nil
 }
@@ -157,16 +159,4 @@ func removeStaleTemps(dir string) ([]string, error) {
 		removed = append(removed, p)
 	}
 	return removed, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("install: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("install: fsync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -73,7 +72,7 @@ type checkpointDoc struct {
 // exist). Stray temporary files of a crashed write are removed.
 func loadCheckpoint(path string) (map[types.UID]*preparedClaim, error) {
 	claims := map[types.UID]*preparedClaim{}
-	removeTemps(path)
+	atomicfile.RemoveTemps(path)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return claims, nil
@@ -141,53 +140,5 @@ func (d *Driver) saveCheckpointLocked() error {
 	if err != nil {
 		return fmt.Errorf("draplugin: encoding checkpoint: %w", err)
 	}
-	return writeAtomic(d.ckptPath, b)
-}
-
-// writeAtomic replaces path with b durably: a reader (or a restarted
-// agent) sees the old content or the new, never a part. renameio writes a
-// temporary file beside it (".<name><digits>": never *.json, so a CDI
-// registry does not load it half-written), fsyncs and renames it; the
-// directory's fsync makes the rename survive a power loss.
-func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("draplugin: %w", err)
-	}
-	if err := renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(dir), renameio.WithStaticPermissions(0o644)); err != nil {
-		return fmt.Errorf("draplugin: writing %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// removeFile removes path durably; a missing file is no error.
-func removeFile(path string) error {
-	if err := os.Remove(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("draplugin: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("draplugin: syncing %s: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("draplugin: syncing %s: %w", dir, err)
-	}
-	return nil
-}
-
-// removeTemps removes the temporary files a write of path that died left
-// behind (writeAtomic's ".<name><digits>").
-func removeTemps(path string) {
-	m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"*"))
-	for _, f := range m {
-		os.Remove(f)
-	}
+	return atomicfile.WriteFile(d.ckptPath, b, 0o644)
 }

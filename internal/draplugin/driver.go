@@ -13,6 +13,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -96,7 +97,7 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.claims = claims
 	if cfg.ViewDir != "" {
-		removeTemps(draview.Path(cfg.ViewDir))
+		atomicfile.RemoveTemps(draview.Path(cfg.ViewDir))
 	}
 	// The view follows the checkpoint (an agent upgraded from a version
 	// without it, or a view lost with its directory, gets it back).

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/dra"
 )
 
@@ -114,7 +115,7 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	if err := d.publishViewLocked(); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(SpecPath(d.cfg.CDISpecDir, c.UID), spec); err != nil {
+	if err := atomicfile.WriteFile(SpecPath(d.cfg.CDISpecDir, c.UID), spec, 0o644); err != nil {
 		return nil, err
 	}
 	return d.claims[c.UID], nil
@@ -254,7 +255,7 @@ func (d *Driver) unprepareLocked(uid types.UID) error {
 	if !validUID(string(uid)) {
 		return nil // never prepared: Prepare refuses such UIDs
 	}
-	if err := removeFile(SpecPath(d.cfg.CDISpecDir, uid)); err != nil {
+	if err := atomicfile.Remove(SpecPath(d.cfg.CDISpecDir, uid)); err != nil {
 		return err
 	}
 	old, ok := d.claims[uid]

@@ -35,7 +35,7 @@ func (d *Driver) publishViewLocked() error {
 	if d.view != nil && bytes.Equal(b, d.view) {
 		return nil
 	}
-	if err := draview.Write(d.cfg.ViewDir, v); err != nil {
+	if err := draview.WriteEncoded(d.cfg.ViewDir, b); err != nil {
 		return err
 	}
 	d.view = b

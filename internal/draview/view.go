@@ -12,8 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/renameio/v2"
-
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -118,29 +117,22 @@ func (p Pod) matches(ref PodRef) bool {
 	return p.Name == ref.Name
 }
 
-// Write replaces the view in dir durably (renameio's temporary file,
-// fsync and rename, then a directory fsync): a reader sees the old view
-// or the new one. v is normalized (version set, pools and claims sorted)
-// and checked first.
+// Write replaces the view in dir durably (internal/atomicfile: a reader
+// sees the old view or the new one). v is normalized (version set, pools
+// and claims sorted) and checked first.
 func Write(dir string, v View) error {
 	b, err := Encode(v)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return WriteEncoded(dir, b)
+}
+
+// WriteEncoded is Write for a view Encode already encoded (a writer that
+// compares encodings to skip unchanged views encodes once).
+func WriteEncoded(dir string, b []byte) error {
+	if err := atomicfile.WriteFile(Path(dir), b, 0o644); err != nil {
 		return fmt.Errorf("draview: %w", err)
-	}
-	path := Path(dir)
-	if err := renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(dir), renameio.WithStaticPermissions(0o644)); err != nil {
-		return fmt.Errorf("draview: writing %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("draview: syncing %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("draview: syncing %s: %w", dir, err)
 	}
 	return nil
 }
