@@ -51,11 +51,11 @@ type lateBinding struct {
 	// unheld is when GC first saw a binding's token held by no pod.
 	unheld map[string]time.Time
 
-	// The early binder's state (earlybind.go): tokens waiting for their
-	// pod's list, when kubelet last allocated each token, and the list
-	// time of the early bind made after that.
-	wake                             chan struct{}
-	waiting, allocatedAt, boundAfter map[string]time.Time
+	// The early binder's state (earlybind.go): when kubelet last
+	// allocated each token, and the list time of the early bind made
+	// after that (a token waits while neither is older than earlyFor).
+	wake                    chan struct{}
+	allocatedAt, boundAfter map[string]time.Time
 }
 
 // unheldGrace is how long a bound token must stay held by no pod in
@@ -81,7 +81,7 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), allocatedAt: map[string]time.Time{}, boundAfter: map[string]time.Time{},
 	}
 }
 

@@ -33,23 +33,28 @@ const (
 	earlyFor = 2 * time.Second
 )
 
-// allocatedTokens records an Allocate's tokens for the early binder and
-// wakes it. Called with b.mu held.
+// allocatedTokensLocked records an Allocate's tokens for the early binder
+// and wakes it. Called with b.mu held.
 func (b *lateBinding) allocatedTokensLocked(tokens []string, at time.Time) {
-	if b.waiting == nil {
-		b.waiting, b.allocatedAt, b.boundAfter = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
-	}
 	for _, t := range tokens {
-		b.waiting[t] = at
 		b.allocatedAt[t] = at
 		delete(b.boundAfter, t)
 	}
-	if b.wake != nil {
-		select {
-		case b.wake <- struct{}{}:
-		default:
-		}
+	select {
+	case b.wake <- struct{}{}:
+	default:
 	}
+}
+
+// waitingLocked reports whether token t waits for an early bind: kubelet
+// allocated it within earlyFor and no early bind followed (older tokens
+// are left to PreStartContainer). Called with b.mu held.
+func (b *lateBinding) waitingLocked(t string, now time.Time) (since time.Time, ok bool) {
+	at, allocated := b.allocatedAt[t]
+	if !allocated || now.Sub(at) > earlyFor || b.boundAfter[t].After(at) {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // runEarly is the early binder: it lists PodResources while tokens wait
@@ -77,20 +82,15 @@ func (b *lateBinding) runEarly(ctx context.Context) {
 	}
 }
 
-// nextPoll is the time to the next list, false when nothing waits (tokens
-// older than earlyFor are dropped: PreStartContainer binds them).
+// nextPoll is the time to the next list, false when nothing waits.
 func (b *lateBinding) nextPoll() (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := time.Now()
 	var youngest time.Duration = -1
-	for t, at := range b.waiting {
-		age := time.Since(at)
-		if age > earlyFor {
-			delete(b.waiting, t)
-			continue
-		}
-		if youngest < 0 || age < youngest {
-			youngest = age
+	for t := range b.allocatedAt {
+		if at, ok := b.waitingLocked(t, now); ok && (youngest < 0 || now.Sub(at) < youngest) {
+			youngest = now.Sub(at)
 		}
 	}
 	switch {
@@ -115,8 +115,8 @@ func (b *lateBinding) bindWaiting(ctx context.Context) {
 	listed := time.Since(at)
 	b.mu.Lock()
 	var waiting []string
-	for t, since := range b.waiting {
-		if since.Before(at) { // Allocate returned before the list was taken
+	for t := range b.allocatedAt {
+		if since, ok := b.waitingLocked(t, at); ok && since.Before(at) { // Allocate returned before the list was taken
 			waiting = append(waiting, t)
 		}
 	}
@@ -149,7 +149,6 @@ func (b *lateBinding) bindWaiting(ctx context.Context) {
 		}
 		b.mu.Lock()
 		for _, tok := range toks {
-			delete(b.waiting, tok)
 			if a, ok := b.allocatedAt[tok]; !ok || a.Before(at) {
 				b.boundAfter[tok] = at
 			}
