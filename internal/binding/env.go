@@ -3,8 +3,11 @@ package binding
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // EnvDevice is one RDMA device a container gets, as its environment
@@ -75,4 +78,17 @@ func ContainerEnv(devs []EnvDevice, ncclIBHCA bool) ([]string, error) {
 		env = append(env, "NCCL_IB_HCA=="+strings.Join(hcas, ","))
 	}
 	return env, nil
+}
+
+// CDIDeviceNodes are the CDI device nodes of a device's char devices
+// (names under /dev/infiniband: "uverbs3", "rdma_cm"), each at the same
+// path in the container as under devRoot on the host. Type, major and
+// minor are left out: the CDI library fills them from the host path when
+// it injects the device.
+func CDIDeviceNodes(devRoot string, nodes []string) []*cdispec.DeviceNode {
+	out := make([]*cdispec.DeviceNode, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, &cdispec.DeviceNode{Path: containerIB + "/" + n, HostPath: filepath.Join(devRoot, "infiniband", n), Permissions: "rw"})
+	}
+	return out
 }

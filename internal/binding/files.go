@@ -121,12 +121,7 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 		nodes := cd.nodes()
 		devs = append(devs, EnvDevice{Resource: cd.Resource, PCI: cd.Device, RDMA: cd.dev.RDMA, Nodes: nodes})
 		if cd.Token == b.Token {
-			for _, n := range nodes {
-				// Type, major and minor are left out: the CDI library
-				// fills them from the host path when it injects the device.
-				dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{
-					Path: containerIB + "/" + n, HostPath: filepath.Join(v.DevRoot, "infiniband", n), Permissions: "rw"})
-			}
+			dev.ContainerEdits.DeviceNodes = CDIDeviceNodes(v.DevRoot, nodes)
 		}
 	}
 	env, err := ContainerEnv(devs, v.NCCLIBHCA)

@@ -14,9 +14,6 @@ import (
 // specPrefix starts every per-claim spec file's name.
 const specPrefix = "rdma.railyard.io-claim_"
 
-// containerIB is where RDMA device nodes appear in a container.
-const containerIB = "/dev/infiniband"
-
 // SpecPath is the CDI spec file of a claim in dir.
 func SpecPath(dir string, uid types.UID) string {
 	return filepath.Join(dir, specPrefix+string(uid)+".json")
@@ -45,12 +42,7 @@ func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
 	spec := &cdispec.Spec{Kind: CDIKind}
 	for _, pd := range pc.Devices {
 		dev := cdispec.Device{Name: cdiName(pc.UID, pd.Device)}
-		for _, n := range pd.Nodes {
-			// Type, major and minor are left out: the CDI library fills
-			// them from the host path when it injects the device.
-			dev.ContainerEdits.DeviceNodes = append(dev.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{
-				Path: containerIB + "/" + n, HostPath: filepath.Join(devRoot, "infiniband", n), Permissions: "rw"})
-		}
+		dev.ContainerEdits.DeviceNodes = binding.CDIDeviceNodes(devRoot, pd.Nodes)
 		dev.ContainerEdits.Env = env
 		spec.Devices = append(spec.Devices, dev)
 	}
