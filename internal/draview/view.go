@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -163,22 +164,16 @@ func Encode(v View) ([]byte, error) {
 	return b, nil
 }
 
-// Read reads the view in dir; ErrNoView when there is none.
+// Read reads the view in dir; ErrNoView when there is none. It reads a
+// regular file only, at most maxSize bytes (inputfile): a FIFO or device
+// planted there fails at once instead of blocking railyard-cni.
 func Read(dir string) (*View, error) {
-	f, err := os.Open(Path(dir))
+	b, err := inputfile.Read(Path(dir), maxSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoView
 	}
 	if err != nil {
 		return nil, fmt.Errorf("draview: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("draview: reading %s: %w", Path(dir), err)
-	}
-	if len(b) > maxSize {
-		return nil, fmt.Errorf("draview: %s is larger than %d bytes", Path(dir), maxSize)
 	}
 	v, err := Parse(b)
 	if err != nil {

@@ -7,7 +7,11 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 func sample() View {
@@ -156,8 +160,35 @@ func TestReadRefusesOversizedFile(t *testing.T) {
 	if err := os.WriteFile(Path(dir), big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
-		t.Fatalf("Read of an oversized view: %v", err)
+	if _, err := Read(dir); !errors.Is(err, inputfile.ErrTooLarge) {
+		t.Fatalf("Read of an oversized view: %v, want inputfile.ErrTooLarge", err)
+	}
+}
+
+// TestReadRefusesFIFO: a FIFO in the view's place fails at once (it blocked
+// railyard-cni, and with it the pod's sandbox creation, until a writer came).
+func TestReadRefusesFIFO(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(Path(dir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Read(dir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, inputfile.ErrNotRegular) {
+			t.Fatalf("Read of a FIFO: %v, want inputfile.ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		// Unblock the reader so the test process can end.
+		if f, err := os.OpenFile(Path(dir), os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("Read of a FIFO blocked")
 	}
 }
 
