@@ -38,12 +38,23 @@ func validPCI(addr string) error {
 	return nil
 }
 
-// writeAttr writes one sysfs attribute with a single write(2), as the
-// kernel expects; the kernel's refusal (EBUSY, ERANGE) comes back from it.
-func writeAttr(path, value string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+// writeAttr writes one sysfs attribute (rel, below the root) with a single
+// write(2), as the kernel expects; the kernel's refusal (EBUSY, ERANGE)
+// comes back from it. The path is resolved beneath the root (os.Root:
+// openat2 RESOLVE_BENEATH or a walk with O_NOFOLLOW): symlinks that stay
+// inside, as sysfs's own do, are followed, and one that leaves the root
+// (through "..", an absolute target) fails the write. It opens with
+// O_TRUNC (sysfs ignores it; a regular file in a fake tree needs it) and
+// never creates a file.
+func (s SRIOVSysfs) writeAttr(rel, value string) error {
+	r, err := os.OpenRoot(s.root())
 	if err != nil {
 		return err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("%w (writes stay below %s)", err, s.root())
 	}
 	_, werr := f.WriteString(value)
 	cerr := f.Close()
@@ -62,8 +73,7 @@ func (s SRIOVSysfs) SetNumVFs(ctx context.Context, pf string, n int) error {
 	if err := validPCI(pf); err != nil {
 		return err
 	}
-	p := filepath.Join(s.root(), "bus/pci/devices", pf, "sriov_numvfs")
-	if err := writeAttr(p, strconv.Itoa(n)); err != nil {
+	if err := s.writeAttr(filepath.Join("bus/pci/devices", pf, "sriov_numvfs"), strconv.Itoa(n)); err != nil {
 		return fmt.Errorf("setting %d VFs on %s: %w", n, pf, err)
 	}
 	return nil
@@ -83,19 +93,29 @@ func (s SRIOVSysfs) Bind(ctx context.Context, addr, driver string) error {
 	if driver == "" || strings.ContainsAny(driver, "/\x00\n") {
 		return fmt.Errorf("invalid driver name %q", driver)
 	}
-	dev := filepath.Join(s.root(), "bus/pci/devices", addr)
-	if err := writeAttr(filepath.Join(dev, "driver_override"), driver); err != nil {
+	dev := filepath.Join("bus/pci/devices", addr)
+	if err := s.writeAttr(filepath.Join(dev, "driver_override"), driver); err != nil {
 		return fmt.Errorf("binding %s to %s: driver_override: %w", addr, driver, err)
 	}
-	if err := writeAttr(filepath.Join(dev, "driver/unbind"), addr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.writeAttr(filepath.Join(dev, "driver/unbind"), addr); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("binding %s to %s: unbinding: %w", addr, driver, err)
 	}
-	if err := writeAttr(filepath.Join(s.root(), "bus/pci/drivers_probe"), addr); err != nil {
+	if err := s.writeAttr("bus/pci/drivers_probe", addr); err != nil {
 		return fmt.Errorf("binding %s to %s: drivers_probe: %w", addr, driver, err)
 	}
-	target, err := os.Readlink(filepath.Join(dev, "driver"))
+	target, err := readlinkBeneath(s.root(), filepath.Join(dev, "driver"))
 	if err != nil || filepath.Base(target) != driver {
 		return fmt.Errorf("binding %s to %s: the driver did not take it (is the module loaded? modprobe %s)", addr, driver, driver)
 	}
 	return nil
+}
+
+// readlinkBeneath reads a symlink below root without leaving it.
+func readlinkBeneath(root, rel string) (string, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.Readlink(rel)
 }

@@ -105,3 +105,40 @@ func TestApplyRequiresPolicy(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// node apply with the real sysfs writer on a fake tree whose VF's
+// driver_override is a symlink out of the sysfs root: the run fails
+// naming the escape, and the outside file is untouched.
+func TestApplyNeverWritesOutsideTheSysfsRoot(t *testing.T) {
+	t.Parallel()
+	root, _ := setup(t)
+	if err := fakesysfs.NewKernel(root).SetNumVFs(context.Background(), "0000:2a:00.0", 2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sysfs.New(root).SRIOV("0000:2a:00.0")
+	if err != nil || len(st.VFs) != 2 {
+		t.Fatalf("VFs %+v, %v", st, err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	attr := filepath.Join(root, "bus/pci/devices", st.VFs[0].PCI, "driver_override")
+	_ = os.Remove(attr)
+	if err := os.Symlink(victim, attr); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\nsysfsRoot: " + root +
+		"\npfs:\n- netdev: ens42np0\n  numVFs: 2\n  vfDriver: vfio-pci\n  macs: keep\n"
+	if err := os.WriteFile(policy, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = clitest.Run(t, NewCommand, "", "apply", "--policy", policy)
+	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+		t.Errorf("the file outside the sysfs root was written: %q", b)
+	}
+	if err == nil || !strings.Contains(err.Error(), "escapes") || !strings.Contains(err.Error(), "driver_override") {
+		t.Fatalf("err = %v, want the write refused for leaving the sysfs root", err)
+	}
+}
