@@ -92,11 +92,12 @@ func (n *node) memlock(context.Context) []Check {
 				continue
 			}
 			lim := filepath.Join(filepath.Dir(p), "limits")
-			if b, err := h.Read(lim); err == nil {
-				if soft, _, ok := ParseLimits(b, "Max locked memory"); ok {
-					runtime = soft
-					c.Read = append(c.Read, fmt.Sprintf("%s (containerd): Max locked memory %s", lim, soft))
-				}
+			b, err = h.Read(lim)
+			if err != nil {
+				c.Read = append(c.Read, fmt.Sprintf("%s (containerd): %v", lim, err))
+			} else if soft, _, ok := ParseLimits(b, "Max locked memory"); ok {
+				runtime = soft
+				c.Read = append(c.Read, fmt.Sprintf("%s (containerd): Max locked memory %s", lim, soft))
 			}
 			break
 		}
@@ -146,7 +147,9 @@ func (n *node) gpuDirect(context.Context) []Check {
 	}
 	h := n.opt.Host
 	c := Check{ID: "gpudirect", Status: OK}
-	if b, err := h.Read("/proc/modules"); err == nil {
+	if b, err := h.Read("/proc/modules"); err != nil {
+		c.Read = append(c.Read, "/proc/modules: "+err.Error())
+	} else {
 		loaded := bytes.HasPrefix(b, []byte("nvidia_peermem ")) || bytes.Contains(b, []byte("\nnvidia_peermem "))
 		c.Read = append(c.Read, fmt.Sprintf("/proc/modules: nvidia_peermem loaded=%v", loaded))
 		if loaded {
@@ -191,11 +194,12 @@ func (n *node) acs(context.Context) []Check {
 		}
 		bridges := n.bridgesBetween(r.GPU, r.NIC)
 		c := Check{ID: "acs", Subject: fmt.Sprintf("GPU %s <-> %s", r.GPU, r.NIC), Status: OK}
-		var redirect []string
+		var redirect, unread []string
 		for _, br := range bridges {
 			cfg, err := n.fs.PCIConfig(br)
 			if err != nil {
-				c.Read = append(c.Read, fmt.Sprintf("sysfs bus/pci/devices/%s/config: %v", br, err))
+				c.Read = append(c.Read, fmt.Sprintf("sysfs %v", err))
+				unread = append(unread, br)
 				continue
 			}
 			if !sysfs.HasExtendedConfig(cfg) {
@@ -211,6 +215,7 @@ func (n *node) acs(context.Context) []Check {
 			switch {
 			case err != nil:
 				c.Read = append(c.Read, fmt.Sprintf("%s: %v", br, err))
+				unread = append(unread, br)
 			case !ok:
 				c.Read = append(c.Read, fmt.Sprintf("%s: no ACS capability", br))
 			default:
@@ -220,16 +225,21 @@ func (n *node) acs(context.Context) []Check {
 				}
 			}
 		}
-		if c.Status == Skip {
-			out = append(out, c)
-			continue
-		}
-		c.Summary = fmt.Sprintf("no ACS redirection on the %d bridges between them", len(bridges))
-		if len(redirect) > 0 {
+		switch {
+		case len(redirect) > 0:
 			c.Status = Fail
 			c.Summary = fmt.Sprintf("ACS redirects peer-to-peer traffic on %s: GPU-NIC traffic goes up through the root complex", strings.Join(redirect, ", "))
 			c.Fix = "disable ACS in the BIOS, or boot with pci=disable_acs_redir=" + strings.Join(redirect, ";") +
 				" (Linux >= 5.1), or clear it until reboot: setpci -s <bridge> ECAP_ACS+0x6.w=0000 (not with an IOMMU in translation mode)"
+		case c.Status == Skip:
+		case len(unread) > 0:
+			// A bridge whose ACS control could not be read may redirect:
+			// never say "no redirection" for it.
+			c.Status = Skip
+			c.Summary = fmt.Sprintf("cannot read the ACS control of %s (config space unreadable or its capability list malformed): redirection unknown", strings.Join(unread, ", "))
+			c.Fix = "read it with lspci -vvv -s <bridge> (as root) and look for ACSCtl ReqRedir+ or CmpltRedir+"
+		default:
+			c.Summary = fmt.Sprintf("no ACS redirection on the %d bridges between them", len(bridges))
 		}
 		out = append(out, c)
 	}

@@ -27,6 +27,68 @@ func (n *node) devices(context.Context) []Check {
 	return []Check{gc, nc}
 }
 
+// policyPFs checks that every PF of the policy names an RDMA NIC of this
+// node: an entry that matches none (a typo in the PCI address, an unknown
+// netdev, a GPU's address) would otherwise be skipped by every check that
+// looks NICs up in the policy.
+func (n *node) policyPFs(context.Context) []Check {
+	if n.opt.Policy == nil {
+		return nil
+	}
+	var out []Check
+	for _, pf := range n.opt.Policy.PFs {
+		c := Check{ID: "policy-pf", Subject: pf.Name(), Status: OK}
+		byPCI, byNetdev := -1, -1
+		for i, x := range n.topo.NICs {
+			if pf.PCIAddress != "" && x.PCI == pf.PCIAddress {
+				byPCI = i
+			}
+			if pf.Netdev != "" && slices.Contains(append([]string{x.Netdev}, x.Netdevs...), pf.Netdev) {
+				byNetdev = i
+			}
+		}
+		var wrong []string
+		if pf.PCIAddress != "" {
+			c.Read = append(c.Read, fmt.Sprintf("sysfs bus/pci/devices/%s: %s", pf.PCIAddress, n.describe(pf.PCIAddress)))
+			if byPCI < 0 {
+				wrong = append(wrong, fmt.Sprintf("no RDMA NIC at %s (%s)", pf.PCIAddress, n.describe(pf.PCIAddress)))
+			}
+		}
+		if pf.Netdev != "" {
+			c.Read = append(c.Read, fmt.Sprintf("sysfs class/net of the RDMA NICs: netdev %s found=%v", pf.Netdev, byNetdev >= 0))
+			if byNetdev < 0 {
+				wrong = append(wrong, fmt.Sprintf("no RDMA NIC has netdev %s", pf.Netdev))
+			}
+		}
+		if pf.PCIAddress == "" && pf.Netdev == "" {
+			wrong = append(wrong, "the entry names neither a pciAddress nor a netdev")
+		}
+		if len(wrong) > 0 {
+			c.Status, c.Summary = Fail, "the policy names a PF this node does not have: "+strings.Join(wrong, "; ")
+			c.Fix = "fix the policy's pciAddress or netdev (railyard topo lists the node's RDMA NICs)"
+		} else {
+			x := n.topo.NICs[max(byPCI, byNetdev)]
+			c.Summary = fmt.Sprintf("names NIC %s (%s, %s)", x.PCI, x.RDMA, orDash(x.Netdev))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// describe says what the PCI device at addr is, for messages.
+func (n *node) describe(addr string) string {
+	if _, ok := n.topo.GPU(addr); ok {
+		return "a GPU"
+	}
+	if _, ok := n.topo.NIC(addr); ok {
+		return "an RDMA NIC"
+	}
+	if _, ok := n.topo.Device(addr); ok {
+		return "a PCI device without RDMA"
+	}
+	return "no such PCI device"
+}
+
 // pairs checks that every GPU's rail NIC is within PXB.
 func (n *node) pairs(context.Context) []Check {
 	var out []Check

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -110,7 +112,7 @@ func TestReadyNodePassesEveryCheck(t *testing.T) {
 			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
 		}
 	}
-	for _, id := range []string{"gpus", "nics", "gpu-nic", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
@@ -164,6 +166,25 @@ func TestEachFailureIsReported(t *testing.T) {
 		"ACS redirect": {func(e *env) {
 			_ = fakesysfs.WriteConfig(e.sys, "0000:17:01.0", fakesysfs.ConfigSpace{ACS: true, ACSControl: sysfs.ACSSourceValidation | sysfs.ACSP2PRequestRedirect | sysfs.ACSP2PCompletionRedir})
 		}, "acs", Fail, "ACS redirects peer-to-peer traffic on 0000:17:01.0", "pci=disable_acs_redir=0000:17:01.0"},
+		// Unread must never read as "no redirection".
+		"ACS config unreadable": {func(e *env) {
+			_ = os.Remove(filepath.Join(e.sys, "bus/pci/devices/0000:17:01.0/config"))
+		}, "acs", Skip, "cannot read the ACS control of 0000:17:01.0", "lspci"},
+		"ACS capability list loops": {func(e *env) {
+			cfg := make([]byte, 4096)
+			cfg[0x100], cfg[0x101], cfg[0x102], cfg[0x103] = 0x01, 0x00, 0x01, 0x10 // AER, next 0x100: itself
+			_ = os.WriteFile(filepath.Join(e.sys, "bus/pci/devices/0000:17:01.0/config"), cfg, 0o644)
+		}, "acs", Skip, "cannot read the ACS control of 0000:17:01.0", "lspci"},
+		// A policy PF this node lacks is a failing line, not skipped.
+		"policy PF address typo": {func(e *env) {
+			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:18:00.7", NumVFs: 2})
+		}, "policy-pf", Fail, "no RDMA NIC at 0000:18:00.7 (no such PCI device)", "pciAddress"},
+		"policy PF is a GPU": {func(e *env) {
+			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:19:00.0", NumVFs: 2})
+		}, "policy-pf", Fail, "no RDMA NIC at 0000:19:00.0 (a GPU)", "pciAddress"},
+		"policy PF unknown netdev": {func(e *env) {
+			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{Netdev: "ens99np0", NumVFs: 2})
+		}, "policy-pf", Fail, "no RDMA NIC has netdev ens99np0", "netdev"},
 		"IOMMU translating": {func(e *env) {
 			for _, g := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"} {
 				_ = os.WriteFile(filepath.Join(e.sys, "kernel/iommu_groups", g, "type"), []byte("DMA-FQ\n"), 0o644)
@@ -224,6 +245,45 @@ func TestUnprivilegedACSIsSkippedAsNeedingRoot(t *testing.T) {
 		}
 	}
 	t.Fatal("no ACS check for GPU 0000:19:00.0")
+}
+
+// FIFOs as /proc/modules and containerd's /proc/<pid>/limits fail their
+// reads at once (internal/inputfile) instead of hanging doctor, and the
+// checks say what could not be read.
+func TestFIFOHostFilesFailAtOnce(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"/proc/modules", "/proc/812/limits"} {
+		full := filepath.Join(e.host, p)
+		if err := os.Remove(full); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(full, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan Report, 1)
+	go func() {
+		r, err := Run(context.Background(), e.opt)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	var r Report
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("doctor hangs on a FIFO host file")
+	}
+	read := map[string]string{}
+	for _, c := range r.Checks {
+		read[c.ID] += strings.Join(c.Read, "\n")
+	}
+	for id, want := range map[string]string{"gpudirect": "/proc/modules: open ", "memlock": "/proc/812/limits (containerd): open "} {
+		if !strings.Contains(read[id], want) || !strings.Contains(read[id], "not a regular file (a FIFO)") {
+			t.Errorf("%s read %q, want %q ... not a regular file (a FIFO)", id, read[id], want)
+		}
+	}
 }
 
 func TestFallbacks(t *testing.T) {

@@ -2,10 +2,10 @@ package doctor
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 // HostFiles reads host files other than sysfs (/proc, /etc, /lib) below
@@ -29,18 +29,16 @@ func (h HostFiles) path(p string) (string, error) {
 	return filepath.Join(root, filepath.Clean(p)), nil
 }
 
-// Read reads an absolute host path ("/proc/modules").
+// Read reads an absolute host path ("/proc/modules") through
+// internal/inputfile: a FIFO, a device or a directory fails at once
+// (inputfile.ErrNotRegular) instead of blocking, and a file longer than
+// maxHostFile fails (inputfile.ErrTooLarge) instead of being cut.
 func (h HostFiles) Read(p string) ([]byte, error) {
 	full, err := h.path(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(full)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxHostFile))
+	return inputfile.Read(full, maxHostFile)
 }
 
 // Glob returns the host paths (absolute, without the root) matching

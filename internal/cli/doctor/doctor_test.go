@@ -8,6 +8,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/machines"
 )
 
 func tree(t *testing.T) string {
@@ -50,5 +51,38 @@ func TestDoctorBadPolicy(t *testing.T) {
 	_, _, err := clitest.Run(t, NewCommand, "", "--sysfs", tree(t), "--policy", "/nonexistent.yaml")
 	if err == nil || !strings.Contains(err.Error(), "node policy") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The shipped dgx-h100 tree has no config space for its bridges: doctor
+// cannot read their ACS control, so no ACS line may say "no redirection".
+func TestDoctorNeverPassesACSItCannotRead(t *testing.T) {
+	d, err := machines.Description("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := t.TempDir()
+	if err := fakesysfs.Generate(sys, d, fakesysfs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--json")
+	var r struct {
+		Checks []struct{ ID, Subject, Status, Summary string } `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	acs := 0
+	for _, c := range r.Checks {
+		if c.ID != "acs" {
+			continue
+		}
+		acs++
+		if c.Status != "skip" || !strings.Contains(c.Summary, "cannot read the ACS control") {
+			t.Errorf("%s: %s %q, want skip: cannot read the ACS control", c.Subject, c.Status, c.Summary)
+		}
+	}
+	if acs != 8 {
+		t.Errorf("%d ACS checks, want one per GPU (8)", acs)
 	}
 }
