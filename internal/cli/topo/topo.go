@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/nccltopo"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -137,6 +139,11 @@ Models that have such a file (azure-ndv5) use theirs.`,
   railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bindings != "" {
+				if err := storeDir(bindings); err != nil {
+					return fmt.Errorf("--bindings: %w", err)
+				}
+			}
 			t, from, err := src.Load(cmd.Context())
 			if err != nil {
 				return err
@@ -160,6 +167,20 @@ Models that have such a file (azure-ndv5) use theirs.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
 	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
 	return cmd
+}
+
+// storeDir checks that a binding store directory exists: the store reads
+// a missing bindings file as "no bindings", which for a mistyped or
+// missing directory would print "0" instead of an error.
+func storeDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("binding store: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("binding store %s: not a directory (%s)", dir, inputfile.TypeName(st.Mode()))
+	}
+	return nil
 }
 
 // jsonView is the --json contract: these field names are relied on by tools.
