@@ -143,7 +143,11 @@ func portsHealth(ports []Port) (bool, string) {
 	}
 	for _, p := range ports {
 		if !p.Active() {
-			return false, fmt.Sprintf("port %d is %s/%s", p.Num, p.State, p.PhysState)
+			state := p.State
+			if state == "" {
+				state = "unreadable" // discovery could not read or parse it
+			}
+			return false, fmt.Sprintf("port %d is %s/%s", p.Num, state, p.PhysState)
 		}
 	}
 	return true, ""

@@ -219,6 +219,8 @@ func TestNICHealthy(t *testing.T) {
 		{[]Port{activePort, downPort}, false, "port 1 is DOWN/Disabled"},
 		{[]Port{{Num: 1, State: "ACTIVE", PhysState: "Polling"}}, false, "port 1 is ACTIVE/Polling"},
 		{[]Port{{Num: 1, State: "INIT", PhysState: "LinkUp"}}, false, "port 1 is INIT/LinkUp"},
+		// A state file discovery could not read (a FIFO) or parse.
+		{[]Port{{Num: 1, PhysState: "LinkUp"}}, false, "port 1 is unreadable/LinkUp"},
 	} {
 		n := NIC{PCI: "p", Ports: c.ports}
 		ok, reason := n.Health()
