@@ -85,20 +85,42 @@ type Result struct {
 	Partitions []string `json:"partitions,omitempty"`
 }
 
-// Apply makes the node match p. It handles every PF of the policy even
+// Apply makes the node match p. It first resolves every entry to its PF
+// and refuses, changing nothing, a policy naming one PF twice (by PCI
+// address and by netdev). Then it handles every PF of the policy even
 // when one fails, and returns the errors of all failed PFs joined.
 func (a *Applier) Apply(ctx context.Context, p *v1alpha1.NodePolicy) (Result, error) {
 	res := Result{Changes: []Change{}}
-	var errs []error
+	addrs := make([]string, len(p.PFs))
+	errs := make([]error, len(p.PFs))
+	for i := range p.PFs {
+		addrs[i], errs[i] = a.resolve(&p.PFs[i])
+	}
+	if err := v1alpha1.CheckResolved(p, addrs); err != nil {
+		return res, fmt.Errorf("%w\nnothing changed", err)
+	}
+	var failed []error
 	for i := range p.PFs {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if err := a.applyPF(ctx, &p.PFs[i], &res); err != nil {
-			errs = append(errs, fmt.Errorf("PF %s: %w", p.PFs[i].Name(), err))
+		err := errs[i]
+		if err == nil {
+			err = a.applyPF(ctx, &p.PFs[i], addrs[i], &res)
+		}
+		if err != nil {
+			failed = append(failed, fmt.Errorf("PF %s: %w", p.PFs[i].Name(), err))
 		}
 	}
-	return res, errors.Join(errs...)
+	return res, errors.Join(failed...)
+}
+
+// resolve returns the PCI address of the PF an entry names.
+func (a *Applier) resolve(pol *v1alpha1.PF) (string, error) {
+	if pol.PCIAddress != "" {
+		return pol.PCIAddress, nil
+	}
+	return a.FS.NetdevPCIAddress(pol.Netdev)
 }
 
 // pfInfo is what Apply reads about a PF.
@@ -107,15 +129,8 @@ type pfInfo struct {
 	guid                                  [8]byte
 }
 
-func (a *Applier) readPF(pol *v1alpha1.PF) (pfInfo, error) {
-	pf := pfInfo{addr: pol.PCIAddress}
-	if pf.addr == "" {
-		addr, err := a.FS.NetdevPCIAddress(pol.Netdev)
-		if err != nil {
-			return pf, err
-		}
-		pf.addr = addr
-	}
+func (a *Applier) readPF(addr string) (pfInfo, error) {
+	pf := pfInfo{addr: addr}
 	if _, err := a.FS.PCIDeviceDir(pf.addr); err != nil {
 		return pf, err
 	}
@@ -139,8 +154,8 @@ func (a *Applier) readPF(pol *v1alpha1.PF) (pfInfo, error) {
 	return pf, nil
 }
 
-func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, res *Result) error {
-	pf, err := a.readPF(pol)
+func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, addr string, res *Result) error {
+	pf, err := a.readPF(addr)
 	if err != nil {
 		return err
 	}

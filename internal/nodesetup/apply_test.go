@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
@@ -285,6 +287,42 @@ func TestApplyRefusals(t *testing.T) {
 			}
 			if len(w.calls) != 0 {
 				t.Fatalf("calls %q", w.calls)
+			}
+		})
+	}
+}
+
+// One PF named once by PCI address and once by netdev: with 3 VFs in one
+// entry and 0 in the other every run created and destroyed the VFs. The
+// entries are resolved first and the policy is refused, naming both,
+// before anything changes.
+func TestApplyRefusesAPolicyNamingOnePFTwice(t *testing.T) {
+	t.Parallel()
+	for name, doc := range map[string]string{
+		"pciAddress then netdev": "pfs:\n- pciAddress: \"0000:2a:00.0\"\n  numVFs: 3\n- netdev: ens42np0\n  numVFs: 0\n",
+		"netdev then pciAddress": "pfs:\n- netdev: ens42np0\n  numVFs: 0\n- pciAddress: \"0000:2a:00.0\"\n  numVFs: 3\n",
+		"beside another PF":      "pfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 1\n- pciAddress: \"0000:2a:00.0\"\n  numVFs: 3\n- netdev: ens42np0\n  numVFs: 0\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			before := w.snapshot()
+			p := policy(t, doc)
+			_, err := w.applier().Apply(context.Background(), p)
+			if !errors.Is(err, v1alpha1.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			first, second := len(p.PFs)-2, len(p.PFs)-1
+			for _, want := range []string{fmt.Sprintf("pfs[%d]", first), fmt.Sprintf("pfs[%d]", second), "ens42np0", "0000:2a:00.0"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if len(w.calls) != 0 {
+				t.Fatalf("a refused policy made calls %q", w.calls)
+			}
+			if diff := cmp.Diff(before, w.snapshot()); diff != "" {
+				t.Fatalf("the node changed (-want +got):\n%s", diff)
 			}
 		})
 	}

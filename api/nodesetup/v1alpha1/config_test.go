@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestLoadValidFull(t *testing.T) {
@@ -88,4 +90,25 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an invalid policy %+v", p)
 		}
 	})
+}
+
+func TestCheckResolvedNamesBothEntriesOfOnePF(t *testing.T) {
+	t.Parallel()
+	p, err := Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n" +
+		"- pciAddress: \"0000:2a:00.0\"\n  numVFs: 3\n- netdev: ib0\n  numVFs: 1\n- netdev: ens42np0\n  numVFs: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckResolved(p, []string{"0000:2a:00.0", "", "0000:3b:00.0"}); err != nil {
+		t.Fatalf("distinct PFs refused: %v", err)
+	}
+	err = CheckResolved(p, []string{"0000:2a:00.0", "", "0000:2a:00.0"})
+	want := `invalid node policy:
+  pfs[2]: Duplicate value: "netdev ens42np0 is PF 0000:2a:00.0, which pfs[0] (pciAddress 0000:2a:00.0) names too"`
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Fatalf("error (-want +got):\n%s", diff)
+	}
 }

@@ -78,23 +78,55 @@ func Validate(p *NodePolicy) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath(f.name), f.value, "must be an absolute path"))
 		}
 	}
-	seen := map[string]int{}
+	keys := make([]string, len(p.PFs))
 	for i := range p.PFs {
-		path := field.NewPath("pfs").Index(i)
-		pf := &p.PFs[i]
-		errs = append(errs, validatePF(path, pf)...)
-		for _, key := range []string{"pci:" + pf.PCIAddress, "netdev:" + pf.Netdev} {
-			if strings.HasSuffix(key, ":") {
-				continue
-			}
-			if j, dup := seen[key]; dup {
-				errs = append(errs, field.Duplicate(path, fmt.Sprintf("%s (also pfs[%d])", pf.Name(), j)))
-			} else {
-				seen[key] = i
-			}
+		errs = append(errs, validatePF(field.NewPath("pfs").Index(i), &p.PFs[i])...)
+		keys[i] = p.PFs[i].Ref()
+	}
+	return append(errs, duplicatePFs(keys, func(i, j int) string {
+		return fmt.Sprintf("%s (also pfs[%d])", p.PFs[i].Name(), j)
+	})...)
+}
+
+// CheckResolved checks what only the node can tell: addrs[i] is the PCI
+// address pfs[i] names on this node ("" when it names none). Two entries
+// naming one PF (one by pciAddress, one by netdev) would undo each other
+// on every run, so such a policy is refused, naming both.
+func CheckResolved(p *NodePolicy, addrs []string) error {
+	return invalid(duplicatePFs(addrs, func(i, j int) string {
+		return fmt.Sprintf("%s is PF %s, which pfs[%d] (%s) names too", p.PFs[i].Ref(), addrs[i], j, p.PFs[j].Ref())
+	}))
+}
+
+// duplicatePFs reports each pfs[i] whose key ("" for none) an earlier
+// entry j has; describe(i, j) says how.
+func duplicatePFs(keys []string, describe func(i, j int) string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i, k := range keys {
+		if k == "" {
+			continue
 		}
+		if j, dup := seen[k]; dup {
+			errs = append(errs, field.Duplicate(field.NewPath("pfs").Index(i), describe(i, j)))
+			continue
+		}
+		seen[k] = i
 	}
 	return errs
+}
+
+// invalid is nil for no errors, else ErrInvalid with every problem, one
+// per line.
+func invalid(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = "  " + e.Error()
+	}
+	return fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(lines, "\n"))
 }
 
 func validatePF(path *field.Path, pf *PF) field.ErrorList {
@@ -165,12 +197,8 @@ func Parse(data []byte) (*NodePolicy, error) {
 		return nil, err
 	}
 	Default(p)
-	if errs := Validate(p); len(errs) > 0 {
-		lines := make([]string, len(errs))
-		for i, e := range errs {
-			lines[i] = "  " + e.Error()
-		}
-		return nil, fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(lines, "\n"))
+	if err := invalid(Validate(p)); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -84,3 +84,15 @@ func (p PF) Name() string {
 	}
 	return p.Netdev
 }
+
+// Ref is how the entry names its PF, for messages: "pciAddress
+// 0000:18:00.0" or "netdev ibp24s0" ("" when it names none).
+func (p PF) Ref() string {
+	switch {
+	case p.PCIAddress != "":
+		return "pciAddress " + p.PCIAddress
+	case p.Netdev != "":
+		return "netdev " + p.Netdev
+	}
+	return ""
+}
