@@ -25,6 +25,11 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if err := config.ValidIfName(a.IfName); err != nil {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_IFNAME: %w", err))
 	}
+	if s.cfg.DeviceInfoFile != "" {
+		if _, err := p.checkDeviceInfoPath(s.cfg.DeviceInfoFile, attachment{Network: s.cfg.Name, ContainerID: a.ContainerID, IfName: a.IfName}); err != nil {
+			return nil, invalidf("CNIDeviceInfoFile: %w", err)
+		}
+	}
 	if ok, err := p.Ops.NetnsExists(ctx, a.Netns); err != nil || !ok || a.Netns == netops.Host {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is not a network namespace (%v)", a.Netns, err))
 	}
@@ -294,7 +299,7 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 			return nil, err
 		}
 	}
-	if err := writeDeviceInfo(cfg.DeviceInfoFile, rec); err != nil {
+	if err := p.writeDeviceInfo(cfg.DeviceInfoFile, recAttachment(rec), rec); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(res)
@@ -404,7 +409,7 @@ func (p *Plugin) rollback(ctx context.Context, s *session, a Args, rec *state.Re
 			errs = append(errs, fmt.Errorf("releasing addresses: %w", err))
 		}
 	}
-	if err := removeFile(rec.DeviceInfoFile); err != nil {
+	if err := p.removeDeviceInfo(rec.DeviceInfoFile, recAttachment(rec)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.store.Delete(rec.Key); err != nil {

@@ -52,11 +52,11 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	if _, err := p.ipam(ctx, "DEL", ipamConf, a); err != nil {
 		return err
 	}
-	infoFile := s.cfg.DeviceInfoFile
+	infoFile, at := s.cfg.DeviceInfoFile, attachment{Network: s.cfg.Name, ContainerID: a.ContainerID, IfName: a.IfName}
 	if rec != nil && rec.DeviceInfoFile != "" {
-		infoFile = rec.DeviceInfoFile
+		infoFile, at.Network = rec.DeviceInfoFile, rec.Network
 	}
-	if err := removeFile(infoFile); err != nil {
+	if err := p.removeDeviceInfo(infoFile, at); err != nil {
 		return err
 	}
 	if rec != nil && rec.Key == key {

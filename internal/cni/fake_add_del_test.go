@@ -24,7 +24,7 @@ var ctx = context.Background()
 func TestAddCheckDelFakeVFAndFakeRDMA(t *testing.T) {
 	w := newWorld(t)
 	p := w.plugin()
-	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
+	a := args("c1", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": infoFile(w.infoDir, "rdma-net", "c1", "net1")}))
 	res, err := p.Add(ctx, a)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestAddCheckDelFakeVFAndFakeRDMA(t *testing.T) {
 	if where, _ := w.ops.RDMANetns("mlx5_3"); where != pod1 {
 		t.Errorf("RDMA device in %q, want pod1", where)
 	}
-	info, err := os.ReadFile(filepath.Join(w.infoDir, vfPCI+".json"))
+	info, err := os.ReadFile(infoFile(w.infoDir, "rdma-net", "c1", "net1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestDelAfterRestartNewPluginInstanceFakeVFAndFakeRDMA(t *testing.T) {
 	if _, err := w.plugin().Add(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	fresh := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1"}
+	fresh := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir}
 	if err := fresh.Del(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestDelOfUnknownAttachmentChangesNothing(t *testing.T) {
 
 func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
 	w := newWorld(t)
-	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0"}
+	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir}
 	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func checkLateBindingMultusToken(w *lateWorld) {
 	t := w.T()
 	p := w.plugin()
 	ctx := context.Background()
-	conf := w.conf(w.tokens[0], map[string]any{"pciBusID": w.tokens[0], "bindingDir": w.dir, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), w.PCI(0)+".json")})
+	conf := w.conf(w.tokens[0], map[string]any{"pciBusID": w.tokens[0], "bindingDir": w.dir, "CNIDeviceInfoFile": infoFile(w.InfoDir(), netName(w), "sb1", "net1")})
 	a := args("sb1", w.Pod(0), "net1", conf)
 	a.PluginArgs = podCNIArgs
 	res, err := p.Add(ctx, a)
@@ -157,7 +157,7 @@ func checkLateBindingByResourceName(w *lateWorld) {
 	var as []Args
 	for _, ifname := range []string{"net1", "net2"} {
 		conf := w.conf("", map[string]any{"deviceID": nil, "resourceName": lateRes, "bindingDir": w.dir,
-			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), ifname+".json")})
+			"mac": nil, "CNIDeviceInfoFile": infoFile(w.InfoDir(), netName(w), "sb1", ifname)})
 		a := args("sb1", w.Pod(0), ifname, conf)
 		a.PluginArgs = podCNIArgs
 		res, err := p.Add(ctx, a)
@@ -242,11 +242,11 @@ func checkResourceNameOfAllocatedPool(w *lateWorld) {
 		{Name: "main", Devices: []podlist.Devices{{Resource: allocRes, IDs: []string{w.PCI(0)}}}}}})
 	p := w.plugin()
 	ctx := context.Background()
-	conf := func(ifname, res string) []byte {
+	conf := func(cid, ifname, res string) []byte {
 		return w.conf("", map[string]any{"deviceID": nil, "resourceName": res, "bindingDir": w.dir,
-			"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), ifname+".json")})
+			"mac": nil, "CNIDeviceInfoFile": infoFile(w.InfoDir(), netName(w), cid, ifname)})
 	}
-	a := args("sb2", w.Pod(0), "net1", conf("net1", allocRes))
+	a := args("sb2", w.Pod(0), "net1", conf("sb2", "net1", allocRes))
 	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
 	res, err := p.Add(ctx, a)
 	if err != nil {
@@ -258,7 +258,7 @@ func checkResourceNameOfAllocatedPool(w *lateWorld) {
 	if !w.InPod(w.Pod(0), "net1") {
 		t.Fatal("net1 not in the pod")
 	}
-	a2 := args("sb2", w.Pod(0), "net2", conf("net2", allocRes))
+	a2 := args("sb2", w.Pod(0), "net2", conf("sb2", "net2", allocRes))
 	a2.PluginArgs = a.PluginArgs
 	if _, err := p.Add(ctx, a2); Code(err) != types.ErrTryAgainLater {
 		t.Errorf("second network of the sandbox: %v, want try again later", err)
@@ -276,14 +276,14 @@ func checkResourceNameOfAllocatedPool(w *lateWorld) {
 		{Resource: "railyard.io/later", IDs: []string{binding.Token(binding.PoolTag("railyard.io/later"), 0, 0)}},
 		{Resource: "railyard.io/odd", IDs: []string{"mlx5_0"}}}}}}}
 	for res, code := range map[string]uint{"railyard.io/later": types.ErrTryAgainLater, "railyard.io/odd": types.ErrInvalidNetworkConfig} {
-		a := args("sb3", w.Pod(0), "net1", conf("net1", res))
+		a := args("sb3", w.Pod(0), "net1", conf("sb3", "net1", res))
 		a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=alloc"
 		if _, err := p.Add(ctx, a); Code(err) != code {
 			t.Errorf("%s: %v, want code %d", res, err, code)
 		}
 	}
 	// A pod not listed (yet): try again later.
-	a = args("sb4", w.Pod(0), "net1", conf("net1", allocRes))
+	a = args("sb4", w.Pod(0), "net1", conf("sb4", "net1", allocRes))
 	a.PluginArgs = "K8S_POD_NAMESPACE=ml;K8S_POD_NAME=unlisted"
 	if _, err := p.Add(ctx, a); Code(err) != types.ErrTryAgainLater {
 		t.Errorf("pod not listed: %v, want try again later", err)

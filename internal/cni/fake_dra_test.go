@@ -43,7 +43,7 @@ func (w *draWorld) publish(claims ...draview.Claim) {
 // sandbox cid of pod podArgs, in pod namespace i.
 func (w *draWorld) args(cid string, i int, ifname, podArgs string) Args {
 	conf := w.Conf(0, map[string]any{"deviceID": nil, "resourceName": draRes, "bindingDir": w.dir,
-		"mac": nil, "CNIDeviceInfoFile": filepath.Join(w.InfoDir(), cid+"-"+ifname+".json")})
+		"mac": nil, "CNIDeviceInfoFile": infoFile(w.InfoDir(), netName(w), cid, ifname)})
 	a := args(cid, w.Pod(i), ifname, conf)
 	a.PluginArgs = podArgs
 	return a

@@ -65,7 +65,7 @@ func (p *Plugin) collect(ctx context.Context, s *session, stale *state.Record) e
 	if err := p.releaseIPAM(ctx, rec); err != nil {
 		return fmt.Errorf("GC of %s: %w", rec.Key, err)
 	}
-	if err := removeFile(rec.DeviceInfoFile); err != nil {
+	if err := p.removeDeviceInfo(rec.DeviceInfoFile, recAttachment(rec)); err != nil {
 		return err
 	}
 	return s.store.Delete(rec.Key)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/cni/sysfstest"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -128,7 +128,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func (w *world) plugin() *Plugin { return &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1"} }
+func (w *world) plugin() *Plugin {
+	return &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir}
+}
+
+// infoFile is the device-info file Multus names for network's interface
+// ifname of container cid under the device-info directory dir.
+func infoFile(dir, network, cid, ifname string) string {
+	return multustest.DeviceInfoPath(filepath.Join(dir, "cni"), network, cid, ifname)
+}
 
 // conf is the full VF configuration; extra fields override.
 func (w *world) conf(device string, extra map[string]any) []byte {
@@ -138,7 +146,6 @@ func (w *world) conf(device string, extra map[string]any) []byte {
 		"mtu": 9000, "mac": "02:bb:00:00:00:01", "vlan": 100, "vlanQoS": 3,
 		"spoofchk": "off", "trust": "on", "link_state": "enable",
 		"min_tx_rate": 100, "max_tx_rate": 2000, "rdma": true,
-		"CNIDeviceInfoFile": filepath.Join(w.infoDir, device+".json"),
 		"stateDir":          w.stateDir, "sysfsRoot": w.sysfs, "lockTimeout": "200ms",
 	}
 	return confJSON(w.t, m, extra)
@@ -194,8 +201,8 @@ func (w *world) assertPristine() {
 	if err != nil || len(recs) != 0 {
 		w.t.Errorf("state records left: %v (%v)", recs, err)
 	}
-	if _, err := os.Stat(filepath.Join(w.infoDir, vfPCI+".json")); !os.IsNotExist(err) {
-		w.t.Errorf("device-info file left (%v)", err)
+	if left, _ := filepath.Glob(filepath.Join(w.infoDir, "cni", "*")); len(left) != 0 {
+		w.t.Errorf("device-info files left: %v", left)
 	}
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d IPAM allocations left", n)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -28,6 +27,20 @@ type Plugin struct {
 	// PodResources is kubelet's PodResources for late binding; nil dials
 	// the socket the binding store's view names (tests set a stand-in).
 	PodResources podlist.Lister
+	// DeviceInfoDir stands for DefaultDeviceInfoDir ("": the default);
+	// tests point it at a temporary directory.
+	DeviceInfoDir string
+	// Log receives the warnings of a call that succeeds anyway (a
+	// device-info path DEL leaves alone, a record it cannot decode); nil
+	// drops them. Run points it at the configuration's logFile.
+	Log *slog.Logger
+}
+
+// warn logs a warning where the plugin has a log.
+func (p *Plugin) warn(msg string, args ...any) {
+	if p.Log != nil {
+		p.Log.Warn(msg, args...)
+	}
 }
 
 // markerPrefix starts the alias railyard-cni sets on an attached netdev:
@@ -115,14 +128,4 @@ func (p *Plugin) ipam(ctx context.Context, command string, conf []byte, a Args) 
 func ipamType(conf []byte) (string, error) {
 	cfg, _ := config.ParseDel(conf)
 	return cfg.IPAMType, nil
-}
-
-func removeFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", path, err)
-	}
-	return nil
 }

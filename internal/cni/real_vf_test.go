@@ -74,7 +74,6 @@ func (w *vfWorld) Conf(vf int, extra map[string]any) []byte {
 		"cniVersion": "1.1.0", "name": "vf-net", "type": "railyard-cni",
 		"deviceID": w.PCI(vf), "mtu": 1400, "mac": [...]string{"02:bb:00:00:00:09", "02:bb:00:00:00:0a"}[vf],
 		"vlan": 100, "vlanQoS": 3, "spoofchk": "off", "trust": "on", "ipam": map[string]any{"type": "fake-ipam"},
-		"CNIDeviceInfoFile": filepath.Join(w.infoDir, w.PCI(vf)+".json"),
 		"stateDir":          w.stateDir, "sysfsRoot": "/sys", "lockTimeout": "1s",
 	}
 	return confJSON(w.t, m, extra)
@@ -86,9 +85,15 @@ func (w *vfWorld) conf(extra string) []byte {
 	return append(b[:len(b)-1], []byte(extra+"}")...)
 }
 
-func (w *vfWorld) plugin(o netops.Ops) *Plugin { return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b"} }
+func (w *vfWorld) plugin(o netops.Ops) *Plugin {
+	return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b", DeviceInfoDir: w.infoDir}
+}
 
-func (w *vfWorld) args(cid string) Args { return args(cid, w.pod, "net1", w.conf("")) }
+// args is container cid's ADD of VF 0 as net1, with the device-info file
+// Multus names for it.
+func (w *vfWorld) args(cid string) Args {
+	return args(cid, w.pod, "net1", w.conf(`,"CNIDeviceInfoFile":"`+infoFile(w.infoDir, "vf-net", cid, "net1")+`"`))
+}
 
 // vfWorld as a vfEnv (twin_test.go): every call is netops.Linux's.
 
@@ -168,7 +173,7 @@ func (w *vfWorld) assertPristine() {
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d addresses left", n)
 	}
-	if _, err := os.Stat(filepath.Join(w.infoDir, w.pci+".json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(infoFile(w.infoDir, "vf-net", "c1", "net1")); !os.IsNotExist(err) {
 		w.t.Errorf("device-info file left (%v)", err)
 	}
 }
@@ -203,7 +208,7 @@ func TestAddCheckDelRealVF(t *testing.T) {
 	if a, err := lx.VFAddresses(ctx, w.pf.Netdev, w.vf); err != nil || a.MAC.String() != "02:bb:00:00:00:09" {
 		t.Errorf("VF MAC through the PF while attached %s (%v), want the pod's 02:bb:00:00:00:09", a.MAC, err)
 	}
-	info, err := os.ReadFile(filepath.Join(w.infoDir, w.pci+".json"))
+	info, err := os.ReadFile(infoFile(w.infoDir, "vf-net", "c1", "net1"))
 	must(t, err)
 	var di deviceInfo
 	must(t, json.Unmarshal(info, &di))

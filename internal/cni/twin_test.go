@@ -6,6 +6,7 @@ package cni
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -87,11 +88,21 @@ func with(m map[string]any, kv ...any) map[string]any {
 	return out
 }
 
+// netName is the network name of e's configurations.
+func netName(e vfEnv) string {
+	var n struct{ Name string }
+	must(e.T(), json.Unmarshal(e.Conf(0, nil), &n))
+	return n.Name
+}
+
 func checkAddRollbackWhenDeviceInfoCannotBeWritten(e vfEnv) {
 	t := e.T()
-	blocker := filepath.Join(t.TempDir(), "file")
-	must(t, os.WriteFile(blocker, nil, 0o600))
-	conf := e.Conf(0, map[string]any{"CNIDeviceInfoFile": filepath.Join(blocker, "x.json")})
+	// A file where the "cni" directory should be: the write fails after
+	// the device moved.
+	must(t, os.MkdirAll(e.InfoDir(), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.InfoDir(), "cni"), nil, 0o600))
+	defer os.Remove(filepath.Join(e.InfoDir(), "cni"))
+	conf := e.Conf(0, map[string]any{"CNIDeviceInfoFile": infoFile(e.InfoDir(), netName(e), "c1", "net1")})
 	_, err := e.P().Add(ctx, args("c1", e.Pod(0), "net1", conf))
 	if err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("ADD with the device-info file under a file: %v, want ENOTDIR", err)

@@ -2,6 +2,7 @@ package cni
 
 import (
 	"context"
+	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 )
 
@@ -26,9 +28,12 @@ const (
 func TestCnitoolAddCheckStatusDelVeth(t *testing.T) {
 	n := newNode(t)
 	n.addVF(pciA)
-	info := filepath.Join(n.dir, "devinfo", "rdma-a-net1.json")
-	n.network("rdma-a", "192.168.201.0/24", map[string]any{"CNIDeviceInfoFile": info})
 	pod := netnstest.NewNetns(t, "pod")
+	// cnitool's container ID hashes the netns path; the file is the one
+	// Multus would name for it, in Multus's directory.
+	info := multustest.DeviceInfoPath(multusDevInfoDir, "rdma-a", fmt.Sprintf("cnitool-%x", sha512.Sum512([]byte(pod)))[:len("cnitool-")+20], "net1")
+	t.Cleanup(func() { os.Remove(info) })
+	n.network("rdma-a", "192.168.201.0/24", map[string]any{"CNIDeviceInfoFile": info})
 
 	out, err := n.cnitool("add", "rdma-a", pod, pciA)
 	if err != nil {

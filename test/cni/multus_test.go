@@ -30,10 +30,18 @@ func multusDelegate(t *testing.T, conf []byte, pci string) []byte {
 	return b
 }
 
-// multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod.
-func multusRuntimeConf(network, containerID, netns, pci, devInfoDir string) *libcni.RuntimeConf {
+// multusDevInfoDir is where Multus asks delegates to write device-info
+// files, the only directory railyard-cni writes them in.
+const multusDevInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
+
+// multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod. Its
+// device-info file is in the node's real Multus directory: it is removed
+// when the test ends.
+func multusRuntimeConf(t *testing.T, network, containerID, netns, pci string) *libcni.RuntimeConf {
 	pod := multustest.Pod{Namespace: "default", Name: "trainer-0", UID: "5f1c1e0e-7d53-4b8e-9a55-0a1b2c3d4e5f", SandboxID: containerID, Netns: netns}
-	return multustest.RuntimeConf(network, "net1", pod, pci, devInfoDir)
+	rt := multustest.RuntimeConf(network, "net1", pod, pci, multusDevInfoDir)
+	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(multusDevInfoDir, network, containerID, "net1")) })
+	return rt
 }
 
 // nad is a NetworkAttachmentDefinition's config for railyard-cni on this
@@ -54,7 +62,6 @@ func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
 			n := newNode(t)
 			n.addVF(pciA)
 			pod := netnstest.NewNetns(t, "pod")
-			devInfo := filepath.Join(n.dir, "devinfo")
 			raw, err := json.Marshal(n.nad("roce-a", "192.168.210.0/24"))
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +72,7 @@ func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
 				raw, _ = json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "roce-a", "plugins": []any{plugin}})
 			}
 			cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
-			rt := multusRuntimeConf("roce-a", "c0ffee", pod, pciA, devInfo)
+			rt := multusRuntimeConf(t, "roce-a", "c0ffee", pod, pciA)
 			delegate := multusDelegate(t, raw, pciA)
 			var (
 				add        func() (types.Result, error)
@@ -130,7 +137,7 @@ func TestLibcniDelReleasesWhenAddWouldRejectVeth(t *testing.T) {
 	n.addVF(pciA)
 	pod := netnstest.NewNetns(t, "pod")
 	cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
-	rt := multusRuntimeConf("roce-a", "c0ffee", pod, pciA, filepath.Join(n.dir, "devinfo"))
+	rt := multusRuntimeConf(t, "roce-a", "c0ffee", pod, pciA)
 	conf := n.nad("roce-a", "192.168.211.0/24")
 	raw, _ := json.Marshal(conf)
 	//lint:ignore SA1019 Multus calls plugins through it (pkg/multus/multus.go, confAdd/confDel).
@@ -148,7 +155,7 @@ func TestLibcniDelReleasesWhenAddWouldRejectVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cni.AddNetwork(ctx, changed, multusRuntimeConf("roce-a", "other", pod, pciA, n.dir)); err == nil {
+	if _, err := cni.AddNetwork(ctx, changed, multusRuntimeConf(t, "roce-a", "other", pod, pciA)); err == nil {
 		t.Fatal("ADD accepted an unknown field")
 	}
 	if err := cni.DelNetwork(ctx, changed, rt); err != nil {
@@ -172,8 +179,8 @@ func TestLibcniGCKeepsValidAttachmentsVeth(t *testing.T) {
 	plugin := n.nad("roce-gc", "192.168.212.0/24")
 	plugin["cniVersion"] = "1.1.0"
 	raw, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "roce-gc", "plugins": []any{plugin}})
-	rtA := multusRuntimeConf("roce-gc", "keep", podA, pciA, filepath.Join(n.dir, "devinfo"))
-	rtB := multusRuntimeConf("roce-gc", "stale", podB, pciB, filepath.Join(n.dir, "devinfo"))
+	rtA := multusRuntimeConf(t, "roce-gc", "keep", podA, pciA)
+	rtB := multusRuntimeConf(t, "roce-gc", "stale", podB, pciB)
 	for _, x := range []struct {
 		rt  *libcni.RuntimeConf
 		pci string

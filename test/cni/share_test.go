@@ -39,7 +39,7 @@ func TestSharedNICMacvlanThroughLibcniVeth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt := multusRuntimeConf("roce-shared", "pod"+string(rune('a'+k)), pod, share, filepath.Join(n.dir, "devinfo"))
+		rt := multusRuntimeConf(t, "roce-shared", "pod"+string(rune('a'+k)), pod, share)
 		if _, err := cni.AddNetwork(ctx, c, rt); err != nil {
 			t.Fatalf("ADD share %d: %v", k, err)
 		}

@@ -188,7 +188,7 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 		if !filepath.IsAbs(*info) {
 			bad(infoField, "%q must be an absolute path", *info)
 		} else {
-			c.DeviceInfoFile = filepath.Clean(*info)
+			c.DeviceInfoFile = *info // as given: railyard-cni checks it is Multus's name
 		}
 	}
 	c.StateDir = DefaultStateDir
