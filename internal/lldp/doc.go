@@ -1,0 +1,18 @@
+// Package lldp learns what each RDMA NIC port is cabled to on an
+// Ethernet (RoCE) fabric: it receives LLDP frames passively on a port
+// (an AF_PACKET socket bound to ethertype 0x88cc) and decodes them with
+// gopacket's LinkLayerDiscovery layers into a Neighbor: the switch's
+// chassis ID, port ID, system name and, where it sends them, port
+// description, management address and maximum frame size.
+//
+// Receiving sends nothing and changes nothing on the port. Linux bridges
+// do not forward LLDP (01:80:c2:00:00:0e), so the neighbor is the switch
+// the port is cabled to, never a host behind it. ConnectX firmware can
+// consume LLDP itself (its DCBX/LLDP agent, mlxconfig LLDP_NB_RX_MODE),
+// and then the host sees no frame: Receive says "no LLDP frame within"
+// the wait, which docs/topology.md explains.
+//
+// Decode never panics on any input (fuzzed); it is pure and runs
+// anywhere. Receive needs CAP_NET_RAW and a port in the caller's network
+// namespace.
+package lldp
