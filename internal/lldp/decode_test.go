@@ -36,7 +36,7 @@ var (
 
 func TestDecode(t *testing.T) {
 	t.Parallel()
-	mgmt := tlv(8, 5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 7, 0) // IPv4 10.0.0.1, ifIndex 7, no OID
+	mgmt := tlv(8, 5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 7, 0)   // IPv4 10.0.0.1, ifIndex 7, no OID
 	maxFrame := tlv(127, 0x00, 0x12, 0x0f, 4, 0x23, 0x28) // 802.3 max frame size 9000
 	for _, tc := range []struct {
 		name  string
