@@ -30,13 +30,8 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 			return nil, invalidf("CNIDeviceInfoFile: %w", err)
 		}
 	}
-	if ok, err := p.Ops.NetnsExists(ctx, a.Netns); err != nil || !ok || a.Netns == netops.Host {
-		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is not a network namespace (%v)", a.Netns, err))
-	}
-	// By identity: /proc/self/ns/net or a bind mount of the host's own
-	// namespace would rename the host's netdev in the host.
-	if same, err := p.Ops.SameNetns(ctx, a.Netns, netops.Host); err != nil || same {
-		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_NETNS %q is the host's own network namespace, not a pod's (%v)", a.Netns, err))
+	if err := p.checkPodNetns(ctx, a.Netns); err != nil {
+		return nil, withCode(types.ErrInvalidEnvironmentVariables, err)
 	}
 	if lateBinding(s) {
 		err := p.bind(ctx, s, a)
@@ -83,6 +78,27 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// checkPodNetns fails unless netns is a network namespace other than the
+// host's, by identity: /proc/self/ns/net or a bind mount of the host's own
+// namespace would rename the host's netdev in the host.
+func (p *Plugin) checkPodNetns(ctx context.Context, netns string) error {
+	ok, err := p.Ops.NetnsExists(ctx, netns)
+	switch {
+	case err != nil:
+		return fmt.Errorf("CNI_NETNS %q: %w", netns, err)
+	case !ok || netns == netops.Host:
+		return fmt.Errorf("CNI_NETNS %q is not a network namespace", netns)
+	}
+	same, err := p.Ops.SameNetns(ctx, netns, netops.Host)
+	switch {
+	case err != nil:
+		return fmt.Errorf("CNI_NETNS %q: comparing with the host's network namespace: %w", netns, err)
+	case same:
+		return fmt.Errorf("CNI_NETNS %q is the host's own network namespace, not a pod's", netns)
+	}
+	return nil
 }
 
 // deviceExists fails before any lock file is created when the configured

@@ -38,8 +38,10 @@ func (p *Plugin) Check(ctx context.Context, a Args) error {
 		return fmt.Errorf("attachment of device %s is %s, not attached", rec.Key, rec.Phase)
 	}
 	o := p.Ops
-	if ok, err := o.NetnsExists(ctx, a.Netns); err != nil || !ok {
-		return fmt.Errorf("network namespace %s is gone (%v)", a.Netns, err)
+	if ok, err := o.NetnsExists(ctx, a.Netns); err != nil {
+		return fmt.Errorf("network namespace %s: %w", a.Netns, err)
+	} else if !ok {
+		return fmt.Errorf("network namespace %s is gone", a.Netns)
 	}
 	l, err := o.Link(ctx, a.Netns, a.IfName)
 	if err != nil {
