@@ -40,13 +40,19 @@ var (
 // destroy VFs that pods use.
 var ErrInUse = errors.New("VFs in use")
 
+// ErrUsageUnknown is wrapped by the error of a run that left VFs as they
+// were because a usage source could not tell which VFs are in use.
+var ErrUsageUnknown = errors.New("which VFs are in use is unknown")
+
 // Applier applies node policies.
 type Applier struct {
 	FS    sysfs.FS
 	SRIOV SRIOV
 	VF    VFOps
 	// Usage are asked which VFs are in use before VFs are destroyed,
-	// rebound or readdressed.
+	// rebound or readdressed. When one cannot answer, any VF may be in
+	// use: none is destroyed, and VFs that existed before the run are
+	// left as they are.
 	Usage []UsageSource
 }
 
@@ -171,7 +177,9 @@ func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, addr string, re
 	if pol.NumVFs > st.TotalVFs {
 		return fmt.Errorf("numVFs %d exceeds sriov_totalvfs %d (raise the firmware's NUM_OF_VFS with mlxconfig); nothing changed", pol.NumVFs, st.TotalVFs)
 	}
-	if st.NumVFs != pol.NumVFs {
+	// VFs this run creates are in use by no one; the others may be.
+	created := st.NumVFs != pol.NumVFs
+	if created {
 		if err := a.setCount(ctx, pf, st, pol.NumVFs, res); err != nil {
 			return err
 		}
@@ -186,7 +194,13 @@ func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, addr string, re
 	for i, v := range st.VFs {
 		vfs[i] = v.PCI
 	}
-	inUse := a.usage(ctx, vfs, res)
+	inUse, unknown := a.usage(ctx, vfs)
+	// Without knowing which VFs are in use, the VFs that existed before
+	// this run are left as they are: their changes are held back.
+	c := &changer{res: res, hold: unknown != nil && !created}
+	if unknown != nil && created {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s: configured the VFs this run created, although %s", pf.addr, unknown))
+	}
 	var errs []error
 	var guids []net.HardwareAddr
 	for _, v := range st.VFs {
@@ -197,13 +211,24 @@ func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, addr string, re
 			}
 			continue
 		}
-		g, err := a.applyVF(ctx, pol, pf, v, res)
+		g, err := a.applyVF(ctx, pol, pf, v, c)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("VF %d (%s): %w", v.Index, v.PCI, err))
+		}
+		if c.hold {
+			g = a.vfGUID(ctx, pf, v) // the GUID it has, not the one held back
 		}
 		if g != nil {
 			guids = append(guids, g)
 		}
+	}
+	if len(c.held) > 0 {
+		lines := make([]string, len(c.held))
+		for i, ch := range c.held {
+			lines[i] = "  " + ch.String()
+		}
+		errs = append(errs, fmt.Errorf("%w: these changes to VFs that may be in use were held back, nothing of them done:\n%s\nrun again once every usage source answers:\n%w",
+			ErrUsageUnknown, strings.Join(lines, "\n"), unknown))
 	}
 	if pol.PKey != "" && pf.linkLayer == v1alpha1.LinkLayerInfiniBand && len(guids) > 0 {
 		pkey, _ := v1alpha1.ParsePKey(pol.PKey)
@@ -212,22 +237,46 @@ func (a *Applier) applyPF(ctx context.Context, pol *v1alpha1.PF, addr string, re
 	return errors.Join(errs...)
 }
 
-// usage merges the answers of every usage source.
-func (a *Applier) usage(ctx context.Context, vfs []string, res *Result) map[string][]string {
-	out := map[string][]string{}
-	if len(vfs) == 0 {
-		return out
+// changer makes a PF's VF changes and records them in res or, when hold
+// is set, records them in held without making them.
+type changer struct {
+	res  *Result
+	hold bool
+	held []Change
+}
+
+// do makes the change ch with f (unless held) and records it.
+func (c *changer) do(ch Change, f func() error) error {
+	if c.hold {
+		c.held = append(c.held, ch)
+		return nil
 	}
+	if err := f(); err != nil {
+		return err
+	}
+	c.res.Changes = append(c.res.Changes, ch)
+	return nil
+}
+
+// usage merges the answers of every usage source. unknown joins the
+// errors of the sources that could not (fully) answer: then any VF may be
+// in use.
+func (a *Applier) usage(ctx context.Context, vfs []string) (inUse map[string][]string, unknown error) {
+	inUse = map[string][]string{}
+	if len(vfs) == 0 {
+		return inUse, nil
+	}
+	var errs []error
 	for _, src := range a.Usage {
 		m, err := src.Usage(ctx, vfs)
 		if err != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s could not (fully) tell which VFs are in use: %v", src.Name(), err))
+			errs = append(errs, fmt.Errorf("%s could not (fully) tell which VFs are in use: %w", src.Name(), err))
 		}
 		for vf, who := range m {
-			out[vf] = append(out[vf], who...)
+			inUse[vf] = append(inUse[vf], who...)
 		}
 	}
-	return out
+	return inUse, errors.Join(errs...)
 }
 
 // setCount changes a PF's VF count, through 0 as the kernel requires,
@@ -238,7 +287,7 @@ func (a *Applier) setCount(ctx context.Context, pf pfInfo, st sysfs.SRIOVState, 
 		for i, v := range st.VFs {
 			vfs[i] = v.PCI
 		}
-		inUse := a.usage(ctx, vfs, res)
+		inUse, unknown := a.usage(ctx, vfs)
 		if len(inUse) > 0 {
 			var lines []string
 			for _, v := range st.VFs {
@@ -248,6 +297,10 @@ func (a *Applier) setCount(ctx context.Context, pf pfInfo, st sysfs.SRIOVState, 
 			}
 			return fmt.Errorf("%w: changing numVFs %d -> %d destroys every VF of the PF (the kernel changes the count only through 0), "+
 				"and these are in use; nothing changed — drain the pods first:\n%s", ErrInUse, st.NumVFs, want, strings.Join(lines, "\n"))
+		}
+		if unknown != nil {
+			return fmt.Errorf("%w: changing numVFs %d -> %d destroys every VF of the PF (the kernel changes the count only through 0), "+
+				"and any may be in use; nothing changed — run again once every usage source answers:\n%w", ErrUsageUnknown, st.NumVFs, want, unknown)
 		}
 		if err := a.SRIOV.SetNumVFs(ctx, pf.addr, 0); err != nil {
 			return fmt.Errorf("removing VFs: %w", err)
@@ -279,7 +332,7 @@ func (a *Applier) vfGUID(ctx context.Context, pf pfInfo, v sysfs.VFRef) net.Hard
 
 // applyVF sets one VF's address and driver; it returns the VF's GUID
 // (InfiniBand) for the partition line.
-func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sysfs.VFRef, res *Result) (net.HardwareAddr, error) {
+func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sysfs.VFRef, c *changer) (net.HardwareAddr, error) {
 	ib := pf.linkLayer == v1alpha1.LinkLayerInfiniBand
 	var want net.HardwareAddr // the address the VF must have, nil: any
 	switch {
@@ -313,16 +366,15 @@ func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sy
 			}
 		}
 		if !bytes.Equal(have, want) {
-			var err error
-			if ib {
-				err = a.VF.SetVFGUID(ctx, pf.netdev, v.Index, want)
-			} else {
-				err = a.VF.SetVFMAC(ctx, pf.netdev, v.Index, want)
-			}
+			err := c.do(Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: what, From: addrString(have), To: want.String()}, func() error {
+				if ib {
+					return a.VF.SetVFGUID(ctx, pf.netdev, v.Index, want)
+				}
+				return a.VF.SetVFMAC(ctx, pf.netdev, v.Index, want)
+			})
 			if err != nil {
 				return nil, fmt.Errorf("setting its %s: %w", what, err)
 			}
-			res.Changes = append(res.Changes, Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: what, From: addrString(have), To: want.String()})
 		}
 	}
 	drv, err := a.FS.Driver(v.PCI)
@@ -335,17 +387,21 @@ func (a *Applier) applyVF(ctx context.Context, pol *v1alpha1.PF, pf pfInfo, v sy
 	}
 	switch {
 	case drv != wantDrv:
-		if err := a.SRIOV.Bind(ctx, v.PCI, wantDrv); err != nil {
+		err := c.do(Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: "driver", From: orNone(drv), To: wantDrv}, func() error {
+			return a.SRIOV.Bind(ctx, v.PCI, wantDrv)
+		})
+		if err != nil {
 			return want, fmt.Errorf("binding to %s: %w", wantDrv, err)
 		}
-		res.Changes = append(res.Changes, Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: "driver", From: orNone(drv), To: wantDrv})
 	case want != nil && wantDrv != "vfio-pci" && !a.vfSees(v.PCI, want, ib):
 		// The VF's own device still shows its old address: the driver reads
 		// it at probe, so rebind it.
-		if err := a.SRIOV.Bind(ctx, v.PCI, wantDrv); err != nil {
+		err := c.do(Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: "rebind", To: wantDrv + " (to take " + want.String() + ")"}, func() error {
+			return a.SRIOV.Bind(ctx, v.PCI, wantDrv)
+		})
+		if err != nil {
 			return want, fmt.Errorf("rebinding to %s to take its new address: %w", wantDrv, err)
 		}
-		res.Changes = append(res.Changes, Change{PF: pf.addr, VF: v.Index, PCI: v.PCI, What: "rebind", To: wantDrv + " (to take " + want.String() + ")"})
 	}
 	return want, nil
 }

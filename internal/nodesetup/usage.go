@@ -2,6 +2,7 @@ package nodesetup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,8 @@ import (
 // UsageSource tells which of the given VFs (PCI addresses) are in use, and
 // by whom ("pod default/trainer-0", "railyard-cni container 3f2a..."). A
 // source that cannot answer (fully) returns an error with what it found;
-// Apply then notes the error and uses the answers it has.
+// Apply then destroys no VF and leaves the VFs that existed before the run
+// as they are (ErrUsageUnknown).
 type UsageSource interface {
 	Name() string
 	Usage(ctx context.Context, vfs []string) (map[string][]string, error)
@@ -31,20 +33,31 @@ type SysfsUsage struct{ FS sysfs.FS }
 // Name implements UsageSource.
 func (SysfsUsage) Name() string { return "sysfs (VF netdev outside the host namespace)" }
 
-// Usage implements UsageSource.
+// Usage implements UsageSource. A VF whose driver or netdevs cannot be
+// read is reported in the error: it may be in use.
 func (s SysfsUsage) Usage(_ context.Context, vfs []string) (map[string][]string, error) {
 	out := map[string][]string{}
+	var errs []error
 	for _, vf := range vfs {
 		drv, err := s.FS.Driver(vf)
-		if err != nil || drv == "" || drv == "vfio-pci" {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("VF %s: reading its driver: %w", vf, err))
 			continue
 		}
-		if n, _ := s.FS.Netdevs(vf); len(n) > 0 {
+		if drv == "" || drv == "vfio-pci" {
+			continue
+		}
+		n, err := s.FS.Netdevs(vf)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("VF %s: listing its netdevs: %w", vf, err))
+			continue
+		}
+		if len(n) > 0 {
 			continue
 		}
 		out[vf] = append(out[vf], fmt.Sprintf("its netdev is not in the host namespace (moved into a pod?) while bound to %s", drv))
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // CNIStateUsage reads railyard-cni's attachment records

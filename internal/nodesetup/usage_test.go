@@ -2,6 +2,8 @@ package nodesetup
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +63,27 @@ func TestCNIStateUsageReadsRecords(t *testing.T) {
 	}
 	if m, err := (CNIStateUsage{Dir: t.TempDir() + "/none"}).Usage(context.Background(), []string{"0000:18:00.2"}); err != nil || len(m) != 0 {
 		t.Fatalf("missing state dir: %v, %v", m, err)
+	}
+}
+
+// A VF whose driver link cannot be read is not "not in use": the source
+// says it could not tell.
+func TestSysfsUsageReportsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if err := w.kernel.SetNumVFs(context.Background(), rocePF, 2); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := w.fs.SRIOV(rocePF)
+	link := filepath.Join(w.root, "bus/pci/devices", st.VFs[1].PCI, "driver")
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(link, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := SysfsUsage{FS: w.fs}.Usage(context.Background(), []string{st.VFs[0].PCI, st.VFs[1].PCI})
+	if err == nil || !strings.Contains(err.Error(), st.VFs[1].PCI) {
+		t.Fatalf("err = %v, want the unreadable driver of %s", err, st.VFs[1].PCI)
 	}
 }
