@@ -14,7 +14,12 @@
 // Changing a PF's VF count destroys all its VFs (the kernel accepts a new
 // non-zero count only from 0), so Apply first asks its usage sources which
 // VFs pods use and refuses, naming them. VFs in use are also never
-// rebound nor readdressed; Apply notes them instead.
+// rebound nor readdressed; Apply notes them instead. When a source cannot
+// tell (a record that does not decode, kubelet down), any VF may be in use:
+// Apply destroys none and leaves the VFs that existed before the run as
+// they are, failing with ErrUsageUnknown and the changes it held back;
+// creating VFs from 0 goes ahead. A policy naming one PF twice (by PCI
+// address and by netdev) is refused before anything changes.
 //
 // Side effects go through two narrow interfaces: SRIOV (sriov_numvfs and
 // driver binding: netops.SRIOVSysfs on a node, fakesysfs.Kernel in tests)
