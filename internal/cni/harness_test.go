@@ -146,7 +146,7 @@ func (w *world) conf(device string, extra map[string]any) []byte {
 		"mtu": 9000, "mac": "02:bb:00:00:00:01", "vlan": 100, "vlanQoS": 3,
 		"spoofchk": "off", "trust": "on", "link_state": "enable",
 		"min_tx_rate": 100, "max_tx_rate": 2000, "rdma": true,
-		"stateDir":          w.stateDir, "sysfsRoot": w.sysfs, "lockTimeout": "200ms",
+		"stateDir": w.stateDir, "sysfsRoot": w.sysfs, "lockTimeout": "200ms",
 	}
 	return confJSON(w.t, m, extra)
 }

@@ -74,7 +74,7 @@ func (w *vfWorld) Conf(vf int, extra map[string]any) []byte {
 		"cniVersion": "1.1.0", "name": "vf-net", "type": "railyard-cni",
 		"deviceID": w.PCI(vf), "mtu": 1400, "mac": [...]string{"02:bb:00:00:00:09", "02:bb:00:00:00:0a"}[vf],
 		"vlan": 100, "vlanQoS": 3, "spoofchk": "off", "trust": "on", "ipam": map[string]any{"type": "fake-ipam"},
-		"stateDir":          w.stateDir, "sysfsRoot": "/sys", "lockTimeout": "1s",
+		"stateDir": w.stateDir, "sysfsRoot": "/sys", "lockTimeout": "1s",
 	}
 	return confJSON(w.t, m, extra)
 }
