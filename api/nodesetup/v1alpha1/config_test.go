@@ -4,9 +4,12 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 func TestLoadValidFull(t *testing.T) {
@@ -110,5 +113,18 @@ func TestCheckResolvedNamesBothEntriesOfOnePF(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Fatalf("error (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadReadsOnlyABoundedRegularFile(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]error{"/dev/zero": inputfile.ErrNotRegular, fifo: inputfile.ErrNotRegular} {
+		if _, err := Load(path); !errors.Is(err, want) {
+			t.Errorf("Load(%s) = %v, want %v", path, err, want)
+		}
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -20,8 +19,8 @@ import (
 // document that is not a valid node policy.
 var ErrInvalid = errors.New("invalid node policy")
 
-// maxPolicySize bounds what Load reads: real policies are a few KiB.
-const maxPolicySize = 1 << 20
+// MaxPolicySize bounds a policy file: real policies are a few KiB.
+const MaxPolicySize = 1 << 20
 
 var (
 	ifName = regexp.MustCompile(`^[^/:\s\x00]{1,15}$`)
@@ -203,21 +202,24 @@ func Parse(data []byte) (*NodePolicy, error) {
 	return p, nil
 }
 
-// Load reads and parses the policy file at path.
-func Load(path string) (*NodePolicy, error) {
-	f, err := os.Open(path)
+// ReadFile reads a policy file: a regular file of at most MaxPolicySize
+// bytes (inputfile: a FIFO or a device such as /dev/zero fails with
+// inputfile.ErrNotRegular, a larger file with inputfile.ErrTooLarge).
+func ReadFile(path string) ([]byte, error) {
+	b, err := inputfile.Read(path, MaxPolicySize)
 	if err != nil {
 		return nil, fmt.Errorf("reading node policy: %w", err)
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxPolicySize+1)); err != nil {
-		return nil, fmt.Errorf("reading node policy %s: %w", path, err)
+	return b, nil
+}
+
+// Load reads and parses the policy file at path.
+func Load(path string) (*NodePolicy, error) {
+	b, err := ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
-	if buf.Len() > maxPolicySize {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrInvalid, maxPolicySize)
-	}
-	p, err := Parse(buf.Bytes())
+	p, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

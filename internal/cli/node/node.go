@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +28,11 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	cmd.AddCommand(newApplyCommand(s, nil))
 	return cmd
 }
+
+// MinInterval is the shortest --interval of --watch: every tick reads and
+// hashes the policy file, and a node's SR-IOV setup changes far more
+// rarely than that.
+const MinInterval = time.Second
 
 // applierFunc builds the Applier for a policy (tests pass fakes).
 type applierFunc func(p *v1alpha1.NodePolicy) (*nodesetup.Applier, func(), error)
@@ -74,10 +78,21 @@ With --watch it keeps running (as a DaemonSet container does), re-reading the
 policy every --interval and applying it again when its content changed. The
 RDMA netns mode is reported: exclusive mode must be set before any namespace
 uses RDMA (see docs/nodesetup.md).`,
+		Example: `  # Apply once; print one "changed:" line per change
+  railyard node apply --policy /etc/railyard/node-policy.yaml
+
+  # The same as JSON (changes[].pf/vf/pci/what/from/to, notes, partitions)
+  railyard node apply --policy /etc/railyard/node-policy.yaml --json
+
+  # Keep running (a DaemonSet container): apply again when the file changes
+  railyard node apply --policy /etc/railyard/node-policy.yaml --watch --interval 1m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return fmt.Errorf("--policy is required")
+			}
+			if interval < MinInterval {
+				return fmt.Errorf("--interval %s is below the minimum of %s", interval, MinInterval)
 			}
 			if !watch {
 				_, err := applyOnce(cmd.Context(), s.Out, path, build, jsonOut)
@@ -89,16 +104,16 @@ uses RDMA (see docs/nodesetup.md).`,
 	fl := cmd.Flags()
 	fl.StringVar(&path, "policy", "", "node policy file")
 	fl.BoolVar(&watch, "watch", false, "keep running and apply again when the policy file changes")
-	fl.DurationVar(&interval, "interval", 30*time.Second, "with --watch: how often the policy file is read")
+	fl.DurationVar(&interval, "interval", 30*time.Second, "with --watch: how often the policy file is read (at least "+MinInterval.String()+")")
 	fl.BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return cmd
 }
 
 // applyOnce loads and applies the policy; it returns the file's digest.
 func applyOnce(ctx context.Context, out io.Writer, path string, build applierFunc, jsonOut bool) ([32]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := v1alpha1.ReadFile(path)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("reading node policy: %w", err)
+		return [32]byte{}, err
 	}
 	sum := sha256.Sum256(data)
 	p, err := v1alpha1.Parse(data)
@@ -142,7 +157,8 @@ func writeResult(w io.Writer, res nodesetup.Result, jsonOut bool) error {
 
 // watchLoop applies at start, then again whenever the file's content
 // changes (a ConfigMap update swaps its symlink, so the content is what is
-// compared). A failed apply is retried at the next tick.
+// compared). A failed apply is retried at the next tick. The caller checks
+// interval against MinInterval.
 func watchLoop(ctx context.Context, s iostreams.Streams, path string, interval time.Duration, build applierFunc, jsonOut bool) error {
 	if interval <= 0 {
 		return fmt.Errorf("--interval must be positive")
@@ -152,7 +168,7 @@ func watchLoop(ctx context.Context, s iostreams.Streams, path string, interval t
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		data, err := os.ReadFile(path)
+		data, err := v1alpha1.ReadFile(path)
 		if err != nil {
 			fmt.Fprintf(s.ErrOut, "railyard node: %v\n", err)
 		} else if sum := sha256.Sum256(data); !ok || sum != last {
