@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
-	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // specPrefix starts every per-claim spec file's name.
@@ -27,22 +27,24 @@ func cdiName(uid types.UID, device string) string {
 
 // renderSpec is a claim's CDI spec: one device per allocated device with
 // that device's own nodes, each setting the claim's whole environment
-// (the same values in every device, so no variable conflicts when a
-// container gets several):
+// (containerdev.Env, the same variables late binding's specs and the
+// device plugin set; the same values in every device, so no variable
+// conflicts when a container gets several):
 //
 //	PCIDEVICE_<POOL>               the claim's PCI addresses of that pool, rail order
 //	PCIDEVICE_<POOL>_INFO          their device-info JSON, as the device plugin's
 //	RAILYARD_RDMA_DEVICES_<POOL>   their RDMA devices
 //	NCCL_IB_HCA                    "=" and every RDMA device of the claim, rail order
 func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
-	env, err := claimEnv(pc)
-	if err != nil {
-		return nil, err
+	devs := make([]containerdev.Device, 0, len(pc.Devices))
+	for _, pd := range pc.Devices {
+		devs = append(devs, pd.containerDevice())
 	}
+	env := containerdev.Env(devs, true).Strings()
 	spec := &cdispec.Spec{Kind: CDIKind}
 	for _, pd := range pc.Devices {
 		dev := cdispec.Device{Name: cdiName(pc.UID, pd.Device)}
-		dev.ContainerEdits.DeviceNodes = binding.CDIDeviceNodes(devRoot, pd.Nodes)
+		dev.ContainerEdits.DeviceNodes = containerdev.CDINodes(devRoot, pd.Nodes)
 		dev.ContainerEdits.Env = env
 		spec.Devices = append(spec.Devices, dev)
 	}
@@ -56,18 +58,4 @@ func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
 		return nil, fmt.Errorf("draplugin: encoding CDI spec: %w", err)
 	}
 	return b, nil
-}
-
-// claimEnv is the environment of a claim's devices (rail order kept):
-// binding.ContainerEnv, the same variables late binding's specs set.
-func claimEnv(pc *preparedClaim) ([]string, error) {
-	devs := make([]binding.EnvDevice, 0, len(pc.Devices))
-	for _, pd := range pc.Devices {
-		devs = append(devs, binding.EnvDevice{Resource: pd.Resource, PCI: pd.PCI, RDMA: pd.RDMA, Nodes: pd.Nodes})
-	}
-	env, err := binding.ContainerEnv(devs, true)
-	if err != nil {
-		return nil, fmt.Errorf("draplugin: %w", err)
-	}
-	return env, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/dra"
 )
 
@@ -167,17 +168,8 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 	if uverbs == "" {
 		return preparedDevice{}, fmt.Errorf("device %s (%s): no verbs char device on the node", r.Device, pci)
 	}
-	pd.Nodes = []string{uverbs}
-	pcfg := d.poolCfg[pool.Resource]
-	if pcfg.DeviceNodes.RDMACM == nil || *pcfg.DeviceNodes.RDMACM {
-		pd.Nodes = append(pd.Nodes, "rdma_cm")
-	}
-	if pcfg.DeviceNodes.UMAD && umad != "" {
-		pd.Nodes = append(pd.Nodes, umad)
-	}
-	if pcfg.DeviceNodes.ISSM && issm != "" {
-		pd.Nodes = append(pd.Nodes, issm)
-	}
+	dn := d.poolCfg[pool.Resource].DeviceNodes
+	pd.Nodes = containerdev.NewOptions(dn.RDMACM, dn.UMAD, dn.ISSM).Nodes(uverbs, umad, issm)
 	return pd, nil
 }
 
@@ -270,18 +262,18 @@ func (d *Driver) unprepareLocked(uid types.UID) error {
 	return d.publishViewLocked()
 }
 
-// railOrder sorts a claim's devices the way NCCL_IB_HCA lists them: rail
-// index (none last), PF, device address.
+// railOrder sorts a claim's devices the way NCCL_IB_HCA lists them
+// (containerdev.Compare: rail index, none last, PF, device address), then
+// by request.
 func railOrder(ds []preparedDevice) {
-	rail := func(r int) int {
-		if r < 0 {
-			return int(^uint(0) >> 1)
-		}
-		return r
-	}
 	slices.SortFunc(ds, func(a, b preparedDevice) int {
-		return cmp.Or(cmp.Compare(rail(a.Rail), rail(b.Rail)), strings.Compare(a.PF, b.PF), strings.Compare(a.PCI, b.PCI), strings.Compare(a.Request, b.Request))
+		return cmp.Or(containerdev.Compare(a.containerDevice(), b.containerDevice()), strings.Compare(a.Request, b.Request))
 	})
+}
+
+// containerDevice is what the container gets for pd.
+func (pd preparedDevice) containerDevice() containerdev.Device {
+	return containerdev.Device{Resource: pd.Resource, PCI: pd.PCI, PF: pd.PF, Rail: pd.Rail, RDMA: pd.RDMA, Nodes: pd.Nodes}
 }
 
 func sameDevices(a, b *preparedClaim) bool {
