@@ -5,6 +5,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/cli/bench"
 	"github.com/railyard-io/railyard/internal/cli/doctor"
+	"github.com/railyard-io/railyard/internal/cli/fabric"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
 	"github.com/railyard-io/railyard/internal/cli/migrate"
@@ -23,6 +24,7 @@ func commands(s iostreams.Streams) []*cobra.Command {
 		bench.NewCommand(s),
 		migrate.NewCommand(s),
 		doctor.NewCommand(s),
+		fabric.NewCommand(s),
 		node.NewCommand(s),
 	}
 }

@@ -1,0 +1,148 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/inputfile"
+)
+
+func node(name string, leaves ...string) fabric.Node {
+	n := fabric.Node{Name: name}
+	for i, l := range leaves {
+		n.Ports = append(n.Ports, fabric.Port{Rail: i, NIC: fmt.Sprintf("mlx5_%d", i), Switch: l, RateGbps: 400, MTU: 9000})
+	}
+	return n
+}
+
+func writeNodes(t *testing.T, nodes ...fabric.Node) string {
+	t.Helper()
+	b, err := json.Marshal(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "nodes.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFabricFromFile(t *testing.T) {
+	t.Parallel()
+	clean := writeNodes(t, node("gpu-1", "leaf-0", "leaf-1"), node("gpu-2", "leaf-0", "leaf-1"), node("gpu-3", "leaf-0", "leaf-1"))
+	out, _, err := clitest.Run(t, NewCommand, "", "--from", clean)
+	if err != nil {
+		t.Fatalf("clean fabric: %v\n%s", err, out)
+	}
+	for _, want := range []string{"RAIL 0", "RAIL 1", "gpu-3", "leaf-1", "Rails are isolated", "No findings."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	swapped := writeNodes(t, node("gpu-1", "leaf-0", "leaf-1"), node("gpu-2", "leaf-1", "leaf-0"), node("gpu-3", "leaf-0", "leaf-1"))
+	out, _, err = clitest.Run(t, NewCommand, "", "--from", swapped)
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("swapped cable: err = %v, want exit 2\n%s", err, out)
+	}
+	for _, want := range []string{"leaf-1 !", "FAIL  gpu-2: rail 0 NIC mlx5_0 reaches leaf-1", "swapped cable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, err = clitest.Run(t, NewCommand, "", "--from", swapped, "--json")
+	if !errors.As(err, &exit) {
+		t.Fatalf("--json: err = %v", err)
+	}
+	var rep fabric.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if len(rep.Findings) != 2 || rep.Rails[0].Leaf != "leaf-0" {
+		t.Errorf("--json: findings %+v, rails %+v", rep.Findings, rep.Rails)
+	}
+}
+
+func TestFabricRefusesBadFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage.json")
+	if err := os.WriteFile(garbage, []byte(`{"name": "not a list"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := writeNodes(t)
+	for _, tc := range []struct {
+		path, want string
+		is         error
+	}{
+		{path: fifo, is: inputfile.ErrNotRegular},
+		{path: garbage, want: "want a JSON list of nodes"},
+		{path: empty, want: "no node publishes its fabric ports"},
+		{path: filepath.Join(dir, "missing"), is: os.ErrNotExist},
+	} {
+		_, _, err := clitest.Run(t, NewCommand, "", "--from", tc.path)
+		if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--from %s: err = %v, want %v / %q", tc.path, err, tc.is, tc.want)
+		}
+	}
+}
+
+// TestClusterNodesReadsAnnotations runs against client-go's fake
+// clientset (no apiserver): the annotation reading and skipping; the
+// multi-node e2e reads a real cluster.
+func TestClusterNodesReadsAnnotationsFakeClientset(t *testing.T) {
+	t.Parallel()
+	annotated := func(n fabric.Node) *corev1.Node {
+		v, err := fabric.EncodePorts(n.Ports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"gpu": "true"},
+			Annotations: map[string]string{fabric.PortsAnnotation: v}}}
+	}
+	cs := k8sfake.NewClientset(
+		annotated(node("gpu-1", "leaf-0")),
+		annotated(node("gpu-2", "leaf-0")),
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "control-plane"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad", Labels: map[string]string{"gpu": "true"},
+			Annotations: map[string]string{fabric.PortsAnnotation: "{"}}},
+	)
+	nodes, skipped, err := clusterNodes(context.Background(), cs, "")
+	if err == nil || !strings.Contains(err.Error(), "node bad") {
+		t.Errorf("a garbled annotation: err = %v, want it to name the node", err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(context.Background(), "bad", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, skipped, err = clusterNodes(context.Background(), cs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 2 || len(skipped) != 1 || skipped[0] != "control-plane" {
+		t.Errorf("nodes %v, skipped %v; want gpu-1, gpu-2 and control-plane skipped", nodes, skipped)
+	}
+	nodes, skipped, err = clusterNodes(context.Background(), cs, "gpu=true")
+	if err != nil || len(nodes) != 2 || len(skipped) != 0 {
+		t.Errorf("with a selector: %v, %v, %v", nodes, skipped, err)
+	}
+}
