@@ -1,0 +1,83 @@
+package fabric
+
+import (
+	"sort"
+
+	"github.com/railyard-io/railyard/internal/lldp"
+	"github.com/railyard-io/railyard/internal/topology"
+)
+
+// PortsOf lists a node's NIC ports with their rails and no neighbor yet:
+// rail i is the i-th NIC in the order of the first GPU each serves
+// (topology.Rails), so on a rail-optimized node NIC i serves GPU i's share
+// and is cabled to leaf i. A NIC no GPU uses has rail -1. One port per
+// NIC: its first netdev (each port of a multi-port card is its own PCI
+// function, hence its own NIC).
+func PortsOf(t *topology.Topology) []Port {
+	first := map[string]int{} // NIC PCI -> lowest GPU index it serves
+	for i, r := range t.Rails {
+		if _, ok := first[r.NIC]; !ok {
+			first[r.NIC] = i
+		}
+	}
+	order := make([]string, 0, len(first))
+	for nic := range first {
+		order = append(order, nic)
+	}
+	sort.Slice(order, func(i, j int) bool { return first[order[i]] < first[order[j]] })
+	rail := map[string]int{}
+	for i, nic := range order {
+		rail[nic] = i
+	}
+	ports := make([]Port, 0, len(t.NICs))
+	for _, n := range t.NICs {
+		p := Port{Rail: -1, NIC: n.RDMA, Netdev: n.Netdev}
+		if p.NIC == "" {
+			p.NIC = n.PCI
+		}
+		if r, ok := rail[n.PCI]; ok {
+			p.Rail = r
+		}
+		if len(n.Ports) > 0 {
+			p.RateGbps = n.Ports[0].RateGbps
+		}
+		ports = append(ports, p)
+	}
+	sort.SliceStable(ports, func(i, j int) bool { return railOrder(ports[i].Rail) < railOrder(ports[j].Rail) })
+	return ports
+}
+
+// railOrder puts ports without a rail last.
+func railOrder(r int) int {
+	if r < 0 {
+		return int(^uint(0) >> 1)
+	}
+	return r
+}
+
+// WithNeighbors fills each port's switch from what LLDP heard on its
+// netdev (results of lldp.ReceiveAll, by port name), or says why it has
+// no neighbor. A port without a netdev cannot hear LLDP (an InfiniBand
+// port: its neighbor comes from the subnet, not LLDP).
+func WithNeighbors(ports []Port, results []lldp.Result) []Port {
+	byName := map[string]lldp.Result{}
+	for _, r := range results {
+		byName[r.Port] = r
+	}
+	out := append([]Port(nil), ports...)
+	for i := range out {
+		p := &out[i]
+		r, ok := byName[p.Netdev]
+		switch {
+		case p.Netdev == "":
+			p.NoNeighbor = "no netdev to hear LLDP on"
+		case !ok:
+			p.NoNeighbor = "not listened on"
+		case r.Err != nil:
+			p.NoNeighbor = r.Err.Error()
+		case r.Neighbor != nil:
+			p.Switch, p.SwitchPort = r.Neighbor.Switch(), r.Neighbor.PortID
+		}
+	}
+	return out
+}
