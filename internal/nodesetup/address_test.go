@@ -8,6 +8,7 @@ import (
 )
 
 func TestDeriveGUIDAndMACValues(t *testing.T) {
+	t.Parallel()
 	pf, _ := sysfs.ParseGUID("0c42:a103:00a1:b2c4")
 	h := ouiHash(pf) // FNV-1a of 0c 42 a1
 	if h != 0x18a79d1e {
@@ -33,6 +34,7 @@ func TestDeriveGUIDAndMACValues(t *testing.T) {
 // close together, as on one node or across a rack) is unique, locally
 // administered, unicast and never zero.
 func TestDerivedAddressesAreUniqueLocalUnicast(t *testing.T) {
+	t.Parallel()
 	seenG, seenM := map[string]bool{}, map[string]bool{}
 	// NVIDIA/Mellanox OUIs seen on ConnectX and BlueField GUIDs and MACs.
 	ouis := [][3]byte{{0x00, 0x02, 0xc9}, {0xe4, 0x1d, 0x2d}, {0x24, 0x8a, 0x07}, {0x98, 0x03, 0x9b}, {0x0c, 0x42, 0xa1},
@@ -55,6 +57,7 @@ func TestDerivedAddressesAreUniqueLocalUnicast(t *testing.T) {
 }
 
 func TestOpenSMPartition(t *testing.T) {
+	t.Parallel()
 	got := OpenSMPartition(0x8001, []net.HardwareAddr{{0xee, 3, 0, 0xa1, 0xb2, 0xc4, 0, 0}, {0xee, 3, 0, 0xa1, 0xb2, 0xc4, 0, 1}})
 	if want := "railyard_8001=0x8001, ipoib, defmember=full : 0xee0300a1b2c40000=full, 0xee0300a1b2c40001=full ;"; got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)

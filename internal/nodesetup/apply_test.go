@@ -76,6 +76,7 @@ func changeStrings(r Result) []string {
 }
 
 func TestApplyCreatesVFsWithDerivedAddressesAndDrivers(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	res, err := w.applier().Apply(ctx, policy(t, ibAndRoCE))
@@ -130,6 +131,7 @@ func TestApplyCreatesVFsWithDerivedAddressesAndDrivers(t *testing.T) {
 }
 
 func TestApplyNeverTouchesAPFNoPolicyNames(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if err := w.kernel.SetNumVFs(context.Background(), otherPF, 3); err != nil {
 		t.Fatal(err)
@@ -153,6 +155,7 @@ func TestApplyNeverTouchesAPFNoPolicyNames(t *testing.T) {
 }
 
 func TestApplyChangesTheCountThroughZero(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	if _, err := w.applier().Apply(ctx, policy(t, ibAndRoCE)); err != nil {
@@ -172,6 +175,7 @@ func TestApplyChangesTheCountThroughZero(t *testing.T) {
 }
 
 func TestApplyResumesAfterAFailureAtEveryStep(t *testing.T) {
+	t.Parallel()
 	// The starting node has 2 VFs on the IB PF, so the run goes through
 	// 0; the clean run's node is the reference.
 	start := func(t *testing.T) *world {
@@ -194,6 +198,7 @@ func TestApplyResumesAfterAFailureAtEveryStep(t *testing.T) {
 	}
 	for k := 1; k <= steps; k++ {
 		t.Run(fmt.Sprint("fail-at-", k), func(t *testing.T) {
+			t.Parallel()
 			w := start(t)
 			w.failAt = k
 			if _, err := w.applier().Apply(ctx, policy(t, ibAndRoCE)); !errors.Is(err, errInjected) {
@@ -218,6 +223,7 @@ func TestApplyResumesAfterAFailureAtEveryStep(t *testing.T) {
 }
 
 func TestApplyRefusesToDestroyVFsInUseNamingThePods(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	pol := policy(t, "pfs:\n- pciAddress: \"0000:2a:00.0\"\n  numVFs: 3\n")
@@ -249,6 +255,7 @@ func TestApplyRefusesToDestroyVFsInUseNamingThePods(t *testing.T) {
 }
 
 func TestApplyLeavesVFsInUseAsTheyAre(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	if err := w.kernel.SetNumVFs(ctx, rocePF, 2); err != nil {
@@ -273,6 +280,7 @@ func TestApplyLeavesVFsInUseAsTheyAre(t *testing.T) {
 }
 
 func TestApplyRefusals(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct{ doc, want string }{
 		"link layer": {"pfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 2\n  linkLayer: Ethernet\n", "link layer is InfiniBand, the policy wants Ethernet"},
 		"too many":   {"pfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 17\n", "exceeds sriov_totalvfs 16"},
@@ -280,6 +288,7 @@ func TestApplyRefusals(t *testing.T) {
 		"no PF":      {"pfs:\n- netdev: nosuch0\n  numVFs: 1\n", "nosuch0"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			_, err := w.applier().Apply(context.Background(), policy(t, tc.doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -31,6 +31,7 @@ func (l *fakeLister) List(context.Context) ([]podlist.Pod, error) {
 }
 
 func TestPodResourcesUsageNamesPods(t *testing.T) {
+	t.Parallel()
 	l := &fakeLister{pods: []fakePod{
 		{"default", "a", "railyard.io/vf", []string{"0000:18:00.2"}},
 		{"default", "b", "nvidia.com/gpu", []string{"GPU-1"}},
@@ -46,6 +47,7 @@ func TestPodResourcesUsageNamesPods(t *testing.T) {
 }
 
 func TestCNIStateUsageReadsRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := state.Store{Dir: dir}
 	if err := s.Put(&state.Record{Key: "0000:18:00.2", PCI: "0000:18:00.2", ContainerID: "3f2a9c1b7d004e55aa", Network: "rdma-a", Netns: "/var/run/netns/cni-1"}); err != nil {

@@ -48,13 +48,13 @@ func TestApplyNeverDestroysVFsWhenUsageIsUnknown(t *testing.T) {
 	}{
 		"lowered to 0, record corrupt and kubelet down": {"0", func(w *world, dir string) []UsageSource {
 			return []UsageSource{SysfsUsage{FS: w.fs}, CNIStateUsage{Dir: dir}, PodResourcesUsage{Lister: downLister{}, Socket: "kubelet.sock"}}
-		}, []string{"railyard-cni state records", "decoding record of 0000:2a:00.1", "kubelet PodResources kubelet.sock", "connection refused"}},
+		}, []string{"railyard-cni state records", "railyard-cni state in", "0000:2a:00.1", "kubelet PodResources kubelet.sock", "connection refused"}},
 		"re-created 3 -> 5, record corrupt and kubelet down": {"5", func(w *world, dir string) []UsageSource {
 			return []UsageSource{SysfsUsage{FS: w.fs}, CNIStateUsage{Dir: dir}, PodResourcesUsage{Lister: downLister{}, Socket: "kubelet.sock"}}
-		}, []string{"decoding record of 0000:2a:00.1", "connection refused"}},
+		}, []string{"railyard-cni state in", "0000:2a:00.1", "connection refused"}},
 		"lowered to 1, only the record corrupt": {"1", func(w *world, dir string) []UsageSource {
 			return []UsageSource{SysfsUsage{FS: w.fs}, CNIStateUsage{Dir: dir}, PodResourcesUsage{Lister: &fakeLister{}}}
-		}, []string{"decoding record of 0000:2a:00.1"}},
+		}, []string{"railyard-cni state in", "0000:2a:00.1"}},
 		"lowered to 0, only kubelet down": {"0", func(w *world, _ string) []UsageSource {
 			return []UsageSource{SysfsUsage{FS: w.fs}, PodResourcesUsage{Lister: downLister{}, Socket: "kubelet.sock"}}
 		}, []string{"connection refused"}},

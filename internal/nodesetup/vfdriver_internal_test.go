@@ -3,6 +3,7 @@ package nodesetup
 import "testing"
 
 func TestVFKernelDriver(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ pf, vf, want string }{
 		{"mlx5_core", "", "mlx5_core"},
 		{"mlx5_core", "vfio-pci", "mlx5_core"},

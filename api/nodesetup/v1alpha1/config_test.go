@@ -13,6 +13,7 @@ import (
 )
 
 func TestLoadValidFull(t *testing.T) {
+	t.Parallel()
 	p, err := Load(filepath.Join("testdata", "valid-full.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +31,7 @@ func TestLoadValidFull(t *testing.T) {
 }
 
 func TestLoadValidMinimalDefaults(t *testing.T) {
+	t.Parallel()
 	p, err := Load(filepath.Join("testdata", "valid-minimal.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +42,7 @@ func TestLoadValidMinimalDefaults(t *testing.T) {
 }
 
 func TestLoadInvalidUnknownField(t *testing.T) {
+	t.Parallel()
 	_, err := Load(filepath.Join("testdata", "invalid-unknown-field.yaml"))
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "num_vfs") {
 		t.Fatalf("err = %v", err)
@@ -47,6 +50,7 @@ func TestLoadInvalidUnknownField(t *testing.T) {
 }
 
 func TestLoadInvalidManyReportsEveryFieldPath(t *testing.T) {
+	t.Parallel()
 	_, err := Load(filepath.Join("testdata", "invalid-many.yaml"))
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v", err)
@@ -72,6 +76,7 @@ func TestLoadInvalidManyReportsEveryFieldPath(t *testing.T) {
 }
 
 func TestParsePKey(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]uint16{"0x8001": 0x8001, "7ffe": 0x7ffe, "0X0002": 2} {
 		if got, err := ParsePKey(s); err != nil || got != want {
 			t.Errorf("ParsePKey(%q) = %#x, %v; want %#x", s, got, err, want)

@@ -9,6 +9,7 @@ import (
 // rules, is normalised to the kernel's form by Default, and a bad one is an
 // error that says why.
 func TestPCIAddressFollowsPCIAddr(t *testing.T) {
+	t.Parallel()
 	doc := func(addr string) []byte {
 		return []byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- pciAddress: \"" + addr + "\"\n  numVFs: 2\n")
 	}

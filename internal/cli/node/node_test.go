@@ -56,6 +56,7 @@ func cmdWith(f fakeApplier) func(iostreams.Streams) *cobra.Command {
 }
 
 func TestApplyPrintsChangesThenNothing(t *testing.T) {
+	t.Parallel()
 	root, policy := setup(t)
 	out, _, err := clitest.Run(t, cmdWith(fakeApplier{root}), "", "--policy", policy)
 	if err != nil || !strings.Contains(out, "changed: 0000:2a:00.0: numVFs 0 -> 3") {
@@ -72,6 +73,7 @@ func TestApplyPrintsChangesThenNothing(t *testing.T) {
 }
 
 func TestWatchAppliesWhenThePolicyChanges(t *testing.T) {
+	t.Parallel()
 	root, policy := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -101,6 +103,7 @@ func waitVFs(t *testing.T, root string, n int) {
 }
 
 func TestApplyRequiresPolicy(t *testing.T) {
+	t.Parallel()
 	if _, _, err := clitest.Run(t, NewCommand, "", "apply"); err == nil || !strings.Contains(err.Error(), "--policy") {
 		t.Fatalf("err = %v", err)
 	}
