@@ -131,6 +131,9 @@ func (p *Plugin) claim(ctx context.Context, s *session, a Args) error {
 	if errors.Is(err, state.ErrNoRecord) {
 		return nil
 	}
+	if errors.Is(err, state.ErrCorrupt) {
+		return p.repairCorrupt(ctx, s, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -146,6 +149,22 @@ func (p *Plugin) claim(ctx context.Context, s *session, a Args) error {
 		who = "this container already"
 	}
 	return withCode(types.ErrTryAgainLater, fmt.Errorf("device %s is attached to %s (%s); try again later", s.key, who, old.Phase))
+}
+
+// repairCorrupt handles a record of the device that does not decode (cut
+// by a crash of an older version, a damaged disk): stale when the device is
+// free on the host, so it is removed and ADD goes on; otherwise ADD is
+// refused with the way out.
+func (p *Plugin) repairCorrupt(ctx context.Context, s *session, cause error) error {
+	free, err := p.freeOnHost(ctx, s, s.key)
+	if err != nil {
+		return err
+	}
+	if !free {
+		return withCode(types.ErrTryAgainLater, fmt.Errorf("device %s is not free on the host and its record does not decode (%w): DEL the pod that holds it (DEL finds its interface by the alias marker), or, once no pod uses the device, remove %s", s.key, cause, s.store.RecordPath(s.key)))
+	}
+	p.warn("removing a record that does not decode (stale: the device is free on the host)", "device", s.key, "error", cause)
+	return s.store.Delete(s.key)
 }
 
 // prepare finds the device and snapshots what ADD will change.

@@ -29,17 +29,23 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	}
 	var rec *state.Record
 	if key != "" {
-		unlock, err := s.lock(ctx, key)
+		held, err := p.holdsAnything(ctx, s, a, key)
 		if err != nil {
 			return err
 		}
-		defer unlock()
-		if rec, err = p.findAttachment(ctx, s, a, key); err != nil {
-			return err
-		}
-		if rec != nil {
-			if err := p.teardown(ctx, s.fs, rec); err != nil {
-				return fmt.Errorf("releasing device %s: %w", key, err)
+		if held {
+			unlock, err := s.lock(ctx, key)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			if rec, err = p.findAttachment(ctx, s, a, key); err != nil {
+				return err
+			}
+			if rec != nil {
+				if err := p.teardown(ctx, s.fs, rec); err != nil {
+					return fmt.Errorf("releasing device %s: %w", key, err)
+				}
 			}
 		}
 	}
@@ -59,12 +65,75 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	if err := p.removeDeviceInfo(infoFile, at); err != nil {
 		return err
 	}
-	if rec != nil && rec.Key == key {
-		if cur, err := s.store.Get(key); err == nil && cur.ContainerID == a.ContainerID && cur.IfName == a.IfName {
-			return s.store.Delete(key)
-		}
+	if key == "" {
+		return nil
+	}
+	cur, err := s.store.Get(key)
+	switch {
+	case errors.Is(err, state.ErrCorrupt):
+		return p.dropCorrupt(ctx, s, key, rec != nil)
+	case err == nil && rec != nil && rec.Key == key && cur.ContainerID == a.ContainerID && cur.IfName == a.IfName:
+		return s.store.Delete(key)
 	}
 	return nil
+}
+
+// holdsAnything reports whether DEL has anything to release on device key
+// for this attachment: a record (even one that does not decode), or the
+// alias marker on the pod's interface (a record lost). A DEL of a device
+// with neither takes no lock and so writes nothing (a read-only or missing
+// state directory cannot fail it, and no lock file is left behind).
+func (p *Plugin) holdsAnything(ctx context.Context, s *session, a Args, key string) (bool, error) {
+	if _, err := s.store.Get(key); !errors.Is(err, state.ErrNoRecord) {
+		return true, nil
+	}
+	rec, err := p.recoverRecord(ctx, s, a, key)
+	return rec != nil, err
+}
+
+// dropCorrupt removes device key's record that does not decode when it is
+// stale: this attachment held the device (ours) and released it, or the
+// device is free on the host. Otherwise it is left, with a warning, for
+// the DEL of the pod holding the device.
+func (p *Plugin) dropCorrupt(ctx context.Context, s *session, key string, ours bool) error {
+	if !ours {
+		free, err := p.freeOnHost(ctx, s, key)
+		if err != nil {
+			return err
+		}
+		if !free {
+			p.warn("record that does not decode left for the pod holding the device", "device", key, "record", s.store.RecordPath(key))
+			return nil
+		}
+	}
+	p.warn("removing a record that does not decode (stale)", "device", key, "record", s.store.RecordPath(key))
+	return s.store.Delete(key)
+}
+
+// freeOnHost reports whether device key is on the host and attached to
+// no one: its netdev in the host namespace without railyard-cni's alias
+// marker. A share's NIC never leaves the host.
+func (p *Plugin) freeOnHost(ctx context.Context, s *session, key string) (bool, error) {
+	if _, _, err := deviceid.ParseShare(key); err == nil {
+		return true, nil
+	}
+	names := []string{strings.TrimPrefix(key, "netdev-")}
+	if !strings.HasPrefix(key, "netdev-") {
+		names, _ = s.fs.Netdevs(key)
+	}
+	for _, n := range names {
+		l, err := p.Ops.Link(ctx, netops.Host, n)
+		if errors.Is(err, netops.ErrLinkNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if _, _, marked := parseMarker(l.Alias); !marked {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // findAttachment returns this attachment's record of device key, rebuilt
@@ -74,6 +143,9 @@ func (p *Plugin) findAttachment(ctx context.Context, s *session, a Args, key str
 	rec, err := s.store.Get(key)
 	switch {
 	case errors.Is(err, state.ErrNoRecord):
+	case errors.Is(err, state.ErrCorrupt):
+		// Stale: this attachment's part is found from the marker.
+		p.warn("record that does not decode treated as stale", "device", key, "error", err)
 	case err != nil:
 		return nil, err
 	case rec.ContainerID == a.ContainerID && rec.IfName == a.IfName:

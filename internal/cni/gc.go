@@ -17,14 +17,24 @@ func (p *Plugin) GC(ctx context.Context, a Args) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.ValidAttachments == nil {
+		// Absent is not "nothing is valid": that would tear down every
+		// attachment of the network.
+		return invalidf("cni.dev/valid-attachments: missing; GC needs the attachments to keep (an empty list [] releases every attachment of network %s)", s.cfg.Name)
+	}
 	valid := map[[2]string]bool{}
 	for _, v := range s.cfg.ValidAttachments {
 		valid[[2]string{v.ContainerID, v.IfName}] = true
 	}
-	recs, listErr := s.store.List()
+	recs, corrupt, listErr := s.store.ListAll()
 	var errs []error
 	if listErr != nil {
 		errs = append(errs, listErr)
+	}
+	for _, key := range corrupt {
+		if err := p.collectCorrupt(ctx, s, key); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, rec := range recs {
 		if rec.Network != s.cfg.Name || valid[[2]string{rec.ContainerID, rec.IfName}] {
@@ -40,6 +50,21 @@ func (p *Plugin) GC(ctx context.Context, a Args) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// collectCorrupt handles a record that does not decode, of whatever
+// network: removed when the device is free on the host, else left (with a
+// warning) for the DEL of the pod holding the device. It never fails GC.
+func (p *Plugin) collectCorrupt(ctx context.Context, s *session, key string) error {
+	unlock, err := s.lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := s.store.Get(key); !errors.Is(err, state.ErrCorrupt) {
+		return nil // rewritten or removed since the list
+	}
+	return p.dropCorrupt(ctx, s, key, false)
 }
 
 // collect releases one stale attachment under its device lock.

@@ -10,11 +10,23 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
 // ErrNoRecord is returned (wrapped) when a device has no record.
 var ErrNoRecord = errors.New("no attachment record")
+
+// ErrCorrupt is returned (wrapped) for a record that does not decode (an
+// empty or cut file, or one for another key). Records are written durably,
+// but one from an older version or a damaged disk may still be found: the
+// plugin treats it as stale, never as a device held forever.
+var ErrCorrupt = errors.New("record does not decode")
+
+// maxRecord bounds what Get reads: a record holds a configuration (at
+// most 1 MiB on stdin) and a result.
+const maxRecord = 4 << 20
 
 // Phases of an attachment.
 const (
@@ -86,55 +98,53 @@ func (s Store) recordPath(key string) string {
 	return filepath.Join(s.Dir, "devices", key+".json")
 }
 
-// Get returns the record of device key, or ErrNoRecord.
+// Get returns the record of device key, or ErrNoRecord, or ErrCorrupt for a
+// record that does not decode. It reads a regular file only, bounded
+// (inputfile).
 func (s Store) Get(key string) (*Record, error) {
 	if !ValidKey(key) {
 		return nil, fmt.Errorf("invalid device key %q", key)
 	}
-	b, err := os.ReadFile(s.recordPath(key))
+	b, err := inputfile.Read(s.recordPath(key), maxRecord)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("device %s: %w", key, ErrNoRecord)
+		}
+		if errors.Is(err, inputfile.ErrNotRegular) || errors.Is(err, inputfile.ErrTooLarge) {
+			return nil, fmt.Errorf("record of %s: %w: %w", key, ErrCorrupt, err)
 		}
 		return nil, fmt.Errorf("reading record of %s: %w", key, err)
 	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decoding record of %s: %w", key, err)
+		return nil, fmt.Errorf("record of %s (%s): %w: %w", key, s.recordPath(key), ErrCorrupt, err)
+	}
+	if r.Key != key {
+		return nil, fmt.Errorf("record of %s (%s) names device %q: %w", key, s.recordPath(key), r.Key, ErrCorrupt)
 	}
 	return &r, nil
 }
 
-// Put writes a record atomically (temporary file, rename). It does not
-// fsync: a record only has to survive the death of a process, which the page
-// cache does; after a power loss the node reboots, every pod namespace is
-// gone and records from an earlier boot are stale anyway (see Record.BootID).
+// RecordPath is where the record of device key is (for messages telling
+// the way out of a corrupt one).
+func (s Store) RecordPath(key string) string { return s.recordPath(key) }
+
+// Put writes a record durably: a temporary file in the directory, fsynced,
+// renamed over the record, then the directory fsynced (atomicfile), so a
+// power loss leaves the old record or the new one, never an empty one.
 func (s Store) Put(r *Record) error {
 	if !ValidKey(r.Key) {
 		return fmt.Errorf("invalid device key %q", r.Key)
 	}
-	dir := filepath.Join(s.Dir, "devices")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.Dir, "devices"), 0o700); err != nil {
 		return fmt.Errorf("creating state directory: %w", err)
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding record of %s: %w", r.Key, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+r.Key+"-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(s.recordPath(r.Key), b, 0o600); err != nil {
 		return fmt.Errorf("writing record of %s: %w", r.Key, err)
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), s.recordPath(r.Key))
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("writing record of %s: %w", r.Key, werr)
 	}
 	return nil
 }
@@ -144,7 +154,7 @@ func (s Store) Delete(key string) error {
 	if !ValidKey(key) {
 		return fmt.Errorf("invalid device key %q", key)
 	}
-	if err := os.Remove(s.recordPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := atomicfile.Remove(s.recordPath(key)); err != nil {
 		return fmt.Errorf("removing record of %s: %w", key, err)
 	}
 	return nil
@@ -153,31 +163,46 @@ func (s Store) Delete(key string) error {
 // List returns every record, sorted by key. Records that cannot be decoded
 // are skipped and reported in the error (the others are still returned).
 func (s Store) List() ([]*Record, error) {
+	recs, corrupt, err := s.ListAll()
+	if err != nil {
+		return recs, err
+	}
+	errs := make([]error, len(corrupt))
+	for i, k := range corrupt {
+		errs[i] = fmt.Errorf("record of %s: %w", k, ErrCorrupt)
+	}
+	return recs, errors.Join(errs...)
+}
+
+// ListAll returns every record that decodes, sorted by key, and the keys
+// of those that do not (ErrCorrupt); err is for what could not be read.
+func (s Store) ListAll() (recs []*Record, corrupt []string, err error) {
 	entries, err := os.ReadDir(filepath.Join(s.Dir, "devices"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("listing records: %w", err)
+		return nil, nil, fmt.Errorf("listing records: %w", err)
 	}
-	var out []*Record
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		r, err := s.Get(strings.TrimSuffix(name, ".json"))
-		if err != nil {
-			if !errors.Is(err, ErrNoRecord) {
-				errs = append(errs, err)
-			}
-			continue
+		key := strings.TrimSuffix(name, ".json")
+		r, err := s.Get(key)
+		switch {
+		case err == nil:
+			recs = append(recs, r)
+		case errors.Is(err, ErrCorrupt):
+			corrupt = append(corrupt, key)
+		case !errors.Is(err, ErrNoRecord):
+			errs = append(errs, err)
 		}
-		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, errors.Join(errs...)
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Key < recs[j].Key })
+	return recs, corrupt, errors.Join(errs...)
 }
 
 // Find returns the record for an attachment (containerID, ifname), or

@@ -7,8 +7,13 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/railyard-io/railyard/internal/cni/state/statetest"
 )
 
 func TestPutGetListFindDelete(t *testing.T) {
@@ -145,5 +150,152 @@ func TestLockHonoursContext(t *testing.T) {
 	cancel()
 	if _, err := s.Lock(ctx, "dev", time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lock with cancelled ctx: %v", err)
+	}
+}
+
+// TestGetReportsCorruptRecords: an empty, cut, or misnamed record, or
+// something else than a regular file in its place, is ErrCorrupt (the
+// plugin then treats it as stale), and reading it never blocks.
+func TestGetReportsCorruptRecords(t *testing.T) {
+	t.Parallel()
+	s := Store{Dir: t.TempDir()}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(s.Dir, "devices"), 0o700))
+	for key, content := range map[string]string{"empty": "", "cut": `{"key":"cut","contai`, "other": `{"key":"another"}`, "null": "null"} {
+		must(os.WriteFile(s.recordPath(key), []byte(content), 0o600))
+	}
+	must(syscall.Mkfifo(s.recordPath("fifo"), 0o600))
+	for _, key := range []string{"empty", "cut", "other", "null", "fifo"} {
+		if _, err := s.Get(key); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Get(%s) = %v, want ErrCorrupt", key, err)
+		}
+	}
+	must(s.Put(&Record{Key: "good"}))
+	recs, corrupt, err := s.ListAll()
+	if err != nil || len(recs) != 1 || recs[0].Key != "good" {
+		t.Fatalf("ListAll = %v, %v", recs, err)
+	}
+	if diff := cmp.Diff([]string{"cut", "empty", "fifo", "null", "other"}, corrupt); diff != "" {
+		t.Errorf("corrupt keys (-want +got):\n%s", diff)
+	}
+}
+
+// TestPutLeavesNoTemporaryFiles: Put goes through a temporary file and a
+// rename (atomicfile: fsync of the file and of the directory), and leaves
+// only the record.
+func TestPutLeavesNoTemporaryFiles(t *testing.T) {
+	t.Parallel()
+	s := Store{Dir: t.TempDir()}
+	for i := range 3 {
+		if err := s.Put(&Record{Key: "dev", Phase: PhaseAdding, IfName: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(s.Dir, "devices"))
+	if err != nil || len(entries) != 1 || entries[0].Name() != "dev.json" {
+		t.Fatalf("devices/ = %v, %v; want dev.json only", entries, err)
+	}
+}
+
+// TestLockFileGoesWithTheRecord: a lock released while its device has no
+// record takes its file with it (100 DELs of unknown devices left 100 lock
+// files); one with a record keeps it.
+func TestLockFileGoesWithTheRecord(t *testing.T) {
+	t.Parallel()
+	s := Store{Dir: t.TempDir()}
+	ctx := context.Background()
+	for i := range 100 {
+		unlock, err := s.Lock(ctx, "dev"+string(rune('0'+i%10))+string(rune('0'+i/10)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.Dir, "locks", "*")); len(left) != 0 {
+		t.Fatalf("lock files left: %v", left)
+	}
+	if err := s.Put(&Record{Key: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.Lock(ctx, "held", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if !s.HasLock("held") {
+		t.Fatal("the lock file of a device with a record is gone")
+	}
+	if err := s.Delete("held"); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err = s.Lock(ctx, "held", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if s.HasLock("held") {
+		t.Fatal("the lock file of a released device stays")
+	}
+}
+
+// TestLockSerialisesWhileFilesComeAndGo: holders that remove the lock
+// file on release (no record) never let two in at once: a waiter that
+// gets the lock of a removed file tries again on the path's new file.
+func TestLockSerialisesWhileFilesComeAndGo(t *testing.T) {
+	t.Parallel()
+	s := Store{Dir: t.TempDir()}
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				unlock, err := s.Lock(context.Background(), "dev", 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := inside.Add(1); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				time.Sleep(100 * time.Microsecond)
+				inside.Add(-1)
+				unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() != 1 {
+		t.Fatalf("%d holders at once", maxInside.Load())
+	}
+}
+
+// TestLockOnAReadOnlyStateDirReadOnlyMount: an existing lock file on a
+// read-only state directory is locked (opened read-only; flock needs no
+// write access). Needs root for the read-only bind mount.
+func TestLockOnAReadOnlyStateDirReadOnlyMount(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if err := s.Put(&Record{Key: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.Lock(context.Background(), "dev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	statetest.ReadOnly(t, s.Dir)
+	unlock, err = s.Lock(context.Background(), "dev", 0)
+	if err != nil {
+		t.Fatalf("Lock on a read-only state directory: %v", err)
+	}
+	unlock()
+	if _, err := s.Get("dev"); err != nil {
+		t.Fatalf("Get on a read-only state directory: %v", err)
 	}
 }
