@@ -15,6 +15,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
@@ -95,10 +96,9 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pc.Name, err)
 		}
-		rdmaCM := pc.DeviceNodes.RDMACM == nil || *pc.DeviceNodes.RDMACM
 		p := deviceplugin.New(deviceplugin.Config{
-			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir,
-			RDMACM: rdmaCM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM, CDIKind: pc.CDIKind,
+			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir, Holders: lister,
+			Nodes: containerdev.NewOptions(pc.DeviceNodes.RDMACM, pc.DeviceNodes.UMAD, pc.DeviceNodes.ISSM), CDIKind: pc.CDIKind,
 			Policy: pol, GPUs: a.finder, Log: log, Metrics: a.metrics,
 			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups, Binder: a.binderFor(pc),
 		})

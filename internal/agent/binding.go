@@ -12,6 +12,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
@@ -166,8 +167,9 @@ func (b *lateBinding) inUse() map[string]bool {
 
 // setPool records a sandbox pool's devices from a discovery.
 func (b *lateBinding) setPool(pc v1alpha1.Pool, topo *topology.Topology, devs []deviceplugin.Device) {
+	nodes := containerdev.NewOptions(pc.DeviceNodes.RDMACM, pc.DeviceNodes.UMAD, pc.DeviceNodes.ISSM)
 	p := binding.Pool{Resource: pc.Name, Tag: binding.PoolTag(pc.Name), Policy: pc.Policy,
-		RDMACM: pc.DeviceNodes.RDMACM == nil || *pc.DeviceNodes.RDMACM, UMAD: pc.DeviceNodes.UMAD, ISSM: pc.DeviceNodes.ISSM}
+		RDMACM: nodes.RDMACM, UMAD: nodes.UMAD, ISSM: nodes.ISSM}
 	for _, d := range devs {
 		p.Devices = append(p.Devices, binding.Device{ID: d.ID, PF: d.PF, NUMA: d.NUMA, Rail: d.Rail, RDMA: d.RDMA,
 			Uverbs: d.Uverbs, UMAD: d.UMAD, ISSM: d.ISSM, Healthy: d.Healthy, Reason: d.Reason})

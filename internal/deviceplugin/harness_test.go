@@ -12,6 +12,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -86,7 +87,7 @@ func newPlugin(t testing.TB, n *node, resource, policy string, gpus GPUFinder) *
 	}
 	return New(Config{
 		Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, DevInfoDir: n.devInfoDir,
-		RDMACM: true, Policy: pol, GPUs: gpus, Log: testLogger(t),
+		Nodes: containerdev.Options{RDMACM: true}, Policy: pol, GPUs: gpus, Log: testLogger(t),
 	})
 }
 

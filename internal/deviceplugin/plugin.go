@@ -13,7 +13,9 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/podresources"
+	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -52,8 +54,13 @@ type Config struct {
 	DevRoot string
 	// DevInfoDir receives device-info-spec files ("" = do not write).
 	DevInfoDir string
-	// RDMACM, UMAD, ISSM select the extra device nodes of Allocate.
-	RDMACM, UMAD, ISSM bool
+	// Holders lists the devices kubelet holds (PodResources). With it, a
+	// pool that allocates devices (no Binder) removes the device-info
+	// files of devices kubelet no longer holds (devinfo.go); nil: only at
+	// shutdown.
+	Holders podlist.Lister
+	// Nodes select the extra device nodes of Allocate (rdma_cm, umad, issm).
+	Nodes containerdev.Options
 	// CDIKind, when set, adds CDI device names "<CDIKind>=<id>".
 	CDIKind string
 	// Shared says the pool's devices are shares of NICs (IDs
@@ -102,6 +109,7 @@ type Plugin struct {
 	cfg     Config
 	restart chan struct{}
 	serving atomic.Bool // registered with kubelet and serving on the socket
+	devInfo devInfoFiles
 
 	mu   sync.Mutex
 	snap *snapshot
@@ -124,6 +132,7 @@ func New(cfg Config) *Plugin {
 	return &Plugin{
 		cfg:     cfg,
 		restart: make(chan struct{}, 1),
+		devInfo: devInfoFiles{allocated: map[string]time.Time{}},
 		snap:    &snapshot{devs: map[string]*entry{}, changed: make(chan struct{})},
 	}
 }

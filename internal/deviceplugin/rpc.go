@@ -2,9 +2,7 @@ package deviceplugin
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,6 +11,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -233,54 +232,32 @@ func (p *Plugin) allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 }
 
 func (p *Plugin) containerResponse(ctx context.Context, devs []Device) (*pluginapi.ContainerAllocateResponse, error) {
-	car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
-	var pcis []string
-	info := map[string]deviceInfoEnv{}
+	car := &pluginapi.ContainerAllocateResponse{}
+	cds := make([]containerdev.Device, 0, len(devs))
 	for _, d := range devs {
-		specs, rdmaInfo, err := p.deviceSpecs(d)
+		nodes, err := p.deviceNodes(d)
 		if err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "device %s: %v", d.ID, err)
 		}
-		for _, sp := range specs {
-			if !slices.ContainsFunc(car.Devices, func(o *pluginapi.DeviceSpec) bool { return o.ContainerPath == sp.ContainerPath }) {
-				car.Devices = append(car.Devices, sp)
+		for _, n := range nodes {
+			// A share's NIC's nodes once, however many of its shares.
+			if !slices.ContainsFunc(car.Devices, func(o *pluginapi.DeviceSpec) bool { return o.ContainerPath == containerdev.ContainerPath(n) }) {
+				car.Devices = append(car.Devices, &pluginapi.DeviceSpec{
+					HostPath: containerdev.HostPath(p.cfg.DevRoot, n), ContainerPath: containerdev.ContainerPath(n), Permissions: "rw"})
 			}
 		}
-		// A share names its NIC: PCIDEVICE_* and _INFO list the NIC once.
-		pci := d.ID
-		if d.Share >= 0 {
-			pci = d.PF
-		}
-		if !slices.Contains(pcis, pci) {
-			pcis = append(pcis, pci)
-		}
-		info[pci] = deviceInfoEnv{Generic: map[string]string{"deviceID": pci}, RDMA: rdmaInfo}
+		cds = append(cds, p.containerDevice(d, nodes))
 		if p.cfg.CDIKind != "" {
 			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + d.ID})
 		}
-		if p.cfg.DevInfoDir != "" {
-			if err := writeDevInfo(p.cfg.DevInfoDir, p.cfg.Resource, d); err != nil {
-				return nil, status.Errorf(codes.Internal, "device %s: %v", d.ID, err)
-			}
+		if err := p.writeDevInfo(d); err != nil {
+			return nil, status.Errorf(codes.Internal, "device %s: %v", d.ID, err)
 		}
 	}
-	env := EnvName(p.cfg.Resource)
-	car.Envs[env] = strings.Join(pcis, ",")
-	infoJSON, err := marshalInfo(info)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encoding %s_INFO: %v", env, err)
-	}
-	car.Envs[env+"_INFO"] = infoJSON
-	hcas := railHCAs(member(p.cfg.Resource, devs).Devices)
-	if len(hcas) > 0 {
-		// Never conflicts with another pool's: the name is the pool's.
-		car.Envs[RDMAEnvName(p.cfg.Resource)] = strings.Join(hcas, ",")
-	}
+	// NCCL_IB_HCA here only without rail groups: with them, the merged
+	// NCCL configuration names every pool's devices.
+	car.Envs = containerdev.Env(cds, p.cfg.Groups == nil).Map()
 	if p.cfg.Groups == nil {
-		if len(hcas) > 0 {
-			// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
-			car.Envs["NCCL_IB_HCA"] = "=" + strings.Join(hcas, ",")
-		}
 		return car, nil
 	}
 	j, err := p.cfg.Groups.Join(ctx, p.cfg.Resource, devs)
@@ -303,6 +280,3 @@ func (p *Plugin) containerResponse(ctx context.Context, devs []Device) (*plugina
 	}
 	return car, nil
 }
-
-// errNoVerbs is returned for a device without a verbs char device.
-var errNoVerbs = fmt.Errorf("no RDMA verbs device")

@@ -30,9 +30,14 @@ func (p *Plugin) SocketPath() string {
 
 // Run serves the plugin until ctx is done: it creates the socket, starts
 // the gRPC server, registers with kubelet and waits; when registration
-// fails, the server stops or Restart is called, it starts over. It returns
-// nil when ctx is done.
+// fails, the server stops or Restart is called, it starts over. A pool
+// that allocates devices keeps their device-info files meanwhile
+// (devinfo.go) and removes them before Run returns. It returns nil when
+// ctx is done.
 func (p *Plugin) Run(ctx context.Context) error {
+	if p.keepsDevInfo() {
+		defer p.keepDevInfo(ctx)()
+	}
 	lastErr := ""
 	woken := false // the last attempt was started by Restart
 	for {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
@@ -154,11 +155,13 @@ func TestSharedPoolOverGRPC(t *testing.T) {
 	if car.Envs["NCCL_IB_HCA"] != wantHCA || car.Envs[RDMAEnvName(sharedRes)] != wantHCA[1:] {
 		t.Errorf("NCCL_IB_HCA=%q %s=%q, want %q", car.Envs["NCCL_IB_HCA"], RDMAEnvName(sharedRes), car.Envs[RDMAEnvName(sharedRes)], wantHCA)
 	}
-	var info map[string]deviceInfoEnv
+	var info map[string]struct {
+		RDMA map[string]string `json:"rdma"`
+	}
 	if err := json.Unmarshal([]byte(car.Envs[env+"_INFO"]), &info); err != nil || len(info) != 2 || info[first].RDMA["rdma_dev"] != nicOf[first][0] {
 		t.Errorf("%s_INFO = %s (%v)", env, car.Envs[env+"_INFO"], err)
 	}
-	b, err := os.ReadFile(DevInfoPath(n.devInfoDir, sharedRes, ids[1]))
+	b, err := os.ReadFile(containerdev.DevInfoPath(n.devInfoDir, sharedRes, ids[1]))
 	if err != nil {
 		t.Fatal(err)
 	}

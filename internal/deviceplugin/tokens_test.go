@@ -15,6 +15,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/pool"
@@ -71,7 +72,7 @@ func TestSandboxPoolServesTokens(t *testing.T) {
 		}
 	}
 	pol, _ := alloc.ByName("gpu-aware")
-	p := New(Config{Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, RDMACM: true, Policy: pol,
+	p := New(Config{Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, Nodes: containerdev.Options{RDMACM: true}, Policy: pol,
 		GPUs: fakeGPUs{gpu1}, Binder: b, Log: testLogger(t)})
 	p.Update(topo, devs)
 	runPlugin(t, p)
@@ -150,7 +151,7 @@ func TestRenumberedTokenIsStillAllocatable(t *testing.T) {
 		return Device{Device: pool.Device{ID: binding.Token("ab12cd34", numa, k), NUMA: numa, Healthy: true, Share: -1}}
 	}
 	b := &recordingBinder{}
-	p := New(Config{Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, RDMACM: true, Binder: b, Log: testLogger(t)})
+	p := New(Config{Resource: resource, PluginDir: n.pluginDir, DevRoot: n.devRoot, Nodes: containerdev.Options{RDMACM: true}, Binder: b, Log: testLogger(t)})
 	p.Update(topo, []Device{tok(1, 0), tok(1, 1), tok(1, 4)})
 	runPlugin(t, p)
 	reg.Wait(t)
