@@ -12,6 +12,8 @@ import (
 	"time"
 
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // freeTokens returns n healthy tokens of NUMA node numa that no binding
@@ -85,12 +87,12 @@ func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 		if !slices.Equal(nodes, wantNodes) {
 			t.Errorf("device nodes %v, want %v", nodes, wantNodes)
 		}
-		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, EnvName(testResource) + "=" + d.ID, RDMAEnvName(testResource) + "=" + d.RDMA} {
+		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, containerdev.EnvName(testResource) + "=" + d.ID, containerdev.RDMAEnvName(testResource) + "=" + d.RDMA} {
 			if !slices.Contains(edits.Env, e) {
 				t.Errorf("env %v lacks %s", edits.Env, e)
 			}
 		}
-		info := readFile(t, DevInfoPath(v.DevInfoDir, testResource, b.Token))
+		info := readFile(t, containerdev.DevInfoPath(v.DevInfoDir, testResource, b.Token))
 		if !strings.Contains(string(info), `"pci-address":"`+d.ID+`"`) || !strings.Contains(string(info), `"pf-pci-address":"`+d.PF+`"`) {
 			t.Errorf("device info %s", info)
 		}
@@ -273,7 +275,7 @@ func TestReconcileHealsAndCleans(t *testing.T) {
 	}
 	crash = false
 	stray := CDISpecPath(v.CDISpecDir, Token(v.Pools[0].Tag, 0, 999))
-	strayInfo := DevInfoPath(v.DevInfoDir, testResource, Token(v.Pools[0].Tag, 0, 999))
+	strayInfo := containerdev.DevInfoPath(v.DevInfoDir, testResource, Token(v.Pools[0].Tag, 0, 999))
 	for _, p := range []string{stray, strayInfo, filepath.Join(s.Dir(), tempPrefix+"x"+tempSuffix)} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

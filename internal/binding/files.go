@@ -2,16 +2,15 @@ package binding
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // CDIKind is the CDI kind of the per-token devices: a container that holds
@@ -29,106 +28,40 @@ func CDISpecPath(dir, token string) string {
 	return filepath.Join(dir, cdiSpecPrefix+token+".json")
 }
 
-// DevInfoPath is the device-info-spec file of a device, named the way
-// Multus (network-attachment-definition-client) looks it up:
-// <dir>/<resource with / as ->-<id>-device.json.
-func DevInfoPath(dir, resource, id string) string {
-	return filepath.Join(dir, strings.ReplaceAll(resource, "/", "-")+"-"+strings.ReplaceAll(id, "/", "-")+"-device.json")
-}
-
-// EnvName is the SR-IOV device plugin's variable for a resource:
-// "railyard.io/rdma_vf-a" -> "PCIDEVICE_RAILYARD_IO_RDMA_VF_A".
-func EnvName(resource string) string {
-	r := strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(resource)
-	return "PCIDEVICE_" + strings.ToUpper(r)
-}
-
-// RDMAEnvName is the per-pool variable listing a container's RDMA devices
-// of a resource in rail order ("RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF_A").
-func RDMAEnvName(resource string) string {
-	return "RAILYARD_RDMA_DEVICES_" + strings.TrimPrefix(EnvName(resource), "PCIDEVICE_")
-}
-
-// containerIB is where RDMA device nodes appear in a container.
-const containerIB = "/dev/infiniband"
-
-// boundDevice is a binding with its device's details (empty when the
-// device left the view).
-type boundDevice struct {
-	Binding
-	dev  Device
-	pool *Pool
-}
-
-// containerDevices returns the bindings of b's container (same pod and
-// container), in rail order: rail index (no rail last), PF, device.
-func containerDevices(v *View, all []Binding, b Binding) []boundDevice {
-	var out []boundDevice
+// containerDevices returns what b's container (same pod and container)
+// gets for each of its bindings: the bound device with its pool's nodes
+// (only what the binding names when the device or its pool left the
+// view), and, with it, the nodes of b's own device.
+func containerDevices(v *View, all []Binding, b Binding) (devs []containerdev.Device, own []string) {
 	for _, o := range all {
 		if o.Pod != b.Pod || o.Container != b.Container {
 			continue
 		}
-		bd := boundDevice{Binding: o, dev: Device{ID: o.Device, PF: o.Device, NUMA: -1, Rail: -1}}
+		cd := containerdev.Device{Resource: o.Resource, PCI: o.Device, PF: o.Device, Rail: -1}
 		if p, ok := v.PoolByResource(o.Resource); ok {
-			bd.pool = p
-			if d, ok := p.Device(o.Device); ok {
-				bd.dev = d
+			d, _ := p.Device(o.Device)
+			if d.ID != "" {
+				cd.PF, cd.Rail, cd.RDMA = d.PF, d.Rail, d.RDMA
 			}
+			opts := containerdev.Options{RDMACM: p.RDMACM, UMAD: p.UMAD, ISSM: p.ISSM}
+			cd.Nodes = opts.Nodes(d.Uverbs, d.UMAD, d.ISSM)
 		}
-		out = append(out, bd)
-	}
-	rail := func(r int) int {
-		if r < 0 {
-			return int(^uint(0) >> 1)
+		if o.Token == b.Token {
+			own = cd.Nodes
 		}
-		return r
+		devs = append(devs, cd)
 	}
-	slices.SortFunc(out, func(a, b boundDevice) int {
-		return cmp.Or(cmp.Compare(rail(a.dev.Rail), rail(b.dev.Rail)), strings.Compare(a.dev.PF, b.dev.PF), strings.Compare(a.Device, b.Device))
-	})
-	return out
-}
-
-// nodes returns a bound device's device nodes: its own uverbs, then what
-// its pool asks for.
-func (bd boundDevice) nodes() []string {
-	var out []string
-	if bd.dev.Uverbs != "" {
-		out = append(out, bd.dev.Uverbs)
-	}
-	if bd.pool == nil {
-		return out
-	}
-	if bd.pool.RDMACM {
-		out = append(out, "rdma_cm")
-	}
-	if bd.pool.UMAD && bd.dev.UMAD != "" {
-		out = append(out, bd.dev.UMAD)
-	}
-	if bd.pool.ISSM && bd.dev.ISSM != "" {
-		out = append(out, bd.dev.ISSM)
-	}
-	return out
+	return devs, own
 }
 
 // renderSpec is the CDI spec of token b: b's device nodes, and the
 // environment of b's whole container, so every token of a container sets
 // the same values and no variable conflicts.
 func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
+	devs, own := containerDevices(v, all, b)
 	dev := cdispec.Device{Name: b.Token}
-	var devs []EnvDevice
-	for _, cd := range containerDevices(v, all, b) {
-		nodes := cd.nodes()
-		devs = append(devs, EnvDevice{Resource: cd.Resource, PCI: cd.Device, RDMA: cd.dev.RDMA, Nodes: nodes})
-		if cd.Token == b.Token {
-			dev.ContainerEdits.DeviceNodes = CDIDeviceNodes(v.DevRoot, nodes)
-		}
-	}
-	env, err := ContainerEnv(devs, v.NCCLIBHCA)
-	if err != nil {
-		return nil, err
-	}
-	dev.ContainerEdits.Env = env
+	dev.ContainerEdits.DeviceNodes = containerdev.CDINodes(v.DevRoot, own)
+	dev.ContainerEdits.Env = containerdev.Env(devs, v.NCCLIBHCA).Strings()
 	spec := &cdispec.Spec{Kind: CDIKind, Devices: []cdispec.Device{dev}}
 	ver, err := cdispec.MinimumRequiredVersion(spec)
 	if err != nil {
@@ -144,23 +77,15 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 
 // renderDevInfo is the device-info-spec 1.1 document of a bound token.
 func renderDevInfo(v *View, b Binding) ([]byte, error) {
-	type pci struct {
-		PCIAddress   string `json:"pci-address"`
-		RDMADevice   string `json:"rdma-device,omitempty"`
-		PFPCIAddress string `json:"pf-pci-address,omitempty"`
-	}
-	doc := struct {
-		Type    string `json:"type"`
-		Version string `json:"version"`
-		PCI     pci    `json:"pci"`
-	}{Type: "pci", Version: "1.1.0", PCI: pci{PCIAddress: b.Device}}
+	pf, rdma := "", ""
 	if p, ok := v.PoolByResource(b.Resource); ok {
 		if d, ok := p.Device(b.Device); ok {
-			doc.PCI.RDMADevice = d.RDMA
-			if d.PF != d.ID {
-				doc.PCI.PFPCIAddress = d.PF
-			}
+			pf, rdma = d.PF, d.RDMA
 		}
+	}
+	doc, err := containerdev.NewDevInfo(b.Device, pf, rdma)
+	if err != nil {
+		return nil, fmt.Errorf("binding of token %s: %w", b.Token, err)
 	}
 	return json.Marshal(doc)
 }
@@ -183,7 +108,7 @@ func (s *Store) writeFiles(v *View, all, which []Binding) error {
 			if err != nil {
 				return err
 			}
-			if err := s.writeIfChanged(v.DevInfoDir, DevInfoPath(v.DevInfoDir, b.Resource, b.Token), info, StepWriteDevInfo); err != nil {
+			if err := s.writeIfChanged(v.DevInfoDir, containerdev.DevInfoPath(v.DevInfoDir, b.Resource, b.Token), info, StepWriteDevInfo); err != nil {
 				return err
 			}
 		}
@@ -216,7 +141,7 @@ func (s *Store) removeFiles(v *View, b Binding) error {
 		errs = append(errs, removeIfExists(CDISpecPath(v.CDISpecDir, b.Token)))
 	}
 	if v.DevInfoDir != "" {
-		errs = append(errs, removeIfExists(DevInfoPath(v.DevInfoDir, b.Resource, b.Token)))
+		errs = append(errs, removeIfExists(containerdev.DevInfoPath(v.DevInfoDir, b.Resource, b.Token)))
 	}
 	return errors.Join(errs...)
 }
