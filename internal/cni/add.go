@@ -195,7 +195,7 @@ func (p *Plugin) prepare(ctx context.Context, s *session, a Args) (*state.Record
 		return nil, err
 	}
 	rec.Orig, rec.OrigMAC = l, l.MAC.String()
-	rec.Marker = marker(s.key, l.Name)
+	rec.Marker = deviceMarker(s.key, l)
 	if rec.PCI != "" {
 		pf, err := vfOf(s.fs, rec.PCI)
 		if err != nil {

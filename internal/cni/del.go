@@ -129,7 +129,7 @@ func (p *Plugin) freeOnHost(ctx context.Context, s *session, key string) (bool, 
 		if err != nil {
 			return false, err
 		}
-		if _, _, marked := parseMarker(l.Alias); !marked {
+		if _, marked := parseMarker(l.Alias); !marked {
 			return true, nil
 		}
 	}
@@ -156,8 +156,10 @@ func (p *Plugin) findAttachment(ctx context.Context, s *session, a Args, key str
 }
 
 // recoverRecord rebuilds what can be known of an attachment whose record is
-// gone from the alias marker on the interface in the pod: the device key and
-// the original name. MTU, MAC and VF settings cannot be known and stay as
+// gone from the alias marker on the interface in the pod: the device key,
+// the original name and (in a marker of this version) the host MTU, up
+// state and Ethernet MAC, which the teardown then restores. The original
+// alias, VF settings and addresses were only in the record and stay as
 // they are. It returns nil when there is nothing of ours to release.
 func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key string) (*state.Record, error) {
 	if a.Netns == "" {
@@ -174,20 +176,24 @@ func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key stri
 	if err != nil {
 		return nil, err
 	}
-	mkey, orig, ok := parseMarker(l.Alias)
-	byName := s.cfg.Device != "" && orig == s.cfg.Device
-	if !ok || (mkey != key && !byName) {
+	m, ok := parseMarker(l.Alias)
+	byName := s.cfg.Device != "" && m.Orig == s.cfg.Device
+	if !ok || (m.Key != key && !byName) {
 		return nil, nil // not an interface railyard-cni attached for this device
 	}
-	key = mkey
+	key = m.Key
 	rec := &state.Record{
 		Key: key, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns,
 		TempName: tempName(key, a.ContainerID, a.IfName), Marker: l.Alias,
-		Orig: netops.Link{Name: orig, Index: -1},
+		Orig: m.Host,
 	}
 	if pci, _, err := deviceid.ParseShare(key); err == nil {
-		rec.PCI, rec.Kind, rec.Parent = pci, state.KindMacvlan, orig
+		rec.PCI, rec.Kind, rec.Parent = pci, state.KindMacvlan, m.Orig
+		rec.Orig = netops.Link{Name: m.Orig, Index: -1}
 		return rec, nil
+	}
+	if m.Host.MAC != nil {
+		rec.OrigMAC = m.Host.MAC.String()
 	}
 	if !strings.HasPrefix(key, "netdev-") {
 		rec.PCI = key

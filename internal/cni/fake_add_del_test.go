@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netopstest"
@@ -204,11 +207,16 @@ func TestDelWithRecordRemovedFakeVFAndFakeRDMA(t *testing.T) {
 	if err := w.plugin().Del(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	// Without the record the original name comes from the alias marker;
-	// MTU, MAC and VF settings were only in the record.
+	// Without the record the original name, MTU, MAC and up state come
+	// from the alias marker; alias, altnames and VF settings were only in
+	// the record.
 	l, ok := w.ops.LinkIn(netops.Host, origLink.Name)
 	if !ok {
 		t.Fatalf("device not back under its name: host %v pod %v", w.ops.LinkNames(netops.Host), w.ops.LinkNames(pod1))
+	}
+	if l.MTU != origLink.MTU || l.MAC.String() != origLink.MAC.String() || l.Up != origLink.Up {
+		t.Errorf("host link MTU %d MAC %s up %v, want the original MTU %d MAC %s up %v (it stayed down with the pod's MTU)",
+			l.MTU, l.MAC, l.Up, origLink.MTU, origLink.MAC, origLink.Up)
 	}
 	if strings.HasPrefix(l.Alias, markerPrefix) {
 		t.Errorf("marker alias left: %q", l.Alias)
@@ -287,4 +295,27 @@ func TestDelClearsThePodsMACThroughThePFFakeVF(t *testing.T) {
 	if l, ok := w.ops.LinkIn(netops.Host, "ens1f0v3"); !ok || l.Up || l.MAC.String() != origMAC.String() {
 		t.Errorf("host link %+v", l)
 	}
+}
+
+// FuzzParseMarker: parseMarker never panics on an alias, and a marker of a
+// netdev reads back the key, name and host settings it was made from.
+func FuzzParseMarker(f *testing.F) {
+	f.Add("railyard-cni 0000:03:00.2 ens1f0v2 mtu=1500 up=1 mac=02:aa:00:00:00:02", "k", "eth0", 9000, true)
+	f.Add("railyard-cni netdev-eth1 eth1", "netdev-x", "x", 68, false)
+	f.Add("railyard-cni a b mtu=x", "a", "b", 65535, true)
+	f.Fuzz(func(t *testing.T, alias, key, name string, mtu int, up bool) {
+		parseMarker(alias)
+		if !state.ValidKey(key) || strings.Contains(key, " ") || config.ValidIfName(name) != nil || mtu < 68 || mtu > 65535 {
+			return
+		}
+		orig := netops.Link{Name: name, MTU: mtu, Up: up, MAC: origMAC}
+		m, ok := parseMarker(deviceMarker(key, orig))
+		want := markerInfo{Key: key, Orig: name, Host: netops.Link{Name: name, Index: -1, MTU: mtu, Up: up, MAC: origMAC}, Settings: true}
+		if !ok {
+			t.Fatalf("marker %q does not parse", deviceMarker(key, orig))
+		}
+		if diff := cmp.Diff(want, m); diff != "" {
+			t.Fatalf("marker %q (-want +got):\n%s", deviceMarker(key, orig), diff)
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"strconv"
 	"log/slog"
 	"strings"
 
@@ -44,23 +46,76 @@ func (p *Plugin) warn(msg string, args ...any) {
 }
 
 // markerPrefix starts the alias railyard-cni sets on an attached netdev:
-// "railyard-cni <device key> <original name>".
+// "railyard-cni <device key> <original name>", followed for a netdev that
+// moves into the pod by what DEL needs to give it back when its record is
+// gone: " mtu=<MTU> up=<0|1>" and, for an Ethernet netdev, " mac=<MAC>".
 const markerPrefix = "railyard-cni "
 
 func marker(key, origName string) string { return markerPrefix + key + " " + origName }
 
-// parseMarker returns the key and original name in an alias set by
-// railyard-cni.
-func parseMarker(alias string) (key, orig string, ok bool) {
+// deviceMarker is the marker of a netdev that moves into the pod, carrying
+// its host settings.
+func deviceMarker(key string, orig netops.Link) string {
+	up := 0
+	if orig.Up {
+		up = 1
+	}
+	m := fmt.Sprintf("%s mtu=%d up=%d", marker(key, orig.Name), orig.MTU, up)
+	if len(orig.MAC) == 6 {
+		m += " mac=" + orig.MAC.String()
+	}
+	return m
+}
+
+// markerInfo is what an alias set by railyard-cni says.
+type markerInfo struct {
+	Key, Orig string
+	// Host holds the settings the netdev had on the host (Name, MTU, Up
+	// and MAC when the marker carries them; MTU 0 when it does not).
+	Host netops.Link
+	// Settings reports whether the marker carries MTU and up state (one set
+	// by an older version does not).
+	Settings bool
+}
+
+// parseMarker reads an alias set by railyard-cni.
+func parseMarker(alias string) (markerInfo, bool) {
 	rest, ok := strings.CutPrefix(alias, markerPrefix)
 	if !ok {
-		return "", "", false
+		return markerInfo{}, false
 	}
-	f := strings.Fields(rest)
-	if len(f) != 2 || config.ValidIfName(f[1]) != nil {
-		return "", "", false
+	f := strings.Split(rest, " ") // as deviceMarker joins them: a name may hold other white space
+	if len(f) < 2 || f[0] == "" || config.ValidIfName(f[1]) != nil {
+		return markerInfo{}, false
 	}
-	return f[0], f[1], true
+	m := markerInfo{Key: f[0], Orig: f[1], Host: netops.Link{Name: f[1], Index: -1}}
+	var mtu, up bool
+	for _, kv := range f[2:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "mtu":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 68 || n > 65535 {
+				return markerInfo{}, false
+			}
+			m.Host.MTU, mtu = n, true
+		case "up":
+			if v != "0" && v != "1" {
+				return markerInfo{}, false
+			}
+			m.Host.Up, up = v == "1", true
+		case "mac":
+			hw, err := net.ParseMAC(v)
+			if err != nil || len(hw) != 6 {
+				return markerInfo{}, false
+			}
+			m.Host.MAC = hw
+		default:
+			return markerInfo{}, false
+		}
+	}
+	m.Settings = mtu && up
+	return m, true
 }
 
 // tempName is the unique name a netdev carries while it crosses namespaces.

@@ -11,6 +11,7 @@ package cni
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -163,4 +164,36 @@ func TestRealNetnsDelAfterSimulatedPhysicalRefundVeth(t *testing.T) {
 func TestRealNetnsDelWithRecordRemovedVeth(t *testing.T) {
 	w := newRealWorld(t)
 	checkDelWithRecordRemoved(t, w, w.args("c1"), w.stateDir, w.dev)
+}
+
+// TestDelWithStateDirGoneRestoresLinkVeth: after the state directory
+// vanished, DEL gives the netdev back its name, MTU, MAC and up state
+// from the alias marker (it came back down, with the pod's MTU). Its
+// alias and altnames were only in the record.
+func TestDelWithStateDirGoneRestoresLinkVeth(t *testing.T) {
+	w := newRealWorld(t)
+	lx := netops.Linux{}
+	a := w.args("c1")
+	if _, err := w.plugin(lx).Add(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(w.stateDir))
+	if err := w.plugin(lx).Del(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lx.Link(ctx, netops.Host, w.dev)
+	if err != nil {
+		t.Fatalf("device not back under %s: %v", w.dev, err)
+	}
+	o := w.orig
+	if l.MTU != o.MTU || l.MAC.String() != o.MAC.String() || l.Up != o.Up || l.Index != o.Index {
+		t.Errorf("host link MTU %d MAC %s up %v index %d, want MTU %d MAC %s up %v index %d",
+			l.MTU, l.MAC, l.Up, l.Index, o.MTU, o.MAC, o.Up, o.Index)
+	}
+	if strings.HasPrefix(l.Alias, markerPrefix) {
+		t.Errorf("marker left as the alias: %q", l.Alias)
+	}
+	if err := w.plugin(lx).Del(ctx, a); err != nil {
+		t.Fatalf("second DEL: %v", err)
+	}
 }
