@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
-	"log/slog"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
