@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/alloc"
@@ -51,21 +50,53 @@ type Policy struct {
 	lowestNUMATokens bool
 }
 
+// contenders are the simulator's own contenders; every other name is one
+// of package alloc's policies (alloc.Names): its baselines and Railyard's
+// at allocate time, its reference in a claim.
+var contenders = []struct {
+	name string
+	// extra: accepted, but no default run compares it.
+	extra  bool
+	policy func(name string) Policy
+}{
+	{"late-bound", false, func(n string) Policy {
+		return Policy{Name: n, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true}
+	}},
+	{"late-bound-lowest-numa", true, func(n string) Policy {
+		return Policy{Name: n, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true, lowestNUMATokens: true}
+	}},
+	{"dra-pcieroot", false, func(n string) Policy {
+		return Policy{Name: n, Binding: InClaim, Alloc: newPCIeRootFirstFit(), Pure: true}
+	}},
+}
+
+func contenderNames(extra bool) []string {
+	var out []string
+	for _, c := range contenders {
+		if c.extra == extra {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 // PolicyNames returns the names PolicyByName accepts, in the order they
-// are shown: the baselines, Railyard's allocate-time policies, late
-// binding, the DRA model, and the optimum.
+// are shown: alloc's baselines and Railyard's allocate-time policies, late
+// binding, the DRA model, and alloc's optimum.
 func PolicyNames() []string {
-	return []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "optimal"}
+	out := alloc.Names(alloc.Baseline, alloc.Node)
+	out = append(out, contenderNames(false)...)
+	return append(out, alloc.Names(alloc.Reference)...)
 }
 
 // ExtraPolicyNames returns what PolicyByName also accepts but no default
 // run compares: behaviours no longer built, kept to show why they changed.
-func ExtraPolicyNames() []string { return []string{"late-bound-lowest-numa"} }
+func ExtraPolicyNames() []string { return contenderNames(true) }
 
 // PolicyByName returns a new contender:
 //
-//   - kubelet, numa, spread, gpu-aware, packed: package alloc's policies at
-//     allocate time (AtAllocate);
+//   - kubelet, numa, spread, gpu-aware, packed: package alloc's baselines
+//     and Railyard's policies at allocate time (AtAllocate);
 //   - late-bound: gpu-aware behind late binding (AtSandbox), kubelet's
 //     tokens preferred as Railyard's device plugin prefers them: balanced
 //     over the NUMA nodes of the pod's GPUs (or of the offer, when the GPUs
@@ -76,25 +107,25 @@ func ExtraPolicyNames() []string { return []string{"late-bound-lowest-numa"} }
 //   - dra-pcieroot: the DRA scheduler's first-fit allocator with a
 //     matchAttribute constraint on resource.kubernetes.io/pcieRoot between
 //     each GPU and its NIC (InClaim);
-//   - optimal: alloc's optimal policy with the GPUs known and every free
-//     device open (InClaim): the reference.
+//   - optimal: alloc's reference, the optimal policy, with the GPUs known
+//     and every free device open (InClaim).
 func PolicyByName(name string) (Policy, error) {
-	switch name {
-	case "late-bound":
-		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true}, nil
-	case "late-bound-lowest-numa":
-		return Policy{Name: name, Binding: AtSandbox, Alloc: alloc.NewGPUAware(), Pure: true, lowestNUMATokens: true}, nil
-	case "dra-pcieroot":
-		return Policy{Name: name, Binding: InClaim, Alloc: newPCIeRootFirstFit(), Pure: true}, nil
-	case "optimal":
-		return Policy{Name: name, Binding: InClaim, Alloc: alloc.NewOptimal(), Pure: true}, nil
+	for _, c := range contenders {
+		if c.name == name {
+			return c.policy(name), nil
+		}
 	}
-	if !slices.Contains(ExtraPolicyNames(), name) && !slices.Contains(PolicyNames(), name) {
+	role, ok := alloc.RoleOf(name)
+	if !ok {
 		return Policy{}, fmt.Errorf("%w: unknown policy %q (want one of %s)", ErrConfig, name, strings.Join(PolicyNames(), ", "))
 	}
 	p, err := alloc.ByName(name)
 	if err != nil {
 		return Policy{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if role == alloc.Reference {
+		return Policy{Name: name, Binding: InClaim, Alloc: p, Pure: true}, nil
+	}
+	// numa's draws form a seeded sequence: its answer is not the request's alone.
 	return Policy{Name: name, Binding: AtAllocate, Alloc: p, Pure: name != "numa"}, nil
 }

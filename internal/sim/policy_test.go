@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/railyard-io/railyard/internal/alloc"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
@@ -34,6 +36,22 @@ func TestPolicyByName(t *testing.T) {
 	}
 	if slices.Contains(PolicyNames(), "late-bound-lowest-numa") {
 		t.Error("a behaviour no longer built is compared by default")
+	}
+}
+
+// TestPolicyNamesFollowAlloc: the simulator compares every policy of
+// package alloc's registry (a policy added there is simulated without a
+// second list to edit), baselines first and the optimum last.
+func TestPolicyNamesFollowAlloc(t *testing.T) {
+	t.Parallel()
+	want := []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "optimal"}
+	if diff := cmp.Diff(want, PolicyNames()); diff != "" {
+		t.Errorf("PolicyNames (-want +got):\n%s", diff)
+	}
+	for _, n := range alloc.Names() {
+		if !slices.Contains(PolicyNames(), n) {
+			t.Errorf("alloc's %q is not simulated", n)
+		}
 	}
 }
 
