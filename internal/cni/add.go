@@ -370,66 +370,6 @@ func (p *Plugin) runIPAM(ctx context.Context, s *session, a Args, res *current.R
 	return p.Ops.ConfigureIPs(ctx, a.Netns, a.IfName, res)
 }
 
-// applyVF makes the requested VF settings through the PF.
-func (p *Plugin) applyVF(ctx context.Context, want config.VF, rec *state.Record) error {
-	if rec.PF == nil || !want.Any() {
-		return nil
-	}
-	pf, vf, o, cur := rec.PF.Netdev, rec.PF.VF, p.Ops, *rec.OrigVF
-	if want.VLAN != nil || want.VLANQoS != nil || want.VLANProto != nil {
-		vlan, qos, proto := cur.VLAN, cur.QoS, 0 // 0: 802.1Q, as sriov-cni defaults it
-		if want.VLAN != nil {
-			vlan, qos = *want.VLAN, 0
-		}
-		if want.VLANQoS != nil {
-			qos = *want.VLANQoS
-		}
-		if want.VLANProto != nil {
-			proto = *want.VLANProto
-		}
-		if vlan != cur.VLAN || qos != cur.QoS || !netops.SameVLANProto(proto, cur.VLANProto) {
-			if err := o.SetVFVLAN(ctx, pf, vf, vlan, qos, proto); err != nil {
-				return err
-			}
-		}
-	}
-	if want.GUID != nil {
-		if err := o.SetVFGUID(ctx, pf, vf, want.GUID); err != nil {
-			return err
-		}
-	}
-	if want.SpoofChk != config.Unset && (want.SpoofChk == config.On) != cur.SpoofChk {
-		if err := o.SetVFSpoofChk(ctx, pf, vf, want.SpoofChk == config.On); err != nil {
-			return err
-		}
-	}
-	if want.Trust != config.Unset && (want.Trust == config.On) != cur.Trust {
-		if err := o.SetVFTrust(ctx, pf, vf, want.Trust == config.On); err != nil {
-			return err
-		}
-	}
-	if want.LinkState != nil && *want.LinkState != cur.LinkState {
-		if err := o.SetVFLinkState(ctx, pf, vf, *want.LinkState); err != nil {
-			return err
-		}
-	}
-	if want.MinTxRate != nil || want.MaxTxRate != nil {
-		lo, hi := cur.MinTxRate, cur.MaxTxRate
-		if want.MinTxRate != nil {
-			lo = *want.MinTxRate
-		}
-		if want.MaxTxRate != nil {
-			hi = *want.MaxTxRate
-		}
-		if lo != cur.MinTxRate || hi != cur.MaxTxRate {
-			if err := o.SetVFRate(ctx, pf, vf, lo, hi); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // rollback undoes a failed ADD: teardown, IPAM release, device-info file,
 // then the record. kept reports whether the record is still there (the
 // teardown did not finish, or the record could not be removed), for DEL or

@@ -10,9 +10,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
-	"github.com/railyard-io/railyard/internal/netops"
 )
 
 // Check verifies that the interface, its addresses and (when enabled) the
@@ -86,54 +84,6 @@ func (p *Plugin) Check(ctx context.Context, a Args) error {
 		if _, err := p.IPAM.Exec(ctx, "CHECK", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// checkVF verifies, through the PF, the VF settings the configuration asks
-// for (a VF changed behind the plugin's back is drift: `ip link set PF vf
-// N vlan ...`).
-func (p *Plugin) checkVF(ctx context.Context, want config.VF, rec *state.Record) error {
-	if rec.PF == nil || rec.OrigVF == nil || !want.Any() {
-		return nil
-	}
-	cur, err := p.Ops.VF(ctx, rec.PF.Netdev, rec.PF.VF)
-	if err != nil {
-		return fmt.Errorf("reading VF %d through PF %s: %w", rec.PF.VF, rec.PF.Netdev, err)
-	}
-	orig := *rec.OrigVF
-	drift := func(what string, have, w any) error {
-		return fmt.Errorf("VF %d of %s (device %s) has %s %v, want %v", rec.PF.VF, rec.PF.Netdev, rec.Key, what, have, w)
-	}
-	if want.VLAN != nil || want.VLANQoS != nil {
-		vlan, qos := orig.VLAN, orig.QoS
-		if want.VLAN != nil {
-			vlan, qos = *want.VLAN, 0
-		}
-		if want.VLANQoS != nil {
-			qos = *want.VLANQoS
-		}
-		if cur.VLAN != vlan || cur.QoS != qos {
-			return drift("vlan/qos", fmt.Sprintf("%d/%d", cur.VLAN, cur.QoS), fmt.Sprintf("%d/%d", vlan, qos))
-		}
-	}
-	if want.VLANProto != nil && !netops.SameVLANProto(cur.VLANProto, *want.VLANProto) {
-		return drift("vlan protocol", fmt.Sprintf("%#x", cur.VLANProto), fmt.Sprintf("%#x", *want.VLANProto))
-	}
-	if want.SpoofChk != config.Unset && cur.SpoofChk != (want.SpoofChk == config.On) {
-		return drift("spoofchk", cur.SpoofChk, want.SpoofChk == config.On)
-	}
-	if want.Trust != config.Unset && cur.Trust != (want.Trust == config.On) {
-		return drift("trust", cur.Trust, want.Trust == config.On)
-	}
-	if want.LinkState != nil && cur.LinkState != *want.LinkState {
-		return drift("link_state", cur.LinkState, *want.LinkState)
-	}
-	if want.MinTxRate != nil && cur.MinTxRate != *want.MinTxRate {
-		return drift("min_tx_rate", cur.MinTxRate, *want.MinTxRate)
-	}
-	if want.MaxTxRate != nil && cur.MaxTxRate != *want.MaxTxRate {
-		return drift("max_tx_rate", cur.MaxTxRate, *want.MaxTxRate)
 	}
 	return nil
 }
