@@ -27,7 +27,9 @@ type ClientOptions struct {
 	Addr     string
 	Streams  int           // 0 means DefaultStreams
 	Duration time.Duration // 0 means DefaultDuration
-	// Interval is the sampling interval of the rows; 0 means one second.
+	// Interval is the sampling interval of the rows; 0 means one second,
+	// and it is at least MinInterval (the rows stay few: at most
+	// MaxDuration/MinInterval).
 	Interval time.Duration
 	// Wait is how long to keep trying to connect (the server may not be
 	// listening yet); 0 means DefaultWait.
@@ -43,7 +45,7 @@ func (o ClientOptions) withDefaults() (ClientOptions, error) {
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
 	}
-	if o.Interval <= 0 {
+	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
 	if o.Wait <= 0 {
@@ -55,6 +57,9 @@ func (o ClientOptions) withDefaults() (ClientOptions, error) {
 	}
 	if o.Duration < 0 || o.Duration > MaxDuration {
 		errs = append(errs, fmt.Errorf("duration %v: want up to %v", o.Duration, MaxDuration))
+	}
+	if o.Interval < MinInterval {
+		errs = append(errs, fmt.Errorf("interval %v: want at least %v", o.Interval, MinInterval))
 	}
 	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("server address %q: want HOST:PORT: %w", o.Addr, err))
@@ -122,6 +127,9 @@ func Run(ctx context.Context, opts ClientOptions) (Report, error) {
 	if r.Bytes != sent {
 		return fail(fmt.Errorf("the server received %d of the %d bytes sent", r.Bytes, sent))
 	}
+	if err := checkSeconds(r.Seconds, elapsed); err != nil {
+		return fail(fmt.Errorf("result: %w", err))
+	}
 	recv := newSum(0, r.Seconds, r.Bytes, false)
 	rep.End.SumReceived = &recv
 	return rep, nil
@@ -140,6 +148,20 @@ func readReply(br *bufio.Reader) (reply, error) {
 		return r, fmt.Errorf("server: %s", r.Error)
 	}
 	return r, nil
+}
+
+// checkSeconds checks the server's receive time against the client's
+// send time: the server's clock starts before the first byte and stops
+// after the last, so it reads at least about the client's time (half of
+// it leaves room for clock granularity) and at most the server's own
+// limit. Anything else (0, negative, NaN, 1e-320, which makes the
+// bandwidth infinite) is a broken or hostile server.
+func checkSeconds(server, client float64) error {
+	lo, hi := client/2, client+(streamsWithin+idleTimeout).Seconds()
+	if !(server >= lo && server <= hi) { // written so that NaN fails
+		return fmt.Errorf("%w: the server says it received for %g s, want %.3g to %.3g s (this client sent for %.3g s)", ErrProtocol, server, lo, hi, client)
+	}
+	return nil
 }
 
 // dialRetry connects to addr, retrying until wait has passed.

@@ -204,6 +204,8 @@ func TestClientOptionErrors(t *testing.T) {
 		{ClientOptions{Addr: "nohost"}, "want HOST:PORT"},
 		{ClientOptions{Addr: "a:1", Streams: MaxStreams + 1}, "streams 129"},
 		{ClientOptions{Addr: "a:1", Duration: -time.Second}, "duration -1s"},
+		{ClientOptions{Addr: "a:1", Interval: time.Nanosecond}, "interval 1ns: want at least 100ms"},
+		{ClientOptions{Addr: "a:1", Interval: -time.Second}, "interval -1s: want at least 100ms"},
 	} {
 		rep, err := Run(context.Background(), tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || rep.Error != err.Error() {

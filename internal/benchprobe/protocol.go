@@ -22,6 +22,7 @@ const protocolVersion = Tool + "/1"
 const (
 	MaxStreams  = 128
 	MaxDuration = time.Hour
+	MinInterval = 100 * time.Millisecond // the client's sampling: at most 36000 rows
 	tokenLen    = 32
 	maxLine     = 4096 // control lines are small JSON objects
 	blockSize   = 128 << 10

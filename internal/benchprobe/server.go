@@ -41,66 +41,115 @@ func (r ServerResult) Gbps() float64 {
 	return float64(r.Bytes) * 8 / r.Seconds / 1e9
 }
 
+// greeting is a connection that sent a valid hello.
+type greeting struct {
+	conn  net.Conn
+	hello hello
+}
+
 // Serve accepts one test on ln and returns what it received; it closes ln.
-// Connections that do not speak the probe's protocol (a port scan, a
-// health check) are answered with an error and the server keeps waiting,
-// until Wait runs out or ctx is done.
+// Every connection is read on its own goroutine under its own deadline, so
+// idle connections (a port scan, a health check that never speaks) cannot
+// hold up the client behind them; those that do not speak the probe's
+// protocol are answered with an error and the server keeps waiting, until
+// Wait runs out or ctx is done.
 func Serve(ctx context.Context, ln net.Listener, o ServerOptions) (ServerResult, error) {
-	defer ln.Close()
 	wait := o.Wait
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() }) // unblocks Accept
-	defer stop()
-	deadline := time.Now().Add(wait)
+	quit := make(chan struct{})
+	defer func() {
+		close(quit)
+		ln.Close()
+	}()
+	incoming, acceptErr := acceptAll(ln, quit)
+	hellos := make(chan greeting)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
-		setAcceptDeadline(ln, deadline)
-		ctrl, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ServerResult{}, fmt.Errorf("tcp probe server: %w", ctx.Err())
+		select {
+		case c, ok := <-incoming:
+			if !ok {
+				return ServerResult{}, fmt.Errorf("tcp probe server: %w", <-acceptErr)
 			}
-			return ServerResult{}, fmt.Errorf("tcp probe server: no client within %v: %w", wait, err)
+			go func() {
+				g, err := readHello(c)
+				if err != nil {
+					return // not a probe client: answered and closed
+				}
+				select {
+				case hellos <- g:
+				case <-quit:
+					g.conn.Close()
+				}
+			}()
+		case g := <-hellos:
+			return serveTest(ctx, g, incoming, quit)
+		case <-timer.C:
+			return ServerResult{}, fmt.Errorf("tcp probe server: no client within %v", wait)
+		case <-ctx.Done():
+			return ServerResult{}, fmt.Errorf("tcp probe server: %w", ctx.Err())
 		}
-		res, err := serveTest(ctx, ln, ctrl)
-		if errors.Is(err, ErrProtocol) {
-			continue // not a probe client: keep waiting for one
-		}
-		return res, err
 	}
 }
 
-func setAcceptDeadline(ln net.Listener, t time.Time) {
-	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = d.SetDeadline(t)
-	}
+// acceptAll accepts connections on ln until it fails (Serve closes it)
+// and sends them on the returned channel, then closes it and sends the
+// error. A connection accepted after quit is closed.
+func acceptAll(ln net.Listener, quit <-chan struct{}) (<-chan net.Conn, <-chan error) {
+	conns, errc := make(chan net.Conn), make(chan error, 1)
+	go func() {
+		defer close(conns)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case conns <- c:
+			case <-quit:
+				c.Close()
+				return
+			}
+		}
+	}()
+	return conns, errc
 }
 
-// serveTest runs one test whose control connection is ctrl.
-func serveTest(ctx context.Context, ln net.Listener, ctrl net.Conn) (ServerResult, error) {
+// readHello reads and checks c's hello within helloTimeout; a bad one is
+// answered with the error and c is closed.
+func readHello(c net.Conn) (greeting, error) {
+	_ = c.SetDeadline(time.Now().Add(helloTimeout))
+	line, err := readLine(bufio.NewReaderSize(c, maxLine))
+	if err != nil {
+		c.Close()
+		return greeting{}, fmt.Errorf("%w: hello from %s: %w", ErrProtocol, c.RemoteAddr(), err)
+	}
+	h, err := decodeHello(line)
+	if err != nil {
+		_ = writeJSONLine(c, reply{Error: err.Error()})
+		c.Close()
+		return greeting{}, err
+	}
+	return greeting{conn: c, hello: h}, nil
+}
+
+// serveTest runs the test of g: it answers the hello, takes the next
+// connections carrying g's token as its streams and sends the result.
+func serveTest(ctx context.Context, g greeting, incoming <-chan net.Conn, quit <-chan struct{}) (ServerResult, error) {
+	ctrl, h := g.conn, g.hello
 	defer ctrl.Close()
 	stop := context.AfterFunc(ctx, func() { ctrl.Close() })
 	defer stop()
 	_ = ctrl.SetDeadline(time.Now().Add(helloTimeout))
-	line, err := readLine(bufio.NewReaderSize(ctrl, maxLine))
-	if err != nil {
-		return ServerResult{}, fmt.Errorf("%w: hello from %s: %v", ErrProtocol, ctrl.RemoteAddr(), err)
-	}
-	h, err := decodeHello(line)
-	if err != nil {
-		_ = writeJSONLine(ctrl, reply{Error: err.Error()})
-		if !errors.Is(err, ErrProtocol) {
-			err = fmt.Errorf("%w: %v", ErrProtocol, err) // a bad request: wait for another client
-		}
-		return ServerResult{}, err
-	}
 	if err := writeJSONLine(ctrl, reply{OK: true}); err != nil {
 		return ServerResult{}, fmt.Errorf("tcp probe server: %w", err)
 	}
 	res := ServerResult{Client: ctrl.RemoteAddr().String(), Streams: h.Streams}
 	start := time.Now()
-	bytes, last, err := receive(ctx, ln, h, start)
+	bytes, last, err := receive(ctx, incoming, quit, h, start)
 	if err != nil {
 		_ = ctrl.SetDeadline(time.Now().Add(replyTimeout))
 		_ = writeJSONLine(ctrl, reply{Error: err.Error()})
@@ -114,10 +163,11 @@ func serveTest(ctx context.Context, ln net.Listener, ctrl net.Conn) (ServerResul
 	return res, nil
 }
 
-// receive accepts h.Streams data connections carrying h.Token and counts
+// receive takes h.Streams connections carrying h.Token (each read on its
+// own goroutine: a stray idle connection delays no stream) and counts
 // their bytes until each ends; it returns the total and when the last
 // stream ended.
-func receive(ctx context.Context, ln net.Listener, h hello, start time.Time) (int64, time.Time, error) {
+func receive(ctx context.Context, incoming <-chan net.Conn, quit <-chan struct{}, h hello, start time.Time) (int64, time.Time, error) {
 	var (
 		mu    sync.Mutex
 		total int64
@@ -135,46 +185,72 @@ func receive(ctx context.Context, ln net.Listener, h hello, start time.Time) (in
 	}
 	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
+	fail := func(err error) (int64, time.Time, error) {
+		closeAll()
+		wg.Wait()
+		return 0, time.Time{}, err
+	}
 	end := start.Add(time.Duration(h.Seconds*float64(time.Second)) + streamsWithin + idleTimeout)
-	setAcceptDeadline(ln, start.Add(streamsWithin))
+	streams := make(chan net.Conn)
+	within := time.NewTimer(streamsWithin)
+	defer within.Stop()
 	for accepted := 0; accepted < h.Streams; {
-		c, err := ln.Accept()
-		if err != nil {
-			closeAll()
-			wg.Wait()
-			return 0, time.Time{}, fmt.Errorf("%d of %d streams connected: %w", accepted, h.Streams, err)
-		}
-		_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
-		tok := make([]byte, tokenLen)
-		if _, err := io.ReadFull(c, tok); err != nil || string(tok) != h.Token {
-			c.Close() // a stray connection, not this test's
-			continue
-		}
-		accepted++
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			n, err := count(c, end)
+		select {
+		case c, ok := <-incoming:
+			if !ok {
+				return fail(fmt.Errorf("%d of %d streams connected: the listener closed", accepted, h.Streams))
+			}
+			go func() {
+				if !hasToken(c, h.Token) {
+					c.Close() // a stray connection, not this test's
+					return
+				}
+				select {
+				case streams <- c:
+				case <-quit:
+					c.Close()
+				}
+			}()
+		case c := <-streams:
+			accepted++
 			mu.Lock()
-			defer mu.Unlock()
-			total += n
-			if now := time.Now(); now.After(last) {
-				last = now
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				n, err := count(c, end)
+				mu.Lock()
+				defer mu.Unlock()
+				total += n
+				if now := time.Now(); now.After(last) {
+					last = now
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}()
+		case <-within.C:
+			return fail(fmt.Errorf("%d of %d streams connected within %v", accepted, h.Streams, streamsWithin))
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		}
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return total, last, err
 	}
 	return total, last, nil
+}
+
+// hasToken reads a stream's first bytes within helloTimeout and says
+// whether they are token.
+func hasToken(c net.Conn, token string) bool {
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	tok := make([]byte, tokenLen)
+	_, err := io.ReadFull(c, tok)
+	return err == nil && string(tok) == token
 }
 
 // count reads c until EOF; a stream idle for idleTimeout, or still

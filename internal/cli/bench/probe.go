@@ -72,6 +72,9 @@ error.`,
 					res.Bytes, res.Streams, res.Client, res.Seconds, res.Gbps())
 				return nil
 			}
+			if o.Interval < benchprobe.MinInterval {
+				return fmt.Errorf("--interval %v: want at least %v (one row per interval)", o.Interval, benchprobe.MinInterval)
+			}
 			o.Addr, o.Wait, o.Version = serverAddr(connect, port), wait, "railyard "+version.String()
 			rep, runErr := benchprobe.Run(cmd.Context(), o)
 			// One line: a pod log interleaves stdout and stderr line by
@@ -90,7 +93,7 @@ error.`,
 	fl.IntVar(&port, "port", benchprobe.DefaultPort, "the server's port when --connect gives only a host")
 	fl.IntVar(&o.Streams, "streams", benchprobe.DefaultStreams, "parallel TCP streams (client)")
 	fl.DurationVar(&o.Duration, "duration", benchprobe.DefaultDuration, "how long the client sends")
-	fl.DurationVar(&o.Interval, "interval", time.Second, "sampling interval of the client's rows")
+	fl.DurationVar(&o.Interval, "interval", time.Second, "sampling interval of the client's rows (at least "+benchprobe.MinInterval.String()+")")
 	fl.DurationVar(&wait, "wait", benchprobe.DefaultWait, "server: how long to wait for a client; client: how long to keep trying to connect")
 	return cmd
 }
