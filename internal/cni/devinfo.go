@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // DefaultDeviceInfoDir is the directory Multus keeps device-info files in
@@ -28,20 +29,6 @@ const deviceInfoSubdir = "cni"
 // errDeviceInfoPath is returned (wrapped) for a CNIDeviceInfoFile that is not
 // the file Multus names for the attachment.
 var errDeviceInfoPath = errors.New("not the device-info file Multus names for this attachment")
-
-// deviceInfo is the device-info-spec 1.1.0 document Multus reads back into
-// the pod's network-status annotation.
-type deviceInfo struct {
-	Type    string        `json:"type"`
-	Version string        `json:"version"`
-	PCI     deviceInfoPCI `json:"pci"`
-}
-
-type deviceInfoPCI struct {
-	PCIAddress   string `json:"pci-address,omitempty"`
-	PFPCIAddress string `json:"pf-pci-address,omitempty"`
-	RDMADevice   string `json:"rdma-device,omitempty"`
-}
 
 // attachment names one (network, container, interface) a device-info file
 // belongs to.
@@ -124,8 +111,11 @@ func (p *Plugin) openDeviceInfoDir(create bool) (*os.File, error) {
 // writeDeviceInfo writes rec's device-info file for at, durably: a new
 // file created in the directory (O_EXCL, O_NOFOLLOW), fsynced, renamed
 // over the name (which replaces a symlink there, never its target), then
-// the directory fsynced. "" writes nothing; any other path must pass
-// checkDeviceInfoPath.
+// the directory fsynced. The document is containerdev's device-info-spec
+// 1.1 document; a device without a PCI address (a netdev named by
+// "device" that sysfs shows on no PCI function) gets none, since a "pci"
+// document must name its pci-address. "" writes nothing; any other path
+// must pass checkDeviceInfoPath.
 func (p *Plugin) writeDeviceInfo(path string, at attachment, rec *state.Record) error {
 	if path == "" {
 		return nil
@@ -134,9 +124,16 @@ func (p *Plugin) writeDeviceInfo(path string, at attachment, rec *state.Record) 
 	if err != nil {
 		return invalidf("CNIDeviceInfoFile: %w", err)
 	}
-	info := deviceInfo{Type: "pci", Version: "1.1.0", PCI: deviceInfoPCI{PCIAddress: rec.PCI, RDMADevice: rec.RDMA}}
+	pf := ""
 	if rec.PF != nil {
-		info.PCI.PFPCIAddress = rec.PF.PCI
+		pf = rec.PF.PCI
+	}
+	info, err := containerdev.NewDevInfo(rec.PCI, pf, rec.RDMA)
+	if errors.Is(err, containerdev.ErrNoPCIAddress) {
+		return nil // a netdev without one: a "pci" document must name it
+	}
+	if err != nil {
+		return err
 	}
 	b, err := json.Marshal(info)
 	if err != nil {

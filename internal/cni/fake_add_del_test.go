@@ -18,6 +18,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netopstest"
 )
@@ -60,7 +61,7 @@ func TestAddCheckDelFakeVFAndFakeRDMA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var di deviceInfo
+	var di containerdev.DevInfo
 	must(t, json.Unmarshal(info, &di))
 	if di.Type != "pci" || di.Version != "1.1.0" || di.PCI.PCIAddress != vfPCI || di.PCI.PFPCIAddress != pfPCI || di.PCI.RDMADevice != "mlx5_3" {
 		t.Errorf("device info %s", info)

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/internal/netops/netopstest"
@@ -210,7 +211,7 @@ func TestAddCheckDelRealVF(t *testing.T) {
 	}
 	info, err := os.ReadFile(infoFile(w.infoDir, "vf-net", "c1", "net1"))
 	must(t, err)
-	var di deviceInfo
+	var di containerdev.DevInfo
 	must(t, json.Unmarshal(info, &di))
 	if di.Type != "pci" || di.PCI.PCIAddress != w.pci || di.PCI.PFPCIAddress != w.pf.PCI || di.PCI.RDMADevice != "" {
 		t.Errorf("device info %s, want VF %s of PF %s without an RDMA device", info, w.pci, w.pf.PCI)
