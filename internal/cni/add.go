@@ -71,9 +71,9 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if err != nil {
 		if kept, rerr := p.rollback(ctx, s, a, rec); rerr != nil {
 			if kept {
-				return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %v", err, rerr)
+				return nil, fmt.Errorf("%w; rollback incomplete, record kept for DEL/GC: %s", err, rerr.Error()) // the ADD's error keeps its CNI code
 			}
-			return nil, fmt.Errorf("%w; device restored, but: %v", err, rerr)
+			return nil, fmt.Errorf("%w; device restored, but: %s", err, rerr.Error())
 		}
 		return nil, err
 	}

@@ -67,6 +67,7 @@ func escapes(w *world, v victim) map[string]string {
 // configuration) every CNIDeviceInfoFile but the one Multus names for the
 // attachment, before any change: it overwrote any absolute path.
 func TestDeviceInfoEscapesRefusedByAddFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newVictim(t)
 	for name, path := range escapes(w, v) {
@@ -83,6 +84,7 @@ func TestDeviceInfoEscapesRefusedByAddFakeVF(t *testing.T) {
 // and of one added with a good file) succeeds, leaves every other path alone
 // and says so in the plugin's log: it deleted any absolute path.
 func TestDeviceInfoEscapesIgnoredByDelFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newVictim(t)
 	for name, path := range escapes(w, v) {
@@ -111,6 +113,7 @@ func TestDeviceInfoEscapesIgnoredByDelFakeVF(t *testing.T) {
 // "cni" directory fails the write (the ADD rolls back) and DEL removes
 // nothing through it.
 func TestDeviceInfoSymlinkedDirIsNotFollowedFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newVictim(t)
 	must(t, os.MkdirAll(w.infoDir, 0o755))
@@ -139,6 +142,7 @@ func TestDeviceInfoSymlinkedDirIsNotFollowedFakeVF(t *testing.T) {
 // under the attachment's own name is replaced by ADD (its target untouched)
 // and DEL removes the name, never the target.
 func TestDeviceInfoSymlinkedFileIsReplacedNotFollowedFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newVictim(t)
 	good := infoFile(w.infoDir, "rdma-net", "c1", "net1")
@@ -166,6 +170,7 @@ func TestDeviceInfoSymlinkedFileIsReplacedNotFollowedFakeVF(t *testing.T) {
 // TestDeviceInfoWrittenAndRemovedUnderMultusNameFakeVF: the file Multus
 // names is written and removed, its directories created as needed.
 func TestDeviceInfoWrittenAndRemovedUnderMultusNameFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	good := infoFile(w.infoDir, "rdma-net", "c1", "net1")
 	a := args("c1", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": good}))

@@ -36,6 +36,7 @@ func withFIFO(t *testing.T, path string, f func()) {
 // once (try again later) instead of blocking the pod's sandbox creation,
 // and DEL still succeeds.
 func TestDRAViewFIFOFailsFastFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newDRAWorld(newWorld(t))
 	a := w.args("sb1", 0, "net1", podCNIArgs)
 	withFIFO(t, draview.Path(w.dir), func() {

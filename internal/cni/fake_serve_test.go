@@ -49,6 +49,7 @@ func badStdins() map[string][]byte {
 // stayed Terminating. (A configuration naming no state directory has DEL
 // look in the default one, read-only.)
 func TestServeDelSucceedsOnAnyStdinFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for name, stdin := range badStdins() {
 		var out bytes.Buffer
@@ -66,6 +67,7 @@ func TestServeDelSucceedsOnAnyStdinFakeVF(t *testing.T) {
 // configuration that still names the state directory (as ADD's did)
 // releases the device in that one DEL.
 func TestServeDelWithTheRecordsStateDirReleasesOnAnyGarbageFakeVF(t *testing.T) {
+	t.Parallel()
 	for name, conf := range map[string]string{
 		"cniVersion a number": `{"cniVersion":123,"name":"rdma-net","stateDir":%q,"sysfsRoot":%q}`,
 		"name a number":       `{"cniVersion":"1.1.0","name":5,"stateDir":%q,"sysfsRoot":%q}`,
@@ -89,6 +91,7 @@ func TestServeDelWithTheRecordsStateDirReleasesOnAnyGarbageFakeVF(t *testing.T) 
 // TestServeAddRefusesWhatTheSkelRefusedFakeVF: ADD keeps the skel's
 // checks, each as one CNI error document on stdout.
 func TestServeAddRefusesWhatTheSkelRefusedFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want := map[string]uint{
 		"empty": types.ErrDecodingFailure, "not JSON": types.ErrDecodingFailure, "cniVersion a number": types.ErrDecodingFailure,
@@ -124,6 +127,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 // TestServeBoundsStdinFakeVF: stdin from /dev/zero is refused after
 // MaxConfig bytes, for every command (it ran the plugin out of memory).
 func TestServeBoundsStdinFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, cmd := range []string{"ADD", "CHECK", "DEL", "STATUS", "GC"} {
 		z := &zeros{}
@@ -151,6 +155,7 @@ func TestServeBoundsStdinFakeVF(t *testing.T) {
 // refused at once (a note on stderr, the log going there) instead of
 // blocking the call, and stdout carries the result only.
 func TestServeLogFileMustBeARegularFileFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	fifo := filepath.Join(t.TempDir(), "log")
 	must(t, syscall.Mkfifo(fifo, 0o600))
@@ -179,6 +184,7 @@ func TestServeLogFileMustBeARegularFileFakeVF(t *testing.T) {
 // TestAddNetnsErrorsSayWhyFakeVF: a CNI_NETNS that is no namespace is
 // refused with a message that ends in what is wrong, not in "(<nil>)".
 func TestAddNetnsErrorsSayWhyFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	_, err := w.plugin().Add(ctx, args("c1", "/var/run/netns/none", "net1", w.conf(vfPCI, nil)))
 	if ToCNIError(err).Code != types.ErrInvalidEnvironmentVariables || strings.Contains(err.Error(), "<nil>") || !strings.HasSuffix(err.Error(), "is not a network namespace") {

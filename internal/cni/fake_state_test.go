@@ -37,6 +37,7 @@ func (w *world) loggingPlugin(log *bytes.Buffer) *Plugin {
 // and removes the record, with a warning (it failed with code 999 for
 // good).
 func TestDelOfAnAttachmentWithACorruptRecordFakeVF(t *testing.T) {
+	t.Parallel()
 	for _, content := range []string{"", `{"key":"0000:03:00.2","contain`} {
 		w := newWorld(t)
 		a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
@@ -67,6 +68,7 @@ func TestDelOfAnAttachmentWithACorruptRecordFakeVF(t *testing.T) {
 // decode for a device free on the host is stale: ADD removes it (with a
 // warning) and attaches.
 func TestAddRepairsACorruptRecordOfAFreeDeviceFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.corrupt(vfPCI, "")
 	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
@@ -85,6 +87,7 @@ func TestAddRepairsACorruptRecordOfAFreeDeviceFakeVF(t *testing.T) {
 // a pod, ADD refuses and says the way out (DEL of that pod, or removing
 // the record).
 func TestAddRefusesACorruptRecordOfAHeldDeviceFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
 	if _, err := w.plugin().Add(ctx, a); err != nil {
@@ -105,6 +108,7 @@ func TestAddRefusesACorruptRecordOfAHeldDeviceFakeVF(t *testing.T) {
 // that does not decode: a free device's is removed, a held device's left
 // for its pod's DEL, and the other attachments are collected as usual.
 func TestGCWithCorruptRecordsFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.plugin()
 	a2 := args("c2", pod2, "net1", w.conf(vf2PCI, nil))
@@ -137,6 +141,7 @@ func TestGCWithCorruptRecordsFakeVF(t *testing.T) {
 // cni.dev/valid-attachments (or with null) is refused and releases
 // nothing; it tore down every attachment of the network.
 func TestGCWithoutValidAttachmentsFailsFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.plugin()
 	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
@@ -165,6 +170,7 @@ func TestGCWithoutValidAttachmentsFailsFakeVF(t *testing.T) {
 // railyard-cni never attached create nothing in the state directory (100
 // DELs left 105 lock files), and a released device's lock file goes.
 func TestDelOfUnknownDevicesLeavesNoLockFilesFakeVF(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.plugin()
 	for i := range 100 {
@@ -188,6 +194,7 @@ func TestDelOfUnknownDevicesLeavesNoLockFilesFakeVF(t *testing.T) {
 // 999 creating its lock, and the pod stayed Terminating); DEL of an
 // attached device still takes its lock there (read-only open).
 func TestDelOnAReadOnlyStateDirFakeVFReadOnlyMount(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := w.plugin()
 	a := args("c1", pod1, "net1", w.conf(vfPCI, nil))

@@ -12,6 +12,7 @@ import (
 // table, asked alone, is applied through the PF, its drift found by CHECK
 // and the original restored by DEL.
 func TestEveryVFSettingAppliesChecksAndRestoresFakeVF(t *testing.T) {
+	t.Parallel()
 	none := map[string]any{"vlan": nil, "vlanQoS": nil, "spoofchk": nil, "trust": nil, "link_state": nil,
 		"min_tx_rate": nil, "max_tx_rate": nil}
 	for _, tc := range []struct {

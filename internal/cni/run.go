@@ -151,7 +151,7 @@ func (p *Plugin) call(ctx context.Context, name string, getenv func(string) stri
 		return c.run(p, ctx, a)
 	}
 	if readErr != nil {
-		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("reading the network configuration from stdin: %v", readErr), "")
+		return nil, types.NewError(types.ErrDecodingFailure, "reading the network configuration from stdin: "+readErr.Error(), "")
 	}
 	if err := checkVersion(a.Config, c.minConf); err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func checkVersion(conf []byte, minConf string) *types.Error {
 		Name string `json:"name"`
 	}
 	if err := json.Unmarshal(conf, &n); err != nil {
-		return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("error unmarshall network config: %v", err), "")
+		return types.NewError(types.ErrDecodingFailure, "error unmarshall network config: "+err.Error(), "")
 	}
 	if n.Name == "" {
 		return types.NewError(types.ErrInvalidNetworkConfig, "missing network name", "")
