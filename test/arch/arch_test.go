@@ -88,6 +88,12 @@ var rules = []struct {
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources", "internal/binding"},
 	},
 	{
+		name:      "the DRA driver gets what a container gets from containerdev, not from late binding",
+		packages:  []string{"internal/draplugin"},
+		forbidden: []string{"internal/binding"},
+		direct:    true,
+	},
+	{
 		name:     "benchmark parsing and judging need no node model",
 		packages: []string{"internal/bench"},
 		only:     []string{},
