@@ -267,6 +267,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ib0", "numVFs": -1}}}}}, "/nodeSetup/policy/pfs/0/numVFs"},
 		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ib0", "numVF": 8}}}}}, "numVF"},
 		{map[string]any{"nodeSetup": map[string]any{"interval": "soon"}}, "/nodeSetup/interval"},
+		{map[string]any{"nodeSetup": map[string]any{"interval": "100ms"}}, "/nodeSetup/interval"}, // node apply refuses under 1s
+		{map[string]any{"nodeSetup": map[string]any{"interval": "0s"}}, "/nodeSetup/interval"},
 	} {
 		_, err := Render(ch, Options{Release: "r", Namespace: "n", Values: c.values})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
