@@ -15,6 +15,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
+	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources"
@@ -76,7 +77,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	// for the gpu-aware finder, rail groups and late binding.
 	lister := podlist.New(cfg.PodResourcesSocket)
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
-	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg)
+	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg, binding.Options{})
 	groups, err := railGroups(cfg, lister)
 	if err != nil {
 		return nil, err

@@ -57,6 +57,9 @@ type lateBinding struct {
 	// after that (a token waits while neither is older than earlyFor).
 	wake                    chan struct{}
 	allocatedAt, boundAfter map[string]time.Time
+	// inFlight are the tokens of early binds under way (startEarly):
+	// closed once the bind's outcome is recorded.
+	inFlight map[string]chan struct{}
 }
 
 // unheldGrace is how long a bound token must stay held by no pod in
@@ -69,8 +72,9 @@ func (b *lateBinding) unheldGrace() time.Duration {
 
 var _ deviceplugin.Binder = (*lateBinding)(nil)
 
-// newLateBinding returns nil when no pool binds late.
-func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry) *lateBinding {
+// newLateBinding returns nil when no pool binds late. storeOpt configures
+// the binding store (the zero value in production).
+func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver podresources.Map, log *slog.Logger, reg *prometheus.Registry, storeOpt binding.Options) *lateBinding {
 	late := false
 	for _, p := range cfg.Pools {
 		late = late || p.Binding == v1alpha1.BindingSandbox
@@ -78,11 +82,12 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 	if !late {
 		return nil
 	}
-	store := binding.NewStore(BindingDir(cfg.StateDir), binding.Options{})
+	store := binding.NewStore(BindingDir(cfg.StateDir), storeOpt)
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
 		wake: make(chan struct{}, 1), allocatedAt: map[string]time.Time{}, boundAfter: map[string]time.Time{},
+		inFlight: map[string]chan struct{}{},
 	}
 }
 
@@ -91,7 +96,7 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 // nothing more (see earlybind.go); the others are bound here.
 func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []string) error {
 	start := time.Now()
-	if b.boundEarly(tokens) {
+	if b.boundEarly(ctx, tokens) {
 		b.m.observeBind("prestart-bound", time.Since(start), nil)
 		return nil
 	}

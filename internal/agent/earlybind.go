@@ -132,10 +132,6 @@ func (b *lateBinding) bindWaiting(ctx context.Context) {
 			continue
 		}
 		req.By, req.Holders = binding.ByAgent, &h
-		start := time.Now()
-		res, err := b.store.Bind(ctx, req)
-		took := listed + time.Since(start)
-		b.m.observeBind("early", took, err)
 		var toks []string
 		for _, c := range req.Containers {
 			toks = append(toks, c.Tokens...)
@@ -143,31 +139,71 @@ func (b *lateBinding) bindWaiting(ctx context.Context) {
 		for _, tok := range toks {
 			done[tok] = true
 		}
+		finish := b.startEarly(toks)
+		start := time.Now()
+		res, err := b.store.Bind(ctx, req)
+		took := listed + time.Since(start)
+		b.m.observeBind("early", took, err)
 		if err != nil {
+			finish(time.Time{})
 			b.log.Warn("early binding failed: PreStartContainer binds", "pod", req.Pod.String(), "tokens", toks, "err", err)
 			continue
 		}
+		finish(at)
+		b.logBound(res, "early", took, listed)
+		b.afterBind(res)
+	}
+}
+
+// startEarly marks tokens as being bound early, before the store commits
+// anything a PreStartContainer could see: boundEarly waits for the bind
+// instead of finding it committed but not yet recorded and binding again.
+// The returned finish records the list time the bind was made from (zero:
+// it failed) and ends the mark, in one step under b.mu.
+func (b *lateBinding) startEarly(toks []string) (finish func(listedAt time.Time)) {
+	ch := make(chan struct{})
+	b.mu.Lock()
+	for _, t := range toks {
+		b.inFlight[t] = ch
+	}
+	b.mu.Unlock()
+	return func(listedAt time.Time) {
 		b.mu.Lock()
-		for _, tok := range toks {
-			if a, ok := b.allocatedAt[tok]; !ok || a.Before(at) {
-				b.boundAfter[tok] = at
+		for _, t := range toks {
+			if a, ok := b.allocatedAt[t]; !listedAt.IsZero() && (!ok || a.Before(listedAt)) {
+				b.boundAfter[t] = listedAt
+			}
+			if b.inFlight[t] == ch {
+				delete(b.inFlight, t)
 			}
 		}
 		b.mu.Unlock()
-		b.logBound(res, "early", took, listed)
-		b.afterBind(res)
+		close(ch)
 	}
 }
 
 // boundEarly reports whether every token was bound from a PodResources
 // list taken after kubelet's latest Allocate of it, and is still bound:
 // then the binding is the current holder's, and PreStartContainer need
-// not list.
-func (b *lateBinding) boundEarly(tokens []string) bool {
+// not list. It first waits for early binds of the tokens under way.
+func (b *lateBinding) boundEarly(ctx context.Context, tokens []string) bool {
 	if len(tokens) == 0 {
 		return false
 	}
 	b.mu.Lock()
+	for i := 0; i < len(tokens); i++ {
+		// An early bind of the token is under way: its outcome decides.
+		if ch, ok := b.inFlight[tokens[i]]; ok {
+			b.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return false
+			}
+			b.mu.Lock()
+			i = -1
+		}
+	}
 	for _, t := range tokens {
 		after, ok := b.boundAfter[t]
 		if a, allocated := b.allocatedAt[t]; !ok || !allocated || !after.After(a) {

@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -174,14 +177,17 @@ func TestEarlyBindingIsNotTrustedAfterANewAllocate(t *testing.T) {
 	pr.Set(listed("first", tok, "0000:8a:00.0"))
 	allocate()
 	waitBinding(t, r, tok, "first")
-	// The early binder records the bind just after its commit.
-	for deadline := time.Now().Add(time.Second); !r.agent.late.boundEarly([]string{tok}); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the early binding is not trusted before any new Allocate")
-		}
+	// boundEarly waits for the early bind under way to be recorded.
+	if !r.agent.late.boundEarly(ctx, []string{tok}) {
+		t.Fatal("the early binding is not trusted before any new Allocate")
 	}
-	allocate() // kubelet gave the token to another pod
-	if r.agent.late.boundEarly([]string{tok}) {
+	// The first pod ended (kubelet lists it no more) and kubelet gave the
+	// token to another pod, not yet listed: a list still showing the first
+	// pod after the new Allocate cannot happen, and the early binder would
+	// rightly take it as the token's holder.
+	pr.Set()
+	allocate()
+	if r.agent.late.boundEarly(ctx, []string{tok}) {
 		t.Fatal("a binding made before the token's latest Allocate is trusted")
 	}
 	const gpu = "0000:85:00.0" // NUMA 1 too; PIX to 0000:84:00.0
@@ -191,5 +197,62 @@ func TestEarlyBindingIsNotTrustedAfterANewAllocate(t *testing.T) {
 	}
 	if b, ok := bindingOf(t, r, tok); !ok || b.Pod.Name != "second" || !strings.HasPrefix(b.Device, "0000:84:00.") {
 		t.Errorf("after the new Allocate the token is bound %+v; want pod second on a VF of 0000:84:00.0, %s's rail", b, gpu)
+	}
+}
+
+// TestPreStartDuringAnEarlyBindWaitsForIt holds an early bind right after
+// its commit (the store's fault hook, at the first CDI spec write) and
+// calls PreStartContainer then: it must wait for the early bind and find
+// the token bound early, never list and bind a second time (the race a
+// loaded machine hit: the commit was visible before the agent recorded
+// that it came from a list after the token's Allocate). Faked: kubelet
+// (PodResources stand-in, the calls made here).
+func TestPreStartDuringAnEarlyBindWaitsForIt(t *testing.T) {
+	r, pr, _, tok := earlyEnv(t)
+	ctx := context.Background()
+	pr.Set(listed("trainer", tok, "0000:8a:00.0"))
+	committed, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var steps []string
+	fault := func(step string) error {
+		mu.Lock()
+		steps = append(steps, step)
+		first := step == binding.StepWriteSpec && !slices.Contains(steps[:len(steps)-1], binding.StepWriteSpec)
+		mu.Unlock()
+		if first {
+			close(committed)
+			<-release
+		}
+		return nil
+	}
+	late := r.agent.late
+	lb := newLateBinding(r.agent.cfg, late.lister, late.resolver, late.log, prometheus.NewRegistry(), binding.Options{Fault: fault})
+	lb.Allocated(vfRes, []string{tok})
+	early := make(chan struct{})
+	go func() { defer close(early); lb.bindWaiting(ctx) }()
+	<-committed
+	prestart := make(chan error, 1)
+	go func() { prestart <- lb.BindTokens(ctx, vfRes, []string{tok}) }()
+	// Give PreStartContainer time to decide while the bind is committed
+	// and unrecorded (before the fix it listed and locked the store here).
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	<-early
+	if err := <-prestart; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	locks := 0
+	for _, s := range steps {
+		if s == binding.StepLock {
+			locks++
+		}
+	}
+	mu.Unlock()
+	if locks != 1 {
+		t.Errorf("the store was locked %d times, want 1 (the early bind; PreStartContainer bound again)", locks)
+	}
+	if b, ok := bindingOf(t, r, tok); !ok || b.Pod.Name != "trainer" {
+		t.Errorf("token not bound to trainer: %+v", b)
 	}
 }
