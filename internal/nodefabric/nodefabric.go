@@ -1,0 +1,134 @@
+package nodefabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/lldp"
+)
+
+// Publisher writes one node's fabric ports and labels on its Node.
+type Publisher struct {
+	Client kubernetes.Interface
+	Node   string
+}
+
+// Publish sets the node's ports annotation and fabric labels from ports
+// and removes fabric labels that no longer hold. It reports whether it
+// changed the Node.
+func (p Publisher) Publish(ctx context.Context, ports []fabric.Port) (bool, error) {
+	node, err := p.Client.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reading node %s: %w", p.Node, err)
+	}
+	ann, err := fabric.EncodePorts(ports)
+	if err != nil {
+		return false, err
+	}
+	want := fabric.Labels(ports)
+	labels := map[string]any{}
+	for k := range node.Labels {
+		if isFabricLabel(k) {
+			if _, keep := want[k]; !keep {
+				labels[k] = nil // a JSON merge patch removes a key set to null
+			}
+		}
+	}
+	for k, v := range want {
+		if node.Labels[k] != v {
+			labels[k] = v
+		}
+	}
+	meta := map[string]any{}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	if node.Annotations[fabric.PortsAnnotation] != ann {
+		meta["annotations"] = map[string]any{fabric.PortsAnnotation: ann}
+	}
+	if len(meta) == 0 {
+		return false, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return false, fmt.Errorf("encoding the node patch: %w", err)
+	}
+	if _, err := p.Client.CoreV1().Nodes().Patch(ctx, p.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "railyard-agent"}); err != nil {
+		return false, fmt.Errorf("patching node %s: %w", p.Node, err)
+	}
+	return true, nil
+}
+
+func isFabricLabel(k string) bool {
+	return strings.HasPrefix(k, fabric.RailLabelPrefix) || k == fabric.LeafSetLabel
+}
+
+// Watch listens and publishes every Interval until its context ends.
+type Watch struct {
+	// Ports returns the node's current ports without neighbors
+	// (fabric.PortsOf of the agent's latest topology).
+	Ports func() []fabric.Port
+	// Listen hears LLDP on the named netdevs until ctx ends
+	// (lldp.ReceiveAll in the agent; a fake in tests).
+	Listen func(ctx context.Context, netdevs []string) []lldp.Result
+	// Publish writes the ports (Publisher.Publish).
+	Publish func(ctx context.Context, ports []fabric.Port) (bool, error)
+	// Wait bounds one listen: longer than the switches' LLDP transmit
+	// interval (30 s by default on most switches).
+	Wait time.Duration
+	// Interval is the time between two listens.
+	Interval time.Duration
+	// Report receives each round's ports and error (logging, metrics); may
+	// be nil.
+	Report func(ports []fabric.Port, changed bool, err error)
+}
+
+// Once listens on every port with a netdev for up to Wait and publishes.
+func (w Watch) Once(ctx context.Context) ([]fabric.Port, bool, error) {
+	ports := w.Ports()
+	var netdevs []string
+	for _, p := range ports {
+		if p.Netdev != "" {
+			netdevs = append(netdevs, p.Netdev)
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, w.Wait)
+	results := w.Listen(lctx, netdevs)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	ports = fabric.WithNeighbors(ports, results)
+	changed, err := w.Publish(ctx, ports)
+	return ports, changed, err
+}
+
+// Run calls Once now and then every Interval until ctx ends; a failed
+// round is reported and retried at the next one.
+func (w Watch) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ports, changed, err := w.Once(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if w.Report != nil {
+			w.Report(ports, changed, err)
+		}
+		t.Reset(w.Interval)
+	}
+}
