@@ -88,7 +88,9 @@ func TestWatchOnceListensWithinWaitAndPublishesNeighbors(t *testing.T) {
 	t.Parallel()
 	var published []fabric.Port
 	w := Watch{
-		Ports: func() []fabric.Port { return []fabric.Port{{Rail: 0, NIC: "mlx5_0", Netdev: "eth0"}, {Rail: 1, NIC: "mlx5_1"}} },
+		Ports: func() []fabric.Port {
+			return []fabric.Port{{Rail: 0, NIC: "mlx5_0", Netdev: "eth0"}, {Rail: 1, NIC: "mlx5_1"}}
+		},
 		Listen: func(ctx context.Context, netdevs []string) []lldp.Result {
 			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Second {
 				t.Errorf("listen without the 1 s wait as its deadline")
