@@ -207,23 +207,6 @@ func TestCnitoolUnknownFieldRejectedNamingItVeth(t *testing.T) {
 	n.assertHome(pciA)
 }
 
-func TestCnitoolGCReleasesStaleAttachmentVeth(t *testing.T) {
-	n := newNode(t)
-	n.addVF(pciA)
-	n.network("rdma-a", "192.168.208.0/24", nil)
-	pod := netnstest.NewNetns(t, "pod")
-	if _, err := n.cnitool("add", "rdma-a", pod, pciA); err != nil {
-		t.Fatal(err)
-	}
-	// cnitool's gc passes no valid attachments: everything is stale.
-	if _, err := n.cnitool("gc", "rdma-a", pod, ""); err != nil {
-		t.Fatal(err)
-	}
-	n.assertHome(pciA)
-	if got := n.ipamFiles("rdma-a"); got != 0 {
-		t.Errorf("host-local still holds %d addresses after GC", got)
-	}
-}
 
 // Two pods race for one device: exactly one gets it, the other fails with
 // try-again-later and is left with nothing.

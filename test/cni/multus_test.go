@@ -231,3 +231,44 @@ func TestBinaryLogsWhereConfigured(t *testing.T) {
 		t.Errorf("log %q", s)
 	}
 }
+
+// TestLibcniGCWithoutValidAttachmentsReleasesNothingVeth: libcni's GC
+// with no valid attachments (GCArgs without a list: null in both keys) is
+// refused and releases nothing (it was read as "nothing is valid" and tore
+// down every attachment of the network); an empty list releases them all.
+func TestLibcniGCWithoutValidAttachmentsReleasesNothingVeth(t *testing.T) {
+	n := newNode(t)
+	n.addVF(pciA)
+	pod := netnstest.NewNetns(t, "pod")
+	cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
+	plugin := n.nad("roce-nogc", "192.168.213.0/24")
+	plugin["cniVersion"] = "1.1.0"
+	raw, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "roce-nogc", "plugins": []any{plugin}})
+	cl, err := libcni.NetworkConfFromBytes(multusDelegate(t, raw, pciA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cni.AddNetworkList(ctx, cl, multusRuntimeConf(t, "roce-nogc", "kept", pod, pciA)); err != nil {
+		t.Fatal(err)
+	}
+	gcList, err := libcni.NetworkConfFromBytes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh cache: only the plugin's GC is under test, not libcni's DEL
+	// of the attachments it cached.
+	gc := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache-gc"), nil)
+	if err := gc.GCNetworkList(ctx, gcList, &libcni.GCArgs{}); err == nil || !strings.Contains(err.Error(), "cni.dev/valid-attachments") {
+		t.Fatalf("GC without valid attachments: %v, want refused", err)
+	}
+	if got := podLinks(t, pod); len(got) != 1 || got[0] != "net1" {
+		t.Fatalf("pod links after a refused GC: %v, want net1", got)
+	}
+	if err := gc.GCNetworkList(ctx, gcList, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{}}); err != nil {
+		t.Fatalf("GC with an empty list: %v", err)
+	}
+	n.assertHome(pciA)
+	if got := n.ipamFiles("roce-nogc"); got != 0 {
+		t.Errorf("host-local still holds %d addresses", got)
+	}
+}
