@@ -24,6 +24,9 @@ const (
 	// awaited (the CLI exits within cli.Grace).
 	InterruptedCleanup = 2 * time.Second
 	collectTimeout     = 30 * time.Second
+	// RequestTimeout bounds one API request (the CLI sets it as the
+	// client's rest.Config Timeout).
+	RequestTimeout = 30 * time.Second
 	// MaxLogBytes bounds one container's collected log.
 	MaxLogBytes = 64 << 20
 )
@@ -41,8 +44,10 @@ const (
 
 // Options configure Execute.
 type Options struct {
-	// Timeout bounds the wait for every run (not log collection and
-	// cleanup); 0 means DefaultTimeout.
+	// Timeout bounds the whole run: creating the objects, waiting for
+	// every run and collecting the logs (the last quarter of it, at most
+	// 30 s, is kept for collecting); cleanup then has CleanupTimeout.
+	// 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Poll is how often pod states are read; 0 means DefaultPoll.
 	Poll time.Duration
@@ -150,14 +155,17 @@ func Execute(ctx context.Context, c Cluster, p Plan, o Options) (Outcome, error)
 	for _, r := range p.Runs {
 		e.runs = append(e.runs, &runState{run: r, created: map[string]bool{}, pods: map[string]*corev1.Pod{}})
 	}
-	err := e.createInitial(ctx)
+	deadline := start.Add(o.Timeout)
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := e.createInitial(runCtx)
 	if err == nil {
-		waitCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+		waitCtx, cancelWait := context.WithDeadline(runCtx, deadline.Add(-min(o.Timeout/4, collectTimeout)))
 		e.wait(waitCtx)
-		cancel()
+		cancelWait()
 		e.finishUnfinished(ctx)
 		if ctx.Err() == nil {
-			e.collect(ctx)
+			e.collect(runCtx)
 		}
 	}
 	out := Outcome{Created: e.createdNames(), Interrupted: ctx.Err() != nil}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/railyard-io/railyard/internal/bench"
@@ -28,11 +30,9 @@ type connectFunc func(kubeconfig string) (benchrun.Cluster, error)
 // kubeconfigCluster connects with the user's kubeconfig: --kubeconfig,
 // else KUBECONFIG, else ~/.kube/config (client-go's loading rules).
 func kubeconfigCluster(kubeconfig string) (benchrun.Cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -43,6 +43,20 @@ func kubeconfigCluster(kubeconfig string) (benchrun.Cluster, error) {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
 	}
 	return benchrun.Kube{Client: cs, Dynamic: dyn}, nil
+}
+
+// restConfig loads the kubeconfig with every request bounded by
+// benchrun.RequestTimeout: an API server that accepts the connection and
+// never answers fails the request instead of hanging the run.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.Timeout = benchrun.RequestTimeout
+	return cfg, nil
 }
 
 type runFlags struct {
@@ -107,6 +121,11 @@ func (r *runFlags) run(cmd *cobra.Command, s iostreams.Streams, f *reportFlags, 
 	errs := f.validate()
 	if r.opts.Timeout <= 0 || r.opts.Poll <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %v, --poll-interval %v: want positive durations", r.opts.Timeout, r.opts.Poll))
+	}
+	if r.namespace != "" {
+		if msgs := validation.IsDNS1123Label(r.namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name: %s", r.namespace, strings.Join(msgs, "; ")))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
