@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -212,12 +211,4 @@ func (a *Agent) health() error {
 		return fmt.Errorf("no successful discovery for %s", time.Since(a.lastOK).Round(time.Second))
 	}
 	return nil
-}
-
-func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading configuration: %w", err)
-	}
-	return b, nil
 }

@@ -128,7 +128,7 @@ func ParseOptions(args []string, env LookupEnv, fs *pflag.FlagSet) (*Options, er
 	if opt.ConfigFile == "" {
 		return nil, errors.New("no configuration: give --config FILE (or RAILYARD_CONFIG); it defines the pools")
 	}
-	data, err := readFile(opt.ConfigFile)
+	data, err := v1alpha1.ReadFile(opt.ConfigFile)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -30,6 +31,10 @@ const (
 
 // bindingsVersion is the version of bindings.json.
 const bindingsVersion = 1
+
+// maxFileBytes bounds view.json and bindings.json when read: a large node's
+// view is a few hundred KiB, its bindings less.
+const maxFileBytes = 32 << 20
 
 // DefaultLockTimeout bounds the wait for the store's lock.
 const DefaultLockTimeout = 10 * time.Second
@@ -187,9 +192,10 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 }
 
 // View reads the published view (without the lock: it is replaced
-// atomically).
+// atomically). It is read as a regular file of bounded size: a FIFO or a
+// device there fails at once.
 func (s *Store) View() (*View, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, viewFile))
+	b, err := inputfile.Read(filepath.Join(s.dir, viewFile), maxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoView
 	}
@@ -229,7 +235,7 @@ func (s *Store) topology(v *View) *topology.Topology {
 // Bindings reads the bindings, sorted by resource and token (without the
 // lock: the file is replaced atomically).
 func (s *Store) Bindings() ([]Binding, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, bindingsFile))
+	b, err := inputfile.Read(filepath.Join(s.dir, bindingsFile), maxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -287,7 +293,7 @@ func (s *Store) Publish(ctx context.Context, v View) error {
 	if err != nil {
 		return fmt.Errorf("binding store: encoding view: %w", err)
 	}
-	if old, err := os.ReadFile(filepath.Join(s.dir, viewFile)); err == nil && string(old) == string(b) {
+	if old, err := inputfile.Read(filepath.Join(s.dir, viewFile), maxFileBytes); err == nil && string(old) == string(b) {
 		return nil
 	}
 	unlock, err := s.lock(ctx)

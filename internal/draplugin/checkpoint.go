@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -68,12 +69,15 @@ type checkpointDoc struct {
 	Claims  []*preparedClaim `json:"claims"`
 }
 
+// maxCheckpointBytes bounds the checkpoint (a claim takes about 1 KiB).
+const maxCheckpointBytes = 32 << 20
+
 // loadCheckpoint reads the prepared claims (none when the file does not
 // exist). Stray temporary files of a crashed write are removed.
 func loadCheckpoint(path string) (map[types.UID]*preparedClaim, error) {
 	claims := map[types.UID]*preparedClaim{}
 	atomicfile.RemoveTemps(path)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, maxCheckpointBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return claims, nil
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -85,9 +85,10 @@ func parseBusID(s string) (pciaddr.Addr, error) {
 	return pciaddr.ParseOptionalDomain(strings.TrimSpace(s))
 }
 
-// ParseFile reads and parses an NCCL topology file.
+// ParseFile reads and parses an NCCL topology file: a regular file (a FIFO
+// or a device fails at once, never blocks), at most MaxBytes.
 func ParseFile(path string) (*System, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("NCCL topology file: %w", err)
 	}

@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -39,9 +39,13 @@ func (m Map) PCIAddress(id string) (string, bool) {
 	return pci, err == nil
 }
 
-// LoadMap reads a GPU map file; see ParseMap for its formats.
+// MaxMapBytes bounds a GPU map file (a line per GPU).
+const MaxMapBytes = 1 << 20
+
+// LoadMap reads a GPU map file, a regular file of at most MaxMapBytes; see
+// ParseMap for its formats.
 func LoadMap(path string) (Map, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, MaxMapBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading GPU map: %w", err)
 	}

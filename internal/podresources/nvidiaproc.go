@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 // DefaultProcRoot is where procfs is mounted. /proc/driver/nvidia is not
@@ -41,7 +42,7 @@ func ReadNVIDIAProc(procRoot string) (Map, error) {
 	var errs []error
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name(), "information")
-		data, err := readLimited(p)
+		data, err := inputfile.Read(p, maxInformation)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -59,15 +60,6 @@ func ReadNVIDIAProc(procRoot string) (Map, error) {
 		}
 	}
 	return m, errors.Join(errs...)
-}
-
-func readLimited(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxInformation))
 }
 
 // ParseNVIDIAInformation reads the UUID ("GPU-...") and PCI address

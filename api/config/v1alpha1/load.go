@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 // ErrInvalid is wrapped by every error Load returns for a file that was
@@ -87,11 +88,25 @@ func Parse(data []byte) (*AgentConfig, error) {
 	return c, nil
 }
 
-// Load reads and parses the configuration file at path.
-func Load(path string) (*AgentConfig, error) {
-	data, err := os.ReadFile(path)
+// MaxFileBytes bounds a configuration file (a real one is a few KiB).
+const MaxFileBytes = 1 << 20
+
+// ReadFile reads a configuration file: a regular file of at most
+// MaxFileBytes (a FIFO or /dev/zero fails at once, never hangs or fills
+// memory).
+func ReadFile(path string) ([]byte, error) {
+	data, err := inputfile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading agent configuration: %w", err)
+	}
+	return data, nil
+}
+
+// Load reads and parses the configuration file at path.
+func Load(path string) (*AgentConfig, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	c, err := Parse(data)
 	if err != nil {
