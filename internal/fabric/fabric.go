@@ -15,6 +15,9 @@ type Port struct {
 	// NIC names the RDMA device ("mlx5_3"), Netdev its netdev ("ens7f0np0").
 	NIC    string `json:"nic"`
 	Netdev string `json:"netdev,omitempty"`
+	// LinkLayer is "Ethernet" (RoCE: LLDP tells the neighbor) or
+	// "InfiniBand" (the subnet does).
+	LinkLayer string `json:"linkLayer,omitempty"`
 	// Switch is the neighbor's switch (its LLDP system name, else its
 	// chassis ID; for InfiniBand the switch GUID); "" when the port has no
 	// neighbor, and NoNeighbor says why.

@@ -31,7 +31,7 @@ func PortsOf(t *topology.Topology) []Port {
 	}
 	ports := make([]Port, 0, len(t.NICs))
 	for _, n := range t.NICs {
-		p := Port{Rail: -1, NIC: n.RDMA, Netdev: n.Netdev}
+		p := Port{Rail: -1, NIC: n.RDMA, Netdev: n.Netdev, LinkLayer: n.LinkLayer}
 		if p.NIC == "" {
 			p.NIC = n.PCI
 		}
@@ -55,10 +55,15 @@ func railOrder(r int) int {
 	return r
 }
 
+// HearsLLDP reports whether LLDP can tell the port's neighbor: an
+// Ethernet (RoCE) port with a netdev. An InfiniBand port's neighbor comes
+// from the subnet (a directed-route query), which Railyard does not read
+// yet.
+func (p Port) HearsLLDP() bool { return p.Netdev != "" && p.LinkLayer != "InfiniBand" }
+
 // WithNeighbors fills each port's switch from what LLDP heard on its
 // netdev (results of lldp.ReceiveAll, by port name), or says why it has
-// no neighbor. A port without a netdev cannot hear LLDP (an InfiniBand
-// port: its neighbor comes from the subnet, not LLDP).
+// no neighbor.
 func WithNeighbors(ports []Port, results []lldp.Result) []Port {
 	byName := map[string]lldp.Result{}
 	for _, r := range results {
@@ -69,6 +74,8 @@ func WithNeighbors(ports []Port, results []lldp.Result) []Port {
 		p := &out[i]
 		r, ok := byName[p.Netdev]
 		switch {
+		case p.LinkLayer == "InfiniBand":
+			p.NoNeighbor = "InfiniBand: the neighbor comes from the subnet (ibnetdiscover), which Railyard does not read yet"
 		case p.Netdev == "":
 			p.NoNeighbor = "no netdev to hear LLDP on"
 		case !ok:

@@ -3,6 +3,7 @@ package fabric
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,5 +73,17 @@ func TestWithNeighbors(t *testing.T) {
 	}
 	if ports[0].Switch != "" {
 		t.Error("WithNeighbors changed its input")
+	}
+}
+
+func TestWithNeighborsInfiniBand(t *testing.T) {
+	t.Parallel()
+	p := Port{Rail: 0, NIC: "mlx5_0", Netdev: "ibp24s0", LinkLayer: "InfiniBand"}
+	if p.HearsLLDP() {
+		t.Error("an InfiniBand port hears LLDP")
+	}
+	got := WithNeighbors([]Port{p}, nil)
+	if got[0].Switch != "" || !strings.Contains(got[0].NoNeighbor, "InfiniBand") {
+		t.Errorf("InfiniBand port: %+v", got[0])
 	}
 }

@@ -91,12 +91,12 @@ type Watch struct {
 	Report func(ports []fabric.Port, changed bool, err error)
 }
 
-// Once listens on every port with a netdev for up to Wait and publishes.
+// Once listens on every port that hears LLDP for up to Wait and publishes.
 func (w Watch) Once(ctx context.Context) ([]fabric.Port, bool, error) {
 	ports := w.Ports()
 	var netdevs []string
 	for _, p := range ports {
-		if p.Netdev != "" {
+		if p.HearsLLDP() {
 			netdevs = append(netdevs, p.Netdev)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
@@ -93,6 +92,7 @@ annotation (no agent, or an agent without neighbors) are listed and skipped.`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newPublishCommand(s))
 	fl := cmd.Flags()
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&selector, "selector", "", "label selector of the nodes to compare (default all)")
@@ -115,16 +115,9 @@ func readFile(path string) ([]fabric.Node, error) {
 
 // listNodes connects with the user's kubeconfig and reads the nodes.
 func listNodes(ctx context.Context, kubeconfig, selector string) (nodes []fabric.Node, skipped []string, err error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cs, err := client(kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg.Timeout = requestTimeout
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, nil, err
 	}
 	return clusterNodes(ctx, cs, selector)
 }

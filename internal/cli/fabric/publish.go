@@ -1,0 +1,170 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/topo"
+	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/lldp"
+	"github.com/railyard-io/railyard/internal/nodefabric"
+)
+
+// Bounds of publish's timing flags.
+const (
+	minWait     = time.Second
+	maxWait     = 10 * time.Minute
+	minInterval = 10 * time.Second
+)
+
+type publishOptions struct {
+	source         topo.Source
+	node           string
+	kubeconfig     string
+	wait, interval time.Duration
+	watch, dryRun  bool
+}
+
+func newPublishCommand(s iostreams.Streams) *cobra.Command {
+	o := publishOptions{}
+	cmd := &cobra.Command{
+		Use:   "publish [--node NAME] [--wait 35s] [--watch [--interval 5m]] [--dry-run]",
+		Short: "Listen for LLDP on this node's NIC ports and publish their rails and leaves on its Node",
+		Long: `publish discovers this node's NICs and their rails (NIC i serves GPU i's
+share), listens for LLDP on every NIC port's netdev for up to --wait, and
+writes the result on this node's Node object: the railyard.io/fabric-ports
+annotation (read by 'railyard fabric') and the labels schedulers read,
+rail.railyard.io/<rail>=<leaf> and railyard.io/leaf-set (nodes with the same
+value reach the same leaf on every rail). Only those keys are changed.
+
+It needs the host's network namespace and CAP_NET_RAW (the chart's fabric
+DaemonSet runs it so, with --watch); --dry-run prints what it would publish
+and needs no cluster. Switches send LLDP every 30 s by default: keep --wait
+above their transmit interval.`,
+		Example: `  railyard fabric publish --dry-run --wait 35s
+  railyard fabric publish --node gpu-node-7 --watch --interval 5m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), s) },
+	}
+	o.source.AddFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&o.node, "node", "", "this node's name (default $RAILYARD_NODE_NAME, else the host name)")
+	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default in-cluster, KUBECONFIG, else ~/.kube/config)")
+	fl.DurationVar(&o.wait, "wait", 35*time.Second, "how long to listen for LLDP on the ports each round")
+	fl.BoolVar(&o.watch, "watch", false, "publish again every --interval until stopped")
+	fl.DurationVar(&o.interval, "interval", 5*time.Minute, "with --watch: time between two rounds")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "print the ports and labels as JSON instead of publishing them")
+	return cmd
+}
+
+func (o *publishOptions) validate() error {
+	if o.wait < minWait || o.wait > maxWait {
+		return fmt.Errorf("--wait %s: want %s to %s", o.wait, minWait, maxWait)
+	}
+	if o.watch && o.interval < minInterval {
+		return fmt.Errorf("--interval %s: want at least %s", o.interval, minInterval)
+	}
+	if o.watch && o.dryRun {
+		return errors.New("--watch and --dry-run are mutually exclusive")
+	}
+	if o.node == "" {
+		o.node = os.Getenv("RAILYARD_NODE_NAME")
+	}
+	if o.node == "" && !o.dryRun {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("no --node and no host name: %w", err)
+		}
+		o.node = h
+	}
+	return nil
+}
+
+func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	var loadErr error
+	ports := func() []fabric.Port {
+		t, _, err := o.source.Load(ctx)
+		loadErr = err
+		if err != nil {
+			return nil
+		}
+		return fabric.PortsOf(t)
+	}
+	w := nodefabric.Watch{Ports: ports, Listen: lldp.ReceiveAll, Wait: o.wait, Interval: o.interval}
+	if o.dryRun {
+		w.Publish = func(context.Context, []fabric.Port) (bool, error) { return false, nil }
+		got, _, err := w.Once(ctx)
+		if err == nil {
+			err = loadErr
+		}
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Ports  []fabric.Port     `json:"ports"`
+			Labels map[string]string `json:"labels"`
+		}{got, fabric.Labels(got)})
+	}
+	cs, err := client(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	w.Publish = nodefabric.Publisher{Client: cs, Node: o.node}.Publish
+	report := func(ports []fabric.Port, changed bool, err error) {
+		if err == nil {
+			err = loadErr
+		}
+		if err != nil {
+			fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %v\n", o.node, err)
+			return
+		}
+		heard := 0
+		for _, p := range ports {
+			if p.Switch != "" {
+				heard++
+			}
+		}
+		fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %d ports, %d with a neighbor, %s\n", o.node, len(ports), heard,
+			map[bool]string{true: "published", false: "unchanged"}[changed])
+	}
+	if o.watch {
+		w.Report = report
+		w.Run(ctx)
+		return nil
+	}
+	got, changed, err := w.Once(ctx)
+	if err == nil {
+		err = loadErr
+	}
+	report(got, changed, err)
+	return err
+}
+
+func client(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.Timeout = requestTimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cs, nil
+}
