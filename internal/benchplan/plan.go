@@ -199,6 +199,16 @@ func (o Options) withDefaults() (Options, error) {
 	var errs []error
 	if o.Image == "" {
 		errs = append(errs, errors.New("image: required (it must contain perftest, iperf3, nccl-tests, Open MPI and sshd)"))
+	} else if err := validateImage(o.Image); err != nil {
+		errs = append(errs, fmt.Errorf("image: %w", err))
+	}
+	if o.ProbeImage != o.Image {
+		if err := validateImage(o.ProbeImage); err != nil {
+			errs = append(errs, fmt.Errorf("probe image: %w", err))
+		}
+	}
+	if err := validateResource(o.GPUResource); err != nil {
+		errs = append(errs, fmt.Errorf("gpu resource %q: %w", o.GPUResource, err))
 	}
 	for _, v := range o.Variants {
 		if v != RDMA && v != TCP && v != TCPPodNetwork {

@@ -294,6 +294,17 @@ func TestPlanInvalidOptions(t *testing.T) {
 		"negative gpus":     {func(o *Options) { o.GPUsPerNode = -1 }, "must not be negative"},
 		"bad test":          {func(o *Options) { o.Tests = []Test{"hpl"} }, `test "hpl"`},
 		"nccl test as path": {func(o *Options) { o.NCCLTest = "/bin/sh" }, "binary name"},
+		// Image references and resource names that must never reach a
+		// pod spec.
+		"image with a space":         {func(o *Options) { o.Image = "ghcr.io/a/b:1 --privileged" }, `image: "ghcr.io/a/b:1 --privileged": not an image reference`},
+		"image with $(id)":           {func(o *Options) { o.Image = "ghcr.io/a/$(id):1" }, "not an image reference"},
+		"image with a newline":       {func(o *Options) { o.Image = "ghcr.io/a/b:1\nx" }, "not an image reference"},
+		"probe image with a space":   {func(o *Options) { o.ProbeImage = "a b" }, `probe image: "a b": not an image reference`},
+		"kubernetes.io resource":     {func(o *Options) { o.Rails = []Rail{{Resource: "kubernetes.io/rdma"}} }, `resource "kubernetes.io/rdma": the kubernetes.io domain`},
+		"sub.kubernetes.io resource": {func(o *Options) { o.Rails = []Rail{{Resource: "node.kubernetes.io/x"}} }, "the kubernetes.io domain"},
+		"resource without domain":    {func(o *Options) { o.Rails = []Rail{{Resource: "rdma"}} }, `resource "rdma": want an extended resource`},
+		"requests. resource":         {func(o *Options) { o.Rails = []Rail{{Resource: "requests.a.io/x"}} }, `does not start with "requests."`},
+		"kubernetes.io gpu":          {func(o *Options) { o.GPUResource = "kubernetes.io/gpu" }, `gpu resource "kubernetes.io/gpu"`},
 	} {
 		o := baseOptions()
 		tc.mod(&o)

@@ -59,14 +59,33 @@ func ParseRails(resources, networks []string, defaultCount int) ([]Rail, error) 
 	return rails, errors.Join(errs...)
 }
 
+// validateResource checks an extended resource name as the API server
+// does: DOMAIN/NAME, a qualified name, outside the kubernetes.io domain
+// (Kubernetes' own resources) and not starting with "requests.".
+func validateResource(r string) error {
+	if msgs := validation.IsQualifiedName(r); len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	domain, _, ok := strings.Cut(r, "/")
+	switch {
+	case !ok:
+		return errors.New("want an extended resource, DOMAIN/NAME (railyard.io/rdma_vf)")
+	case domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
+		return errors.New("the kubernetes.io domain is Kubernetes' own, not an extended resource")
+	case strings.HasPrefix(r, "requests."):
+		return errors.New(`an extended resource does not start with "requests."`)
+	}
+	return nil
+}
+
 // validateRails checks resource names, counts and network names, and that
 // no resource is requested twice (one request per resource: use Count).
 func validateRails(rails []Rail) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, r := range rails {
-		for _, msg := range validation.IsQualifiedName(r.Resource) {
-			errs = append(errs, fmt.Errorf("resource %q: %s", r.Resource, msg))
+		if err := validateResource(r.Resource); err != nil {
+			errs = append(errs, fmt.Errorf("resource %q: %w", r.Resource, err))
 		}
 		if seen[r.Resource] {
 			errs = append(errs, fmt.Errorf("resource %q: given twice; request it once with a count (%s=2)", r.Resource, r.Resource))

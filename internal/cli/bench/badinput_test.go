@@ -93,3 +93,20 @@ func TestReportFailureLeavesNothingPartial(t *testing.T) {
 		t.Errorf("output dir holds %v, want only the report.html directory", names)
 	}
 }
+
+// bench plan refuses image references and resource names that must not
+// reach a pod spec.
+func TestPlanRefusesBadImagesAndResources(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--image", "img with spaces"},
+		{"--image", "ghcr.io/x/$(id):1"},
+		{"--image", "ghcr.io/x/y:1\nrm -rf /"},
+		{"--image", "ghcr.io/x/y:1", "--resource", "kubernetes.io/rdma"},
+	} {
+		_, _, err := run(t, "", append([]string{"plan", "--nodes", "a,b", "--tests", "perftest"}, args...)...)
+		if err == nil || !(strings.Contains(err.Error(), "not an image reference") || strings.Contains(err.Error(), "kubernetes.io domain")) {
+			t.Errorf("plan %q: err = %v, want it refused", args, err)
+		}
+	}
+}
