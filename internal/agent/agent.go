@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -62,6 +63,14 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	c.PluginDir = filepath.Clean(c.PluginDir)
 	c.SysfsRoot = filepath.Clean(c.SysfsRoot)
 	cfg = &c
+	// Every device node handed to a container is below devRoot: a wrong
+	// one (a typo, a host path not mounted) would start serving devices
+	// no container can get. Refuse it at start.
+	if st, err := os.Stat(cfg.DevRoot); err != nil {
+		return nil, fmt.Errorf("devRoot: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("devRoot %s: not a directory", cfg.DevRoot)
+	}
 	a := &Agent{cfg: cfg, log: log, discover: discover, metrics: NewMetrics()}
 	// GPU UUIDs from the NVIDIA driver's /proc files, the gpuMap file
 	// overriding them; an unreadable driver file is only a warning.

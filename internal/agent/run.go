@@ -102,12 +102,14 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	var addr net.Addr
+	metricsAt := "off (metricsAddr 0)"
 	if a.cfg.MetricsAddr != "0" {
 		lis, err := net.Listen("tcp", a.cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("metrics endpoint: %w", err)
 		}
 		addr = lis.Addr()
+		metricsAt = "http://" + addr.String() + "/metrics"
 		srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
 		wg.Add(1)
 		go func() {
@@ -143,7 +145,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 	}
 	a.primeFinder(ctx)
 	a.startLateBinding(ctx)
-	a.log.Info("railyard-agent serving", "pools", len(a.pools), "dra_pools", a.draPools(), "plugin_dir", a.cfg.PluginDir, "metrics", addr)
+	a.log.Info("railyard-agent serving", "pools", len(a.pools), "dra_pools", a.draPools(), "plugin_dir", a.cfg.PluginDir, "metrics", metricsAt)
 	if ready != nil {
 		ready(a, addr)
 	}

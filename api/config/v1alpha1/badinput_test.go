@@ -90,3 +90,22 @@ pools:
 		}
 	}
 }
+
+// A bad duration used to fail with metav1.Duration's bare
+// `time: invalid duration ""`, naming no field.
+func TestBadDurationsNameTheirField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ line, want string }{
+		{`resyncInterval: ""`, `resyncInterval: time: invalid duration ""`},
+		{`portPollInterval: ""`, `portPollInterval: time: invalid duration ""`},
+		{`resyncInterval: 5x`, `resyncInterval: time: unknown unit "x" in duration "5x"`},
+		{`resyncInterval: 5`, `resyncInterval: 5 is not a duration string such as "10s"`},
+		{`portPollInterval: {a: 1}`, `portPollInterval: {"a":1} is not a duration string such as "10s"`},
+	} {
+		doc := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\n" + tc.line + "\npools: [{name: railyard.io/rdma, selectors: {}}]\n"
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tc.line, err, tc.want)
+		}
+	}
+}

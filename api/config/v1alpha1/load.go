@@ -3,9 +3,15 @@ package v1alpha1
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
@@ -35,6 +41,9 @@ func Decode(data []byte) (*AgentConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := checkDurations(js); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	var c AgentConfig
 	strict, err := sigsjson.UnmarshalStrict(js, &c)
 	if err != nil {
@@ -44,6 +53,39 @@ func Decode(data []byte) (*AgentConfig, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(strict...))
 	}
 	return &c, nil
+}
+
+// durationType is the type of the configuration's duration fields.
+var durationType = reflect.TypeFor[*metav1.Duration]()
+
+// checkDurations parses the configuration's duration fields (every
+// *metav1.Duration field of AgentConfig) of a JSON document, naming the
+// field of a bad one: metav1.Duration's own error does not say which it is
+// (an empty resyncInterval failed with just: time: invalid duration "").
+func checkDurations(js []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(js, &top) != nil {
+		return nil // not an object: the strict decode says so
+	}
+	var errs []error
+	t := reflect.TypeFor[AgentConfig]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		raw, ok := top[name]
+		if f.Type != durationType || !ok || string(raw) == "null" {
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s is not a duration string such as \"10s\"", name, raw))
+			continue
+		}
+		if _, err := time.ParseDuration(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (a duration such as \"10s\")", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // oneDocument returns the only YAML document of data; documents that are
