@@ -158,10 +158,7 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	if err := s.fault(StepLock); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("binding store: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(s.dir, lockFile), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	f, err := s.openLock()
 	if err != nil {
 		return nil, fmt.Errorf("binding store: %w", err)
 	}
@@ -189,6 +186,22 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// openLock opens the lock file read-only (flock needs no write access),
+// creating it and the directory only when missing: a change that writes
+// nothing (a container restart's PreStartContainer of bound tokens) works
+// on a read-only state directory.
+func (s *Store) openLock() (*os.File, error) {
+	p := filepath.Join(s.dir, lockFile)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if !errors.Is(err, os.ErrNotExist) {
+		return f, err
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_CREATE|os.O_RDONLY|unix.O_CLOEXEC, 0o600)
 }
 
 // View reads the published view (without the lock: it is replaced
