@@ -93,10 +93,7 @@ func (p *Plugin) writeDevInfoLocked(d Device) error {
 	return nil
 }
 
-// devInfoOnDisk are the device IDs of the pool's files in DevInfoDir:
-// <resource with / as ->-<id>-device.json whose id is a PCI address or a
-// share of one (another pool's files never match: a resource name holds
-// no ':', so the rest of a longer name is no address).
+// devInfoOnDisk are the device IDs of the pool's files in DevInfoDir.
 func (p *Plugin) devInfoOnDisk() (map[string]bool, error) {
 	ents, err := os.ReadDir(p.cfg.DevInfoDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -105,22 +102,37 @@ func (p *Plugin) devInfoOnDisk() (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device info directory: %w", err)
 	}
-	prefix, suffix := strings.ReplaceAll(p.cfg.Resource, "/", "-")+"-", "-device.json"
 	out := map[string]bool{}
 	for _, e := range ents {
-		id, ok := strings.CutPrefix(e.Name(), prefix)
-		if id, ok = strings.CutSuffix(id, suffix); !ok || !e.Type().IsRegular() {
-			continue
-		}
-		pci := id
-		if pf, _, err := deviceid.ParseShare(id); err == nil {
-			pci = pf
-		}
-		if _, err := pciaddr.Parse(pci); err == nil {
+		if id, ok := devInfoID(p.cfg.Resource, e.Name()); ok && e.Type().IsRegular() {
 			out[id] = true
 		}
 	}
 	return out, nil
+}
+
+// devInfoID is the device ID of a device-info file name of resource's:
+// <resource with / as ->-<id>-device.json (containerdev.DevInfoPath) whose
+// id is a PCI address or a share of one. Another pool's file never
+// matches (a resource name holds no ':', so the rest of a longer name is
+// no address), nor a sandbox pool's token or a temporary file.
+func devInfoID(resource, name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, strings.ReplaceAll(resource, "/", "-")+"-")
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, "-device.json")
+	if !ok {
+		return "", false
+	}
+	pci := id
+	if pf, _, err := deviceid.ParseShare(id); err == nil {
+		pci = pf
+	}
+	if _, err := pciaddr.Parse(pci); err != nil {
+		return "", false
+	}
+	return id, true
 }
 
 // pruneDevInfo makes the pool's files those of the devices kubelet holds:

@@ -14,7 +14,9 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/internal/containerdev"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
+	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
 
@@ -210,5 +212,56 @@ func TestAllocateListsPCIAddressesInRailOrder(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzDevInfoID: a file name of the device-info directory (anyone may
+// put one there) never panics devInfoID; a name it accepts is exactly
+// the file containerdev.DevInfoPath names for that ID, and the ID is a
+// PCI address or a share of one.
+func FuzzDevInfoID(f *testing.F) {
+	f.Add(resource, "railyard.io-rdma_vf-0000:05:00.1-device.json")
+	f.Add(resource, "railyard.io-rdma_vf-0000:05:00.0-s12-device.json")
+	f.Add(resource, "railyard.io-rdma_vf-b-0000:05:00.1-device.json")
+	f.Add(resource, "railyard.io-rdma_vf-n0-t3-device.json")
+	f.Add(resource, ".railyard.io-rdma_vf-0000:05:00.1-device.json.tmp")
+	f.Add("a/b", "a-b--device.json")
+	f.Fuzz(func(t *testing.T, resource, name string) {
+		id, ok := devInfoID(resource, name)
+		if !ok {
+			return
+		}
+		if got := filepath.Base(containerdev.DevInfoPath("/d", resource, id)); got != name {
+			t.Errorf("devInfoID(%q, %q) = %q, whose file is %q", resource, name, id, got)
+		}
+		pci := id
+		if pf, _, err := deviceid.ParseShare(id); err == nil {
+			pci = pf
+		}
+		if _, err := pciaddr.Parse(pci); err != nil {
+			t.Errorf("devInfoID(%q, %q) = %q: not a PCI address or share: %v", resource, name, id, err)
+		}
+	})
+}
+
+// TestDevInfoIDKeepsToItsPool: the names of another pool (whose name
+// extends this one's, or another name altogether), of a sandbox pool's
+// token and of a temporary file are not this pool's.
+func TestDevInfoIDKeepsToItsPool(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"railyard.io-rdma_vf-0000:05:00.1-device.json":      "0000:05:00.1",
+		"railyard.io-rdma_vf-0000:05:00.0-s12-device.json":  "0000:05:00.0-s12",
+		"railyard.io-rdma_vf-b-0000:05:00.1-device.json":    "",
+		"railyard.io-rdma_vf-n0-t3-device.json":             "",
+		".railyard.io-rdma_vf-0000:05:00.1-device.json.tmp": "",
+		"railyard.io-rdma_vf-0000:05:00.1-device.json.tmp":  "",
+		"example.com-x-0000:05:00.1-device.json":            "",
+		"0000:05:00.1-device.json":                          "",
+	} {
+		id, _ := devInfoID(resource, name)
+		if id != want {
+			t.Errorf("devInfoID(%q) = %q, want %q", name, id, want)
+		}
 	}
 }
