@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/google/renameio/v2"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // groupState is the record of one group, <stateDir>/nccl/<group>.json.
@@ -42,17 +43,10 @@ func member(resource string, devs []Device) groupMember {
 	return m
 }
 
-// railOrder orders devices by rail index (devices on no rail last), then
-// PF address, then device ID: the order NCCL_IB_HCA lists them in.
+// railOrder is containerdev's rail order (rail index, devices on no rail
+// last, then PF address, then device ID): the order NCCL_IB_HCA lists them in.
 func railOrder(a, b hcaDevice) int {
-	ra, rb := a.Rail, b.Rail
-	if ra < 0 {
-		ra = int(^uint(0) >> 1)
-	}
-	if rb < 0 {
-		rb = int(^uint(0) >> 1)
-	}
-	return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(a.PF, b.PF), cmp.Compare(a.ID, b.ID))
+	return containerdev.Compare(containerdev.Device{PCI: a.ID, PF: a.PF, Rail: a.Rail}, containerdev.Device{PCI: b.ID, PF: b.PF, Rail: b.Rail})
 }
 
 // railHCAs returns the distinct RDMA device names of devs in rail order.
