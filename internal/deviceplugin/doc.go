@@ -9,7 +9,11 @@
 // environment variables, the per-pool RAILYARD_RDMA_DEVICES_<pool>,
 // NCCL_IB_HCA (or, with RailGroups, one merged NCCL configuration per
 // container across pools: a mounted file and a CDI spec), the Multus
-// device-info file and optional CDI device names.
+// device-info file and optional CDI device names. The nodes, variables
+// and device-info document are internal/containerdev's, as late binding's
+// and the DRA driver's are. A pool keeps its device-info files to the
+// devices PodResources lists (Config.Holders) and removes them all when
+// Run returns (devinfo.go).
 //
 // Device IDs are PCI addresses (or "<PCI address>-s<k>" for shares), so
 // they survive agent restarts. A pool in sandbox binding mode (Config.Binder)
