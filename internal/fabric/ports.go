@@ -7,28 +7,14 @@ import (
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
-// PortsOf lists a node's NIC ports with their rails and no neighbor yet:
-// rail i is the i-th NIC in the order of the first GPU each serves
-// (topology.Rails), so on a rail-optimized node NIC i serves GPU i's share
-// and is cabled to leaf i. A NIC no GPU uses has rail -1. One port per
-// NIC: its first netdev (each port of a multi-port card is its own PCI
-// function, hence its own NIC).
+// PortsOf lists a node's NIC ports with their rails and no neighbor yet.
+// A port's rail is its NIC's (topology.NICRails: the index of the first
+// GPU it serves, as pools and DRA number them), so on a rail-optimized
+// node the NIC serving GPU i's share is cabled to leaf i. A NIC no GPU
+// uses has rail -1. One port per NIC: its first netdev (each port of a
+// multi-port card is its own PCI function, hence its own NIC).
 func PortsOf(t *topology.Topology) []Port {
-	first := map[string]int{} // NIC PCI -> lowest GPU index it serves
-	for i, r := range t.Rails {
-		if _, ok := first[r.NIC]; !ok {
-			first[r.NIC] = i
-		}
-	}
-	order := make([]string, 0, len(first))
-	for nic := range first {
-		order = append(order, nic)
-	}
-	sort.Slice(order, func(i, j int) bool { return first[order[i]] < first[order[j]] })
-	rail := map[string]int{}
-	for i, nic := range order {
-		rail[nic] = i
-	}
+	rail := t.NICRails()
 	ports := make([]Port, 0, len(t.NICs))
 	for _, n := range t.NICs {
 		p := Port{Rail: -1, NIC: n.RDMA, Netdev: n.Netdev, LinkLayer: n.LinkLayer}

@@ -87,3 +87,21 @@ func TestWithNeighborsInfiniBand(t *testing.T) {
 		t.Errorf("InfiniBand port: %+v", got[0])
 	}
 }
+
+// On an 8-GPU/4-NIC node each NIC serves two GPUs: its rail is its first
+// GPU's index, the numbering the pools' devices and DRA's railyard.io/rail
+// attribute use, so a claim's rail and a node's rail label agree.
+func TestPortsOfNumbersRailsAsPoolsDo(t *testing.T) {
+	t.Parallel()
+	topo, err := machines.Topology(context.Background(), "roce-8gpu-4nic", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, p := range PortsOf(topo) {
+		got = append(got, p.Rail)
+	}
+	if diff := cmp.Diff([]int{0, 2, 4, 6}, got); diff != "" {
+		t.Errorf("rails (-want +got):\n%s", diff)
+	}
+}

@@ -127,7 +127,7 @@ func Compile(p v1alpha1.Pool) (Selector, error) {
 // health.
 func (s Selector) Select(t *topology.Topology) []Device {
 	var out []Device
-	rails := railIndex(t)
+	rails := t.NICRails()
 	for _, nic := range t.NICs {
 		pfHealthy, pfReason := nic.Health()
 		rail, onRail := rails[nic.PCI]
@@ -158,18 +158,6 @@ func (s Selector) Select(t *topology.Topology) []Device {
 		}
 	}
 	slices.SortFunc(out, func(a, b Device) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-// railIndex maps each NIC that is some GPU's rail to the index of the
-// first GPU (in the topology's PCI order) it serves.
-func railIndex(t *topology.Topology) map[string]int {
-	out := make(map[string]int, len(t.NICs))
-	for i, r := range t.Rails {
-		if _, seen := out[r.NIC]; !seen {
-			out[r.NIC] = i
-		}
-	}
 	return out
 }
 

@@ -182,6 +182,22 @@ func (t *Topology) Rail(gpu string) (Link, bool) {
 	return t.Rails[i], true
 }
 
+// NICRails returns the rail index of every NIC that is some GPU's rail:
+// the index of the first GPU (in GPU order) it serves. On a node with one
+// NIC per GPU that is the NIC's own index in GPU order; on an 8-GPU/4-NIC
+// node the NICs are rails 0, 2, 4 and 6. A rail-optimized cluster cables
+// the NICs of the same rail index of every node to the same leaf. The one
+// rail numbering of pools, DRA attributes and the fabric's labels.
+func (t *Topology) NICRails() map[string]int {
+	out := make(map[string]int, len(t.NICs))
+	for i, r := range t.Rails {
+		if _, seen := out[r.NIC]; !seen {
+			out[r.NIC] = i
+		}
+	}
+	return out
+}
+
 // ancestors returns the bridges above addr, host bridge first.
 func (t *Topology) ancestors(addr string) []string {
 	var chain []string
