@@ -1,0 +1,49 @@
+package archgraph
+
+// A Layer is one subgraph of the diagram. A pattern is a package path
+// relative to the module ("internal/sysfs") or a path followed by "/..."
+// for it and every package below it. A package belongs to the layer of its
+// most specific pattern: an exact path wins over any "/..." pattern, and a
+// longer "/..." pattern over a shorter one.
+type Layer struct {
+	ID       string // mermaid subgraph ID
+	Title    string
+	Patterns []string
+}
+
+// Unassigned is the group of packages no layer names.
+var Unassigned = Layer{ID: "unassigned", Title: "unassigned: add to internal/archgraph/layers.go"}
+
+// Layers is the module's layering, drawn in this order.
+var Layers = []Layer{
+	{ID: "mains", Title: "mains", Patterns: []string{"cmd/...", "hack/..."}},
+	{ID: "cli", Title: "CLI (one package per verb)", Patterns: []string{"internal/cli/..."}},
+	{ID: "adapters", Title: "node adapters (agent, device plugin, late binding, node setup, doctor)", Patterns: []string{
+		"internal/agent", "internal/deviceplugin", "internal/binding", "internal/podresources",
+		"internal/podresources/podlist", "internal/nodesetup", "internal/doctor", "internal/netops", "internal/cniinstall",
+	}},
+	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
+	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview"}},
+	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/nodefabric"}},
+	{ID: "prooftools", Title: "proof tools (benchmarks, simulator)", Patterns: []string{
+		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",
+		"internal/chart", "internal/sim", "internal/simreport",
+	}},
+	{ID: "build", Title: "build and docs (image, chart, this graph)", Patterns: []string{"internal/image", "internal/helmchart", "internal/archgraph"}},
+	{ID: "policies", Title: "policies and pools", Patterns: []string{"internal/alloc", "internal/pool"}},
+	{ID: "config", Title: "configuration APIs", Patterns: []string{"api/...", "internal/migrate"}},
+	{ID: "model", Title: "model (read-only)", Patterns: []string{
+		"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign",
+		"internal/machine", "internal/fakesysfs", "machines",
+	}},
+	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
+		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",
+		"internal/containerdev",
+	}},
+	{ID: "testhelpers", Title: "test helpers", Patterns: []string{
+		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest", "internal/cni/state/statetest",
+		"internal/deviceplugin/kubelettest", "internal/dra/gpustandin", "internal/netops/netnstest",
+		"internal/netops/netopstest", "internal/podresources/podrestest",
+	}},
+	{ID: "tests", Title: "test suites", Patterns: []string{"test/..."}},
+}
