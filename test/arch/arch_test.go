@@ -3,23 +3,28 @@ package arch
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const module = "github.com/railyard-io/railyard/"
 
 type pkg struct {
 	ImportPath string
-	Deps       []string // transitive
 	Imports    []string // direct
+	Deps       []string // transitive
 }
 
-// load lists every package of the module with its deps.
+// load lists every package of the module (the e2e-tagged ones too) and
+// everything they link, each with its direct imports and all its deps.
 func load(t *testing.T) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps=false", "-json", module+"...")
+	cmd := exec.Command("go", "list", "-tags", "e2e", "-deps", "-json=ImportPath,Imports,Deps", module+"...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -32,32 +37,46 @@ func load(t *testing.T) map[string]pkg {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		pkgs[strings.TrimPrefix(p.ImportPath, module)] = p
+		pkgs[p.ImportPath] = p
 	}
 	return pkgs
 }
 
+// rel is a module package's path relative to the module; other paths are
+// kept as they are.
+func rel(p string) string { return strings.TrimPrefix(p, module) }
+
+func inModule(p string) bool { return strings.HasPrefix(p, module) }
+
+// outside says whether a rule's path names an outside package (its first
+// element is a domain) rather than one of the module's.
+func outside(path string) bool { return strings.Contains(strings.Split(path, "/")[0], ".") }
+
 func under(p string, prefixes ...string) bool {
 	for _, pre := range prefixes {
-		if p == pre || strings.HasPrefix(p, pre+"/") {
+		if pre == "." || p == pre || strings.HasPrefix(p, pre+"/") {
 			return true
 		}
 	}
 	return false
 }
 
-// Each rule: the packages it covers, and deps they must not have (a module
-// package by path, or any outside import path by prefix).
-var rules = []struct {
+// A rule: the packages it covers, and the deps they must not have (a
+// module package by path, or any outside import path by prefix).
+type rule struct {
 	name      string
-	packages  []string
+	packages  []string // "." is every package of the module
 	forbidden []string
 	// only, when set, lists the only module packages allowed as deps.
 	only []string
 	// direct checks direct imports only (the packages doing the thing),
 	// not everything linked.
 	direct bool
-}{
+	// exempt are covered packages the rule does not hold for (its subject).
+	exempt []string
+}
+
+var rules = []rule{
 	{
 		name:     "the model knows no adapter",
 		packages: []string{"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign", "internal/machine"},
@@ -76,6 +95,7 @@ var rules = []struct {
 			"github.com/containernetworking/plugins/pkg/ns", "github.com/containernetworking/plugins/pkg/ip",
 			"github.com/containernetworking/plugins/pkg/ipam"},
 		direct: true,
+		exempt: []string{"internal/netops"},
 	},
 	{
 		name:      "proof tools do not reach into the agent or the plugin",
@@ -102,6 +122,7 @@ var rules = []struct {
 		name:      "libraries do not depend on the command line",
 		packages:  []string{"internal", "api", "machines"},
 		forbidden: []string{"internal/cli"},
+		exempt:    []string{"internal/cli"},
 	},
 	{
 		name:     "railyard-cni links no Kubernetes client or API types, gRPC, Helm or image library (it runs per pod)",
@@ -112,48 +133,123 @@ var rules = []struct {
 	},
 }
 
-// exempt are packages a rule's "packages" prefix covers but that are not
-// subject to it: the rule's own subject (netops for the netlink rule),
-// test helpers, and the CLI itself.
-var exempt = map[string][]string{
-	"only netops changes the network (netlink, namespaces)": {"internal/netops"},
-	"libraries do not depend on the command line":           {"internal/cli"},
+// covers says whether r holds for the package p: test helpers
+// (netopstest, kubelettest, test/...) are never covered.
+func (r rule) covers(p string) bool {
+	if !inModule(p) {
+		return false
+	}
+	p = rel(p)
+	if strings.HasSuffix(p, "test") || under(p, "test") {
+		return false
+	}
+	return under(p, r.packages...) && !under(p, r.exempt...)
 }
 
-func TestArchitectureRules(t *testing.T) {
-	pkgs := load(t)
-	if len(pkgs) < 20 {
-		t.Fatalf("only %d packages listed", len(pkgs))
+// bad says whether p may not be a dep of a package r covers.
+func (r rule) bad(p string) bool {
+	if inModule(p) {
+		p = rel(p)
+		if r.only != nil && !under(p, r.only...) {
+			return true
+		}
+		return slices.ContainsFunc(r.forbidden, func(f string) bool { return !outside(f) && under(p, f) })
 	}
+	return slices.ContainsFunc(r.forbidden, func(f string) bool { return outside(f) && strings.HasPrefix(p, f) })
+}
+
+// violations returns one line per bad import: an import of a package r
+// covers that is forbidden, or (for a rule on everything linked) that
+// links something forbidden, "importer -> imported (links what): rule".
+// An import of another covered package is that package's to answer for,
+// so a chain is reported once, at the import that brings the bad dep in.
+// It also returns how many packages the rules covered.
+func violations(pkgs map[string]pkg, rules []rule) ([]string, map[string]int) {
+	var lines []string
+	checked := map[string]int{}
 	for _, r := range rules {
-		checked := 0
-		for p, info := range pkgs {
-			deps := info.Deps
-			if r.direct {
-				deps = info.Imports
-			}
-			if !(under(p, r.packages...) || (len(r.packages) == 1 && r.packages[0] == ".")) || under(p, exempt[r.name]...) {
+		for _, p := range sortedKeys(pkgs) {
+			if !r.covers(p) {
 				continue
 			}
-			if strings.HasSuffix(p, "test") || strings.Contains(p, "test/") { // test helpers (netopstest, kubelettest, ...)
-				continue
-			}
-			checked++
-			for _, d := range deps {
-				inModule := strings.HasPrefix(d, module)
-				rel := strings.TrimPrefix(d, module)
-				if r.only != nil && inModule && !under(rel, r.only...) {
-					t.Errorf("%s: %s depends on %s", r.name, p, rel)
-				}
-				for _, f := range r.forbidden {
-					if (inModule && under(rel, f)) || (!inModule && strings.HasPrefix(d, f)) {
-						t.Errorf("%s: %s depends on %s", r.name, p, d)
+			checked[r.name]++
+			for _, d := range pkgs[p].Imports {
+				switch {
+				case r.bad(d):
+					lines = append(lines, fmt.Sprintf("%s -> %s: %s", rel(p), rel(d), r.name))
+				case r.direct || r.covers(d):
+				default:
+					if i := slices.IndexFunc(pkgs[d].Deps, r.bad); i >= 0 {
+						lines = append(lines, fmt.Sprintf("%s -> %s (links %s): %s", rel(p), rel(d), rel(pkgs[d].Deps[i]), r.name))
 					}
 				}
 			}
 		}
-		if checked == 0 {
+	}
+	return lines, checked
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestArchitectureRules(t *testing.T) {
+	pkgs := load(t)
+	lines, checked := violations(pkgs, rules)
+	for _, l := range lines {
+		t.Error(l)
+	}
+	for _, r := range rules {
+		if checked[r.name] == 0 {
 			t.Errorf("%s: no package checked (paths moved?)", r.name)
 		}
+	}
+}
+
+// TestViolationsOneLinePerBadImport: a forbidden package linked through a
+// chain is reported once, at the import that brings it in, naming
+// importer -> imported and the rule (it was one "depends on" line for
+// every covered package linking it, naming neither the import nor its
+// importer's part).
+func TestViolationsOneLinePerBadImport(t *testing.T) {
+	t.Parallel()
+	const (
+		sim, report, helper   = module + "internal/sim", module + "internal/report", module + "internal/helper"
+		bench, agent, simtest = module + "internal/bench", module + "internal/agent", module + "internal/simtest"
+		client, api           = "k8s.io/client-go/kubernetes", "k8s.io/api/core/v1"
+	)
+	pkgs := map[string]pkg{
+		sim:     {Imports: []string{report, "fmt"}, Deps: []string{"fmt", agent, helper, report}},
+		report:  {Imports: []string{helper}, Deps: []string{agent, helper}},
+		helper:  {Imports: []string{agent}, Deps: []string{agent}},
+		bench:   {Imports: []string{agent, client, "strings"}, Deps: []string{agent, api, client, "strings"}},
+		agent:   {},
+		simtest: {Imports: []string{agent}, Deps: []string{agent}},
+		client:  {Imports: []string{api}, Deps: []string{api}},
+		api:     {},
+		"fmt":   {},
+	}
+	rs := []rule{
+		{name: "proof tools", packages: []string{"internal/sim", "internal/report", "internal/bench", "internal/simtest"}, forbidden: []string{"internal/agent", "k8s.io/api"}},
+		{name: "only the model", packages: []string{"internal/bench"}, only: []string{"internal/helper"}},
+		{name: "direct only", packages: []string{"internal/sim"}, forbidden: []string{"internal/agent"}, direct: true},
+	}
+	got, checked := violations(pkgs, rs)
+	want := []string{
+		"internal/bench -> internal/agent: proof tools",
+		"internal/bench -> k8s.io/client-go/kubernetes (links k8s.io/api/core/v1): proof tools",
+		"internal/report -> internal/helper (links internal/agent): proof tools",
+		"internal/bench -> internal/agent: only the model",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"proof tools": 3, "only the model": 1, "direct only": 1}, checked); diff != "" {
+		t.Errorf("checked (-want +got):\n%s", diff)
 	}
 }
