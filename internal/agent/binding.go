@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -57,6 +58,10 @@ type lateBinding struct {
 	// after that (a token waits while neither is older than earlyFor).
 	wake                    chan struct{}
 	allocatedAt, boundAfter map[string]time.Time
+	// publishErr is the last failure to publish the view (nil once one
+	// succeeded): binders then see only that there is no view.
+	publishErr error
+
 	// inFlight are the tokens of early binds under way (startEarly):
 	// closed once the bind's outcome is recorded.
 	inFlight map[string]chan struct{}
@@ -104,11 +109,27 @@ func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []
 	took := time.Since(start)
 	b.m.observeBind("prestart", took, err)
 	if err != nil {
-		return err
+		return b.explain(err)
 	}
 	b.logBound(res, "prestart", took, res.Took.List)
 	b.afterBind(res)
 	return nil
+}
+
+// explain adds why the view is missing to a bind's ErrNoView: kubelet
+// shows PreStartContainer's error, and "not published yet" reads like a
+// start-up race when the state directory is full or read-only.
+func (b *lateBinding) explain(err error) error {
+	if !errors.Is(err, binding.ErrNoView) {
+		return err
+	}
+	b.mu.Lock()
+	perr := b.publishErr
+	b.mu.Unlock()
+	if perr == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the agent failed to publish it: %w)", err, perr)
 }
 
 // logBound logs what a bind did (at: prestart or early).
@@ -227,7 +248,11 @@ func (b *lateBinding) publish(ctx context.Context) error {
 	v.DevRoot = b.cfg.DevRoot
 	v.DevInfoDir = b.cfg.DevInfoDir
 	v.NCCLIBHCA = true
-	return b.store.Publish(ctx, v)
+	err := b.store.Publish(ctx, v)
+	b.mu.Lock()
+	b.publishErr = err
+	b.mu.Unlock()
+	return err
 }
 
 // collect releases the bindings of pods kubelet no longer lists, heals
@@ -433,7 +458,7 @@ func (a *Agent) publishBindingView(ctx context.Context) {
 		return
 	}
 	if err := a.late.publish(ctx); err != nil {
-		a.log.Error("publishing the binding view: railyard-cni binds against the previous one", "err", err)
+		a.log.Error("publishing the binding view failed: binders (PreStartContainer, railyard-cni) use the previous one, or bind nothing without one", "dir", a.late.store.Dir(), "err", err)
 	}
 }
 

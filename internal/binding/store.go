@@ -210,7 +210,7 @@ func (s *Store) openLock() (*os.File, error) {
 func (s *Store) View() (*View, error) {
 	b, err := inputfile.Read(filepath.Join(s.dir, viewFile), maxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNoView
+		return nil, s.noView()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("binding store: %w", err)
@@ -229,6 +229,16 @@ func (s *Store) View() (*View, error) {
 	}
 	s.raw, s.parsed, s.topo = b, &v, nil
 	return &v, nil
+}
+
+// noView is ErrNoView, with the likely reason when the store's file
+// system is full: "not published yet" alone reads like a start-up race.
+func (s *Store) noView() error {
+	var st unix.Statfs_t
+	if unix.Statfs(s.dir, &st) == nil && st.Blocks > 0 && st.Bavail == 0 {
+		return fmt.Errorf("%w: %s is full, so the agent cannot write it: %w", ErrNoView, s.dir, unix.ENOSPC)
+	}
+	return ErrNoView
 }
 
 // topology returns v's topology, built once per view this store read

@@ -59,3 +59,51 @@ func TestBindOfBoundTokensOnReadOnlyStateDirRootMount(t *testing.T) {
 		t.Errorf("bindings after the refused bind: %+v, %v", bs, err)
 	}
 }
+
+// fullTmpfs mounts a 1 MiB tmpfs on dir (root only) and fills it, until the
+// test ends: every write then fails with ENOSPC.
+func fullTmpfs(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	f, err := os.Create(dir + "/fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, unix.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
+// TestNoViewOnAFullFileSystemSaysSoRootTmpfs: with the state directory's
+// file system full, the agent cannot write the view, and binders were
+// told only "no node view published by railyard-agent yet", which reads
+// like a start-up race. The error must say the directory is full (ENOSPC).
+func TestNoViewOnAFullFileSystemSaysSoRootTmpfs(t *testing.T) {
+	dir := t.TempDir()
+	fullTmpfs(t, dir)
+	s := NewStore(dir, Options{})
+	v, _ := testView(t, "dgx-h100", 1)
+	if err := s.Publish(context.Background(), *v); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("publishing on a full file system: err = %v, want ENOSPC", err)
+	}
+	_, err := s.View()
+	if !errors.Is(err, ErrNoView) || !errors.Is(err, unix.ENOSPC) {
+		t.Errorf("View() = %v, want ErrNoView and ENOSPC", err)
+	}
+}
