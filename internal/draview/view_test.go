@@ -4,12 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/internal/inputfile"
 )
@@ -35,6 +36,7 @@ func sample() View {
 // TestWriteReadRoundTrip: what Write writes, Read returns, normalized
 // (version, sorted pools and claims), with no temporary file left.
 func TestWriteReadRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "binding")
 	if _, err := Read(dir); !errors.Is(err, ErrNoView) {
 		t.Fatalf("Read before Write: %v, want ErrNoView", err)
@@ -46,8 +48,11 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Version != 1 || !reflect.DeepEqual(v.Pools, []string{"railyard.io/rdma_pf", "railyard.io/rdma_vf"}) {
-		t.Fatalf("version %d pools %v", v.Version, v.Pools)
+	if v.Version != 1 {
+		t.Fatalf("version %d", v.Version)
+	}
+	if diff := cmp.Diff([]string{"railyard.io/rdma_pf", "railyard.io/rdma_vf"}, v.Pools); diff != "" {
+		t.Fatalf("pools (-want +got):\n%s", diff)
 	}
 	var names []string
 	for _, c := range v.Claims {
@@ -57,8 +62,8 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Fatalf("claims in order %v", names)
 	}
 	want := sample().Claims[0]
-	if !reflect.DeepEqual(v.Claims[1], want) {
-		t.Fatalf("claim read back %+v, want %+v", v.Claims[1], want)
+	if diff := cmp.Diff(want, v.Claims[1]); diff != "" {
+		t.Fatalf("claim read back (-want +got):\n%s", diff)
 	}
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 || ents[0].Name() != FileName {
@@ -77,6 +82,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 // order, devices in the claim's order; UID first, names without one;
 // another namespace's pod of the same name gets nothing.
 func TestPodDevices(t *testing.T) {
+	t.Parallel()
 	b, err := Encode(sample())
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +124,7 @@ func TestPodDevices(t *testing.T) {
 // TestParseRefuses: every inconsistency a reader relies on is an error,
 // and Write refuses to write one.
 func TestParseRefuses(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"version":          `{"version":2,"pools":[],"claims":[]}`,
 		"unknown field":    `{"version":1,"pools":[],"claims":[],"extra":1}`,
@@ -152,6 +159,7 @@ func TestParseRefuses(t *testing.T) {
 // TestReadRefusesOversizedFile: a view larger than the bound is refused
 // before parsing.
 func TestReadRefusesOversizedFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := make([]byte, maxSize+2)
 	for i := range big {
