@@ -17,6 +17,7 @@ import (
 )
 
 func TestPutGetListFindDelete(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	if _, err := s.Get("0000:03:00.2"); !errors.Is(err, ErrNoRecord) {
 		t.Fatalf("Get on empty store: %v", err)
@@ -59,6 +60,7 @@ func TestPutGetListFindDelete(t *testing.T) {
 }
 
 func TestListSkipsCorruptRecords(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	if err := s.Put(&Record{Key: "good"}); err != nil {
 		t.Fatal(err)
@@ -73,6 +75,7 @@ func TestListSkipsCorruptRecords(t *testing.T) {
 }
 
 func TestInvalidKeys(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	for _, k := range []string{"", "..", "a/b", "x\x00"} {
 		if err := s.Put(&Record{Key: k}); err == nil {
@@ -85,6 +88,7 @@ func TestInvalidKeys(t *testing.T) {
 }
 
 func TestLockExcludesAndTimesOut(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	ctx := context.Background()
 	unlock, err := s.Lock(ctx, "dev", time.Second)
@@ -112,6 +116,7 @@ func TestLockExcludesAndTimesOut(t *testing.T) {
 }
 
 func TestLockSerialises(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	var inside, maxInside atomic.Int32
 	var wg sync.WaitGroup
@@ -140,6 +145,7 @@ func TestLockSerialises(t *testing.T) {
 }
 
 func TestLockHonoursContext(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	unlock, err := s.Lock(context.Background(), "dev", 0)
 	if err != nil {
@@ -280,6 +286,7 @@ func TestLockSerialisesWhileFilesComeAndGo(t *testing.T) {
 // read-only state directory is locked (opened read-only; flock needs no
 // write access). Needs root for the read-only bind mount.
 func TestLockOnAReadOnlyStateDirReadOnlyMount(t *testing.T) {
+	t.Parallel()
 	s := Store{Dir: t.TempDir()}
 	if err := s.Put(&Record{Key: "dev"}); err != nil {
 		t.Fatal(err)
