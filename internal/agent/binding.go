@@ -263,11 +263,10 @@ func (b *lateBinding) collect(ctx context.Context) {
 		b.log.Debug("bindings not collected", "err", err)
 		return
 	}
-	at := h.At
 	release := b.gone(h)
 	gone, err := b.store.ReleaseIf(ctx, func(bd binding.Binding) bool {
 		pod, ok := release[bd.Token]
-		return ok && bd.Pod == pod && bd.At.Before(at)
+		return ok && bd.Pod == pod && h.Postdates(bd)
 	})
 	if err != nil {
 		b.log.Error("collecting bindings of ended pods", "err", err)
@@ -303,14 +302,16 @@ func (b *lateBinding) snapshot(ctx context.Context) (*binding.View, []podlist.Po
 	if err != nil {
 		return nil, nil, binding.Holders{}, fmt.Errorf("no binding view yet: %w", err)
 	}
-	at := time.Now()
+	at, boot := b.store.Now()
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	pods, err := b.lister.List(lctx)
 	cancel()
 	if err != nil {
 		return nil, nil, binding.Holders{}, fmt.Errorf("pod resources not readable: %w", err)
 	}
-	return v, pods, binding.HoldersFrom(pods, v, at), nil
+	h := binding.HoldersFrom(pods, v, at)
+	h.Boot = boot
+	return v, pods, h, nil
 }
 
 // gone returns the bindings to release (token -> pod): tokens another pod
@@ -329,7 +330,7 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 	out := map[string]binding.PodRef{}
 	seen := map[string]bool{}
 	for _, bd := range bs {
-		if !bd.At.Before(h.At) {
+		if !h.Postdates(bd) {
 			continue
 		}
 		holder, held := h.Pods[bd.Token]

@@ -122,7 +122,8 @@ func (s *Store) Bind(ctx context.Context, req Request) (Result, error) {
 		}
 		cur = live
 	}
-	next, res, err := plan(v, s.topology(v), cur, req, s.opt.Now())
+	wall, boot := s.Now()
+	next, res, err := plan(v, s.topology(v), cur, req, wall, boot)
 	if err != nil {
 		return Result{}, err
 	}
@@ -162,7 +163,11 @@ func sameBinding(a, b Binding) bool {
 
 // plan is Bind without files: the bindings after the request, and what
 // changed. It is pure.
-func plan(v *View, topo *topology.Topology, cur []Binding, req Request, now time.Time) ([]Binding, Result, error) {
+func plan(v *View, topo *topology.Topology, cur []Binding, req Request, now time.Time, boot BootTime) ([]Binding, Result, error) {
+	var bootAt *BootTime
+	if boot.ID != "" {
+		bootAt = &boot
+	}
 	var res Result
 	if req.Pod.Name != "" && req.Pod.Namespace == "" {
 		return nil, res, fmt.Errorf("binding: pod %q has no namespace", req.Pod.Name)
@@ -263,7 +268,7 @@ func plan(v *View, topo *topology.Topology, cur []Binding, req Request, now time
 				b := Binding{
 					Resource: r, Token: ch.token.String(), Device: ch.device, Pod: req.Pod,
 					Container: req.Containers[ci].Name, Sandbox: req.Sandbox, By: req.By,
-					GPUs: gpus, Class: bestClass(topo, gpus, p, ch.device), At: now,
+					GPUs: gpus, Class: bestClass(topo, gpus, p, ch.device), At: now, Boot: bootAt,
 				}
 				bound[b.Token] = len(next)
 				next = append(next, b)

@@ -89,12 +89,14 @@ func (b *Binder) listed(ctx context.Context) (*View, []podlist.Pod, Holders, err
 	if err != nil {
 		return nil, nil, Holders{}, err
 	}
-	at := b.Store.opt.Now()
+	at, boot := b.Store.Now()
 	pods, err := b.list(ctx, v)
 	if err != nil {
 		return nil, nil, Holders{}, err
 	}
-	return v, pods, HoldersFrom(pods, v, at), nil
+	h := HoldersFrom(pods, v, at)
+	h.Boot = boot
+	return v, pods, h, nil
 }
 
 // ErrPodNotListed: PodResources does not list the pod.

@@ -70,7 +70,11 @@ func (s *Store) ReleaseSandbox(ctx context.Context, pod PodRef, sandbox string) 
 // Holders is who holds each token according to kubelet's PodResources,
 // read at At (before any binding that the snapshot may not show).
 type Holders struct {
-	At time.Time
+	// At is when the list was asked for, on the wall clock; Boot on the
+	// boot's clock (zero: unknown), which orders it against bindings
+	// (Postdates).
+	At   time.Time
+	Boot BootTime
 	// Pods maps a token to the pod whose container holds it.
 	Pods map[string]PodRef
 }
@@ -92,7 +96,7 @@ func (s *Store) ReleaseIf(ctx context.Context, pick func(Binding) bool) ([]Bindi
 
 // reassigned reports whether b's token is held by another pod than b's.
 func (h *Holders) reassigned(b Binding) bool {
-	if !b.At.Before(h.At) || b.Pod.Name == "" {
+	if !h.Postdates(b) || b.Pod.Name == "" {
 		return false
 	}
 	holder, held := h.Pods[b.Token]
@@ -105,7 +109,8 @@ const AnonymousGrace = 10 * time.Minute
 
 // gone reports whether kubelet no longer backs b (see ReleaseGone).
 func (h *Holders) gone(b Binding, anonGrace time.Duration) bool {
-	if !b.At.Before(h.At) {
+	age, before := h.age(b)
+	if !before {
 		return false
 	}
 	holder, held := h.Pods[b.Token]
@@ -115,7 +120,7 @@ func (h *Holders) gone(b Binding, anonGrace time.Duration) bool {
 	case held:
 		return !holder.Same(b.Pod)
 	case b.Pod.Name == "":
-		return h.At.Sub(b.At) > anonGrace
+		return age > anonGrace
 	default:
 		return true
 	}

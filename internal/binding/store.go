@@ -79,9 +79,12 @@ type Binding struct {
 	By string `json:"by"`
 	// GPUs are the PCI addresses of the GPUs the binding served; Class the
 	// device's best distance class to them ("" without GPUs).
-	GPUs  []string  `json:"gpus,omitempty"`
-	Class string    `json:"class,omitempty"`
-	At    time.Time `json:"at"`
+	GPUs  []string `json:"gpus,omitempty"`
+	Class string   `json:"class,omitempty"`
+	// At is when the binding was made, on the wall clock (for people);
+	// Boot on the boot's clock, which orders it (clock.go).
+	At   time.Time `json:"at"`
+	Boot *BootTime `json:"boot,omitempty"`
 }
 
 type bindingsDoc struct {
@@ -91,8 +94,12 @@ type bindingsDoc struct {
 
 // Options configure a Store. The zero value is the production setting.
 type Options struct {
-	// Now is the clock (nil: time.Now).
+	// Now is the wall clock (nil: time.Now).
 	Now func() time.Time
+	// Boot is the boot's clock, which orders bindings and lists (nil:
+	// SystemBootTime, or with Now set none: a test's wall clock then
+	// orders them alone).
+	Boot func() BootTime
 	// LockTimeout bounds the wait for the lock (0: DefaultLockTimeout).
 	LockTimeout time.Duration
 	// Fault, when set, is called before every step that changes a file
@@ -130,6 +137,12 @@ type Store struct {
 
 // NewStore returns the store in dir (created on first change).
 func NewStore(dir string, opt Options) *Store {
+	if opt.Boot == nil {
+		opt.Boot = SystemBootTime
+		if opt.Now != nil {
+			opt.Boot = func() BootTime { return BootTime{} }
+		}
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
