@@ -13,9 +13,11 @@ import (
 
 // Del detaches the interface a.IfName of container a.ContainerID. It
 // succeeds when repeated, when the namespace is gone, when the record is
-// missing (then it recovers the original name from the alias marker) and
-// when the device now belongs to another attachment (then it leaves the
-// device alone and only releases this attachment's addresses).
+// missing or does not decode (then it recovers the original name and host
+// settings from the alias marker) and when the device now belongs to
+// another attachment (then it leaves the device alone and only releases
+// this attachment's addresses). A device with neither a record nor a
+// marker for this attachment is not locked: nothing is written.
 func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	s := p.openDel(a)
 	defer func() {
@@ -28,9 +30,10 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 		key = rec.Key
 	}
 	var rec *state.Record
+	held := false // the device's lock is held: a record or marker was found
 	if key != "" {
-		held, err := p.holdsAnything(ctx, s, a, key)
-		if err != nil {
+		var err error
+		if held, err = p.holdsAnything(ctx, s, a, key); err != nil {
 			return err
 		}
 		if held {
@@ -65,7 +68,7 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	if err := p.removeDeviceInfo(infoFile, at); err != nil {
 		return err
 	}
-	if key == "" {
+	if !held {
 		return nil
 	}
 	cur, err := s.store.Get(key)
