@@ -18,31 +18,8 @@ type Metric struct {
 // latency runs, peak bus bandwidth for nccl-tests, peak bandwidth or lowest
 // average latency for OSU, the job's throughput for training.
 func HeadlineMetric(r Result, largeBytes int64) (Metric, bool) {
-	switch r.Kind {
-	case KindPerftestBW:
-		bw, _, ok := LargeMessageBW(r.PerftestBW, largeBytes)
-		return Metric{"large-message bandwidth", bw, "Gb/s", true}, ok
-	case KindPerftestLat:
-		v, ok := r.Summary[SumMinLatTypicalUs]
-		return Metric{"typical latency", v, "us", false}, ok
-	case KindNCCL:
-		v, ok := r.Summary[SumMaxBusBWGBps]
-		return Metric{"peak bus bandwidth", v, "GB/s", true}, ok
-	case KindOSUBW:
-		v, ok := r.Summary[SumMaxBWGbps]
-		return Metric{"peak bandwidth", v, "Gb/s", true}, ok
-	case KindOSULat:
-		v, ok := r.Summary[SumMinLatAvgUs]
-		return Metric{"lowest average latency", v, "us", false}, ok
-	case KindTraining:
-		v, ok := r.Summary[SumTotalThroughput]
-		return Metric{"job throughput", v, r.Info.Unit, true}, ok
-	case KindIperf3:
-		v, ok := r.Summary[SumReceivedGbps]
-		if !ok {
-			v, ok = r.Summary[SumSentGbps]
-		}
-		return Metric{"TCP bandwidth", v, "Gb/s", true}, ok
+	if k, ok := kindRowOf(r.Kind); ok {
+		return k.headline(r, largeBytes)
 	}
 	return Metric{}, false
 }

@@ -15,6 +15,11 @@ func addVectorSeeds(f *testing.F) {
 	}
 	f.Add([]byte("#bytes BW peak[Gb/sec]\n 1 2 3 4 5"))
 	f.Add([]byte("# Size Bandwidth (MB/s)\n1 1e309\n"))
+	// Values no tool prints, a sweep cut off, two suites in one log.
+	f.Add([]byte(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536 5000 -18.70 -18.70 0.035\n---\n"))
+	f.Add([]byte(`{"test_info": {"test": "RDMA_Write_BW_Test"}, "results": {"MsgSize": -65536, "BW_peak": 1, "BW_average": 1}}`))
+	f.Add([]byte(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 8192 5000 90 90 1\n 16384 5000 91 91 1\n"))
+	f.Add([]byte(" #bytes BW peak[Gb/sec] BW average[Gb/sec]\n 65536 5000 90 90 1\n---\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"))
 }
 
 // checkInvariants holds for any input: no panic, OK iff no error, the JSON
@@ -25,6 +30,9 @@ func checkInvariants(t *testing.T, r Result) {
 	}
 	if r.Tool == "" {
 		t.Fatal("empty tool")
+	}
+	if err := checkValues(r); r.OK && err != nil {
+		t.Fatalf("ok with %v", err)
 	}
 	data, err := json.Marshal(r)
 	if err != nil {

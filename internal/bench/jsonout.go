@@ -18,7 +18,9 @@ type Options struct {
 }
 
 // ParseWith is Parse with options.
-func ParseWith(data []byte, o Options) Result {
+func ParseWith(data []byte, o Options) Result { return checked(parseWith(data, o)) }
+
+func parseWith(data []byte, o Options) Result {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
 		if r, ok := parseJSONOutput(t, o); ok {
 			return r
@@ -93,7 +95,7 @@ func parseJSONOutput(data []byte, o Options) (Result, bool) {
 // ParsePerftestJSON parses a perftest --out_json file.
 func ParsePerftestJSON(data []byte, o Options) Result {
 	if r, ok := parseJSONOutput(bytes.TrimSpace(data), o); ok && r.Kind != KindIperf3 {
-		return r
+		return checked(r)
 	}
 	return Result{Tool: ToolPerftestNoName, Error: "not a perftest --out_json file", Summary: map[string]float64{}}
 }
@@ -101,7 +103,7 @@ func ParsePerftestJSON(data []byte, o Options) Result {
 // ParseIperf3 parses iperf3 --json output.
 func ParseIperf3(data []byte) Result {
 	if r, ok := parseJSONOutput(bytes.TrimSpace(data), Options{}); ok && r.Kind == KindIperf3 {
-		return r
+		return checked(r)
 	}
 	return Result{Tool: ToolIperf3, Kind: KindIperf3, Error: "not iperf3 --json output", Summary: map[string]float64{}}
 }

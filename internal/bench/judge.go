@@ -199,11 +199,8 @@ func Judge(in JudgeInput) []Verdict {
 				Reason: "run failed: " + r.Error})
 			continue
 		}
-		switch r.Kind {
-		case KindPerftestBW:
-			out = append(out, lineRateVerdict(in, l))
-		case KindNCCL:
-			out = append(out, ncclVerdict(in, l))
+		if k, ok := kindRowOf(r.Kind); ok && k.verdict != nil {
+			out = append(out, k.verdict(in, l))
 		}
 	}
 	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
@@ -257,6 +254,11 @@ func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
 		return v
 	}
 	v.Measured = bw
+	if large := in.Thresholds.LargeMessageBytes; size < large {
+		v.Status, v.Reason = StatusSkip, fmt.Sprintf("%.2f Gb/s at %s, no row of at least %s: the line rate is judged on large messages only (run with -a, or -s %d or more)",
+			bw, FormatBytes(size), FormatBytes(large), large)
+		return v
+	}
 	if in.LineRateGbps <= 0 {
 		v.Status, v.Reason = StatusSkip, fmt.Sprintf("%.2f Gb/s at %s; no line rate given", bw, FormatBytes(size))
 		return v

@@ -1,6 +1,9 @@
 package bench
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Family is a benchmark suite whose output Parse recognises.
 type Family int
@@ -20,37 +23,60 @@ const (
 // iperf3 --json.
 func Parse(data []byte) Result { return ParseWith(data, Options{}) }
 
+// familyNames name the families in messages.
+var familyNames = map[Family]string{FamilyPerftest: "perftest", FamilyNCCL: "nccl-tests", FamilyOSU: "OSU", FamilyTraining: "training"}
+
 func parseText(data []byte) Result {
 	lines := splitLines(data)
-	switch detect(lines) {
+	fam, tables := detectTables(lines)
+	var r Result
+	switch fam {
 	case FamilyPerftest:
-		return parsePerftest(lines)
+		r = parsePerftest(lines)
 	case FamilyNCCL:
-		return parseNCCL(lines)
+		r = parseNCCL(lines)
 	case FamilyOSU:
-		return parseOSU(lines)
+		r = parseOSU(lines)
 	case FamilyTraining:
-		return parseTraining(lines)
+		r = parseTraining(lines)
+	default:
+		return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
 	}
-	return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
+	// One result per output: the tables of another suite in the same log
+	// would be dropped without a word.
+	for _, other := range tables {
+		if other != fam && r.Error == "" {
+			r.Error = fmt.Sprintf("the output holds %s results too, which are not read: parse each tool's output on its own", familyNames[other])
+			r.OK = false
+		}
+	}
+	return r
 }
 
 // ParsePerftest parses data as perftest (ib_*_bw, ib_*_lat) output.
-func ParsePerftest(data []byte) Result { return parsePerftest(splitLines(data)) }
+func ParsePerftest(data []byte) Result { return checked(parsePerftest(splitLines(data))) }
 
 // ParseNCCL parses data as nccl-tests output.
-func ParseNCCL(data []byte) Result { return parseNCCL(splitLines(data)) }
+func ParseNCCL(data []byte) Result { return checked(parseNCCL(splitLines(data))) }
 
 // ParseOSU parses data as OSU micro-benchmarks output.
-func ParseOSU(data []byte) Result { return parseOSU(splitLines(data)) }
+func ParseOSU(data []byte) Result { return checked(parseOSU(splitLines(data))) }
 
 // Detect reports which benchmark suite printed data.
 func Detect(data []byte) Family { return detect(splitLines(data)) }
 
-// detect scores strong markers first (table headers, titles, footers), then
-// error messages only a given suite prints.
 func detect(lines []line) Family {
+	f, _ := detectTables(lines)
+	return f
+}
+
+// detectTables scores strong markers first (table headers, titles,
+// footers), then error messages only a given suite prints; it also
+// returns every suite whose result table header (or training marker) it
+// saw, in a fixed order.
+func detectTables(lines []line) (Family, []Family) {
 	var perf, nccl, osu, train int
+	seen := map[Family]bool{}
 	for _, l := range lines {
 		t := strings.TrimSpace(l.text)
 		switch {
@@ -58,10 +84,13 @@ func detect(lines []line) Family {
 			train += 10
 		case strings.HasPrefix(t, "# OSU "):
 			osu += 10
+			seen[FamilyOSU] = true
 		case strings.Contains(t, "#bytes") && (strings.Contains(t, "BW peak") || strings.Contains(t, "t_min") || strings.Contains(t, "t_avg")):
 			perf += 10
+			seen[FamilyPerftest] = true
 		case strings.HasPrefix(t, "#") && strings.Contains(t, "algbw") && strings.Contains(t, "busbw"):
 			nccl += 10
+			seen[FamilyNCCL] = true
 		case strings.HasPrefix(t, "# Avg bus bandwidth"), strings.HasPrefix(t, "# Out of bounds values"),
 			strings.HasPrefix(t, "# Collective test starting"), strings.HasPrefix(t, "# nccl-tests version"),
 			strings.HasPrefix(t, "# nThread "), strings.HasPrefix(t, "nThread "):
@@ -84,18 +113,24 @@ func detect(lines []line) Family {
 			nccl += 3
 		}
 	}
+	var tables []Family
+	for _, f := range []Family{FamilyPerftest, FamilyNCCL, FamilyOSU} {
+		if seen[f] {
+			tables = append(tables, f)
+		}
+	}
 	switch {
 	case perf == 0 && nccl == 0 && osu == 0 && train == 0:
-		return FamilyUnknown
+		return FamilyUnknown, tables
 	case train > 0 && train >= perf && train >= nccl && train >= osu:
 		// A training job's NCCL warnings do not make it an nccl-tests run.
-		return FamilyTraining
+		return FamilyTraining, nil
 	case osu >= perf && osu >= nccl:
-		return FamilyOSU
+		return FamilyOSU, tables
 	case nccl >= perf:
-		return FamilyNCCL
+		return FamilyNCCL, tables
 	}
-	return FamilyPerftest
+	return FamilyPerftest, tables
 }
 
 // ncclRowShape reports whether t parses as an nccl-tests result row in

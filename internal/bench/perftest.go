@@ -99,6 +99,7 @@ func parsePerftest(lines []line) Result {
 	var unit float64 = 1
 	var latCols []perftestCol
 	var firstErr string
+	open := false // inside a table that has not printed its closing line
 	for _, l := range lines {
 		t := strings.TrimSpace(l.text)
 		if t == "" {
@@ -114,6 +115,7 @@ func parsePerftest(lines []line) Result {
 			continue
 		}
 		if strings.HasPrefix(t, "#bytes") {
+			open = true
 			switch {
 			case strings.Contains(t, "BW peak") || strings.Contains(t, "BW average"):
 				table = ptBW
@@ -126,6 +128,9 @@ func parsePerftest(lines []line) Result {
 				latCols = perftestLatColumns(t)
 			}
 			continue
+		}
+		if strings.HasPrefix(t, "---") {
+			open = false // the table's closing line
 		}
 		if firstErr == "" && perftestError(t) {
 			firstErr = t
@@ -141,9 +146,6 @@ func parsePerftest(lines []line) Result {
 		case ptBW:
 			if row, ok := perftestBWRow(t, unit); ok {
 				r.PerftestBW = append(r.PerftestBW, row)
-				if row.BWAvgGbps < 0 && firstErr == "" {
-					firstErr = fmt.Sprintf("negative bandwidth reported for %d bytes: %s", row.Bytes, t)
-				}
 			}
 		case ptLat:
 			if row, ok := perftestLatRow(t, latCols); ok {
@@ -166,12 +168,36 @@ func parsePerftest(lines []line) Result {
 		r.Kind = kindOf(r.Tool, nil)
 	}
 	r.Summary = perftestSummary(r)
+	if firstErr == "" && open {
+		firstErr = cutOff(r)
+	}
 	r.Error = firstErr
 	if r.Error == "" && r.Rows() == 0 {
 		r.Error = "no result rows found (output truncated or run did not finish)"
 	}
 	r.OK = r.Error == ""
 	return r
+}
+
+// cutOff says why a table without its closing line is cut off: a sweep
+// (-a: rows of several sizes) that stops before its end, whose largest
+// rows are missing. Rows of one size without a closing line are a
+// --run_infinitely run (one row per interval until it is stopped), not
+// cut off.
+func cutOff(r Result) string {
+	var sizes []int64
+	for _, row := range r.PerftestBW {
+		sizes = append(sizes, row.Bytes)
+	}
+	for _, row := range r.PerftestLat {
+		sizes = append(sizes, row.Bytes)
+	}
+	for _, b := range sizes {
+		if b != sizes[0] {
+			return fmt.Sprintf("output cut off after the %s row: the table has no closing line, so its larger messages are missing", FormatBytes(sizes[len(sizes)-1]))
+		}
+	}
+	return ""
 }
 
 func matchPerftestTitle(t string) []string {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Kind says which row type a Result holds.
@@ -144,26 +143,12 @@ type resultJSON struct {
 // MarshalJSON writes the contract form {"tool","ok","error","rows","summary"}
 // (plus "source" and "info" when set).
 func (r Result) MarshalJSON() ([]byte, error) {
-	var rows any
-	switch r.Kind {
-	case KindPerftestBW:
-		rows = nonNil(r.PerftestBW)
-	case KindPerftestLat:
-		rows = nonNil(r.PerftestLat)
-	case KindNCCL:
-		rows = nonNil(r.NCCL)
-	case KindOSUBW, KindOSULat:
-		rows = nonNil(r.OSU)
-	case KindTraining:
-		rows = nonNil(r.Training)
-	case KindIperf3:
-		rows = nonNil(r.Iperf)
-	default:
-		rows = []struct{}{}
-	}
-	raw, err := json.Marshal(rows)
-	if err != nil {
-		return nil, fmt.Errorf("marshal rows: %w", err)
+	raw := []byte("[]")
+	if k, ok := kindRowOf(r.Kind); ok {
+		var err error
+		if raw, err = k.rows(&r).marshal(); err != nil {
+			return nil, fmt.Errorf("marshal rows: %w", err)
+		}
 	}
 	out := resultJSON{Source: r.Source, Tool: r.Tool, OK: r.OK, Error: r.Error, Rows: raw, Summary: r.Summary}
 	if out.Summary == nil {
@@ -174,13 +159,6 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		out.Info = &info
 	}
 	return json.Marshal(out)
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // UnmarshalJSON reads the contract form back. The row type is chosen from the
@@ -204,65 +182,27 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if len(probe) == 0 {
 		return nil
 	}
-	var err error
-	switch r.Kind {
-	case KindPerftestBW:
-		err = json.Unmarshal(in.Rows, &r.PerftestBW)
-	case KindPerftestLat:
-		err = json.Unmarshal(in.Rows, &r.PerftestLat)
-	case KindNCCL:
-		err = json.Unmarshal(in.Rows, &r.NCCL)
-	case KindOSUBW, KindOSULat:
-		err = json.Unmarshal(in.Rows, &r.OSU)
-	case KindTraining:
-		err = json.Unmarshal(in.Rows, &r.Training)
-	case KindIperf3:
-		err = json.Unmarshal(in.Rows, &r.Iperf)
-	default:
+	k, ok := kindRowOf(r.Kind)
+	if !ok {
 		return fmt.Errorf("rows of tool %q: unknown row fields", in.Tool)
 	}
-	if err != nil {
+	if err := k.rows(r).unmarshal(in.Rows); err != nil {
 		return fmt.Errorf("rows: %w", err)
 	}
 	return nil
 }
 
+// kindOf picks a kind by the first row's fields, or by the tool name
+// when there are no rows (the kinds table's order decides).
 func kindOf(tool string, rows []map[string]json.RawMessage) Kind {
-	if len(rows) > 0 {
-		has := func(k string) bool { _, ok := rows[0][k]; return ok }
-		switch {
-		case has("bw_avg_gbps"):
-			return KindPerftestBW
-		case has("lat_typical_us"):
-			return KindPerftestLat
-		case has("oop_busbw_GBps"):
-			return KindNCCL
-		case has("bw_gbps"):
-			return KindOSUBW
-		case has("lat_avg_us"):
-			return KindOSULat
-		case has("throughput"):
-			return KindTraining
-		case has("gbps"):
-			return KindIperf3
+	for _, k := range kinds {
+		if len(rows) > 0 {
+			if _, ok := rows[0][k.rowField]; ok {
+				return k.kind
+			}
+		} else if k.tool(tool) {
+			return k.kind
 		}
-		return KindUnknown
-	}
-	switch {
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_bw"):
-		return KindPerftestBW
-	case strings.HasPrefix(tool, "ib_") && strings.HasSuffix(tool, "_lat"):
-		return KindPerftestLat
-	case tool == ToolNCCLTestsNoName || strings.HasSuffix(tool, "_perf"):
-		return KindNCCL
-	case strings.HasPrefix(tool, "osu_") && osuToolIsBW(tool):
-		return KindOSUBW
-	case strings.HasPrefix(tool, "osu_"):
-		return KindOSULat
-	case trainingTools[tool]:
-		return KindTraining
-	case tool == ToolIperf3:
-		return KindIperf3
 	}
 	return KindUnknown
 }

@@ -78,7 +78,7 @@ type TrainingRow struct {
 }
 
 // ParseTraining parses data as a training log.
-func ParseTraining(data []byte) Result { return parseTraining(splitLines(data)) }
+func ParseTraining(data []byte) Result { return checked(parseTraining(splitLines(data))) }
 
 func trainingMarker(t string) bool {
 	switch {

@@ -197,72 +197,15 @@ func printResult(w io.Writer, r bench.Result) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	switch r.Kind {
-	case bench.KindPerftestBW:
-		fmt.Fprintln(tw, "  bytes\titerations\tpeak Gb/s\tavg Gb/s\tMpps\t")
-		for _, row := range r.PerftestBW {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%g\t%g\t\n", row.Bytes, row.Iterations, opt(row.BWPeakGbps), row.BWAvgGbps, row.MsgRateMpps)
-		}
-	case bench.KindPerftestLat:
-		fmt.Fprintln(tw, "  bytes\titerations\tmin us\ttypical us\tavg us\t99% us\t99.9% us\tmax us\t")
-		for _, row := range r.PerftestLat {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Bytes, row.Iterations, opt(row.LatMinUs), opt(row.LatTypicalUs),
-				opt(row.LatAvgUs), opt(row.LatP99Us), opt(row.LatP999Us), opt(row.LatMaxUs))
-		}
-	case bench.KindNCCL:
-		fmt.Fprintln(tw, "  bytes\ttype\tredop\toop us\toop busbw GB/s\tip us\tip busbw GB/s\twrong\t")
-		for _, row := range r.NCCL {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%g\t%g\t%g\t%g\t%s\t\n", row.Bytes, row.Type, row.Redop, row.OOPTimeUs, row.OOPBusBWGBps,
-				row.IPTimeUs, row.IPBusBWGBps, wrong(row))
-		}
-	case bench.KindOSUBW:
-		fmt.Fprintln(tw, "  bytes\tGb/s\t")
-		for _, row := range r.OSU {
-			fmt.Fprintf(tw, "  %d\t%s\t\n", row.Bytes, opt(row.BWGbps))
-		}
-	case bench.KindOSULat:
-		fmt.Fprintln(tw, "  bytes\tavg us\tmin us\tmax us\t")
-		for _, row := range r.OSU {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t\n", row.Bytes, opt(row.LatAvgUs), opt(row.LatMinUs), opt(row.LatMaxUs))
-		}
-	case bench.KindIperf3:
-		fmt.Fprintln(tw, "  start s\tend s\tGb/s\tretransmits\tomitted\t")
-		for _, row := range r.Iperf {
-			rt := "-"
-			if row.Retransmits != nil {
-				rt = fmt.Sprint(*row.Retransmits)
-			}
-			fmt.Fprintf(tw, "  %g\t%g\t%g\t%s\t%v\t\n", row.StartS, row.EndS, row.Gbps, rt, row.Omitted)
-		}
-	case bench.KindTraining:
-		fmt.Fprintf(tw, "  step\t%s\tper\t\n", r.Info.Unit)
-		for _, row := range r.Training {
-			fmt.Fprintf(tw, "  %d\t%g\t%s\t\n", row.Step, row.Throughput, row.Scope)
-		}
+	columns, cells := r.Table()
+	if len(columns) > 0 {
+		fmt.Fprintf(tw, "  %s\t\n", strings.Join(columns, "\t"))
+	}
+	for _, row := range cells {
+		fmt.Fprintf(tw, "  %s\t\n", strings.Join(row, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print: %w", err)
 	}
 	return nil
-}
-
-func opt(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%g", *v)
-}
-
-func wrong(r bench.NCCLRow) string {
-	if r.OOPWrong == nil && r.IPWrong == nil {
-		return "N/A"
-	}
-	var n int64
-	if r.OOPWrong != nil {
-		n += *r.OOPWrong
-	}
-	if r.IPWrong != nil {
-		n += *r.IPWrong
-	}
-	return fmt.Sprint(n)
 }
