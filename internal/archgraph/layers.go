@@ -21,6 +21,7 @@ var Layers = []Layer{
 	{ID: "adapters", Title: "node adapters (agent, device plugin, late binding, node setup, doctor)", Patterns: []string{
 		"internal/agent", "internal/deviceplugin", "internal/binding", "internal/podresources",
 		"internal/podresources/podlist", "internal/nodesetup", "internal/doctor", "internal/netops", "internal/cniinstall",
+		"internal/rdmastats",
 	}},
 	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
 	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview"}},
@@ -34,7 +35,7 @@ var Layers = []Layer{
 	{ID: "config", Title: "configuration APIs", Patterns: []string{"api/...", "internal/migrate"}},
 	{ID: "model", Title: "model (read-only)", Patterns: []string{
 		"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign",
-		"internal/machine", "internal/fakesysfs", "machines",
+		"internal/machine", "internal/fakesysfs", "machines", "internal/rdmacounter",
 	}},
 	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
 		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",

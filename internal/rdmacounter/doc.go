@@ -1,0 +1,14 @@
+// Package rdmacounter reads an RDMA port's counters through internal/sysfs
+// and makes them right: which files Railyard reads (Counters: one table of
+// file, unit, scale, wrap width and name), their units (the PMA's data
+// counters count 4-byte words; Sample values are raw, Delta and Totals are
+// in the table's unit), and their wraparound and resets (a counter narrower
+// than 64 bits wraps at its width, and a value that goes down without
+// wrapping is a device reset or driver reload, counted from zero, never a
+// negative rate).
+//
+// Totals turns successive samples into monotonic counters, which the
+// exporter (internal/rdmastats) publishes; Rates gives per-second rates
+// between two samples, for a live view. Nothing here writes or logs; the
+// only input is the sysfs tree.
+package rdmacounter
