@@ -62,7 +62,7 @@ func TestSingleNUMANodeRejectsWidePods(t *testing.T) {
 		wantRejected bool
 	}{{8, true}, {4, false}} {
 		res, err := Run(context.Background(), Config{Topology: topo, Nodes: 4, Pods: 200, Seed: 3,
-			Mix: []MixEntry{{tc.gpus, 1}}, TopologyPolicy: TMSingleNUMA, Policies: policies(t, "gpu-aware"), Load: 0.3})
+			Mix: []MixEntry{{GPUs: tc.gpus, Weight: 1}}, TopologyPolicy: TMSingleNUMA, Policies: policies(t, "gpu-aware"), Load: 0.3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestKubeletBaselineFollowsTopologyManager(t *testing.T) {
 	topo := builtin(t, "dgx-h100")
 	run := func(tm TopologyPolicy) PolicyResult {
 		res, err := Run(context.Background(), Config{Topology: topo, Nodes: 5, Pods: 500, Seed: 9,
-			Mix: []MixEntry{{1, 1}}, TopologyPolicy: tm, Policies: policies(t, "kubelet")})
+			Mix: []MixEntry{{GPUs: 1, Weight: 1}}, TopologyPolicy: tm, Policies: policies(t, "kubelet")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ var _ alloc.Policy = brokenPolicy{}
 
 func TestContractBreachStopsTheRun(t *testing.T) {
 	_, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-1"), Nodes: 2, Pods: 50, Seed: 1,
-		Mix: []MixEntry{{2, 1}}, Policies: []Policy{{Name: "broken", Binding: AtAllocate, Alloc: brokenPolicy{}}}})
+		Mix: []MixEntry{{GPUs: 2, Weight: 1}}, Policies: []Policy{{Name: "broken", Binding: AtAllocate, Alloc: brokenPolicy{}}}})
 	if err == nil {
 		t.Fatal("a policy answering one device twice went unnoticed")
 	}
@@ -172,7 +172,7 @@ func TestRejectionsWhenDevicesRunOut(t *testing.T) {
 	// aws-p4d hands out its 4 EFA PFs whole: an 8-GPU pod asking one device
 	// per GPU never fits, a 4-GPU pod does.
 	res, err := Run(context.Background(), Config{Topology: builtin(t, "aws-p4d"), Nodes: 3, Pods: 100, Seed: 1,
-		Mix: []MixEntry{{8, 1}}, Policies: policies(t, "spread")})
+		Mix: []MixEntry{{GPUs: 8, Weight: 1}}, Policies: policies(t, "spread")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestConfigErrors(t *testing.T) {
 		"bad tm":       {Topology: topo, Nodes: 1, TopologyPolicy: "prefer-closest"},
 		"bad sched":    {Topology: topo, Nodes: 1, Scheduler: "random"},
 		"bad known":    {Topology: topo, Nodes: 1, GPUsKnown: &bad},
-		"zero weights": {Topology: topo, Nodes: 1, Mix: []MixEntry{{1, 0}}},
+		"zero weights": {Topology: topo, Nodes: 1, Mix: []MixEntry{{GPUs: 1, Weight: 0}}},
 		"negative":     {Topology: topo, Nodes: 1, Pods: -1},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
@@ -210,20 +210,20 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestWorkloadMatchesMixAndLoad(t *testing.T) {
-	cfg, err := Config{Topology: builtin(t, "dgx-1"), Nodes: 100, Pods: 40000, Seed: 4, Mix: []MixEntry{{1, 3}, {8, 1}}, Load: 0.5}.withDefaults()
+	cfg, err := Config{Topology: builtin(t, "dgx-1"), Nodes: 100, Pods: 40000, Seed: 4, Mix: []MixEntry{{GPUs: 1, Weight: 3}, {GPUs: 8, Weight: 1}}, Load: 0.5}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := workload(cfg, 8)
+	pods := newWorkload(cfg, 8).jobs
 	ones, gpuTime := 0, 0.0
 	for _, p := range pods {
 		if p.gpus == 1 {
 			ones++
 		}
-		if p.devices != p.gpus {
-			t.Fatalf("per-GPU mode: pod with %d GPUs asks %d devices", p.gpus, p.devices)
+		if p.devices != p.gpus || p.pods != 1 {
+			t.Fatalf("per-GPU mode: pod with %d GPUs asks %d devices, in a job of %d pods", p.gpus, p.devices, p.pods)
 		}
-		gpuTime += float64(p.gpus) * (p.leave - p.arrive)
+		gpuTime += float64(p.gpus) * p.lifetime
 	}
 	if f := float64(ones) / float64(len(pods)); f < 0.73 || f > 0.77 {
 		t.Errorf("1-GPU share %.3f, want about 0.75", f)
@@ -238,7 +238,7 @@ func TestRestrictedRejectsOnlyWhenFragmented(t *testing.T) {
 	topo := builtin(t, "dgx-1") // 4 GPUs per NUMA node
 	run := func(tm TopologyPolicy, load float64) PolicyResult {
 		res, err := Run(context.Background(), Config{Topology: topo, Nodes: 4, Pods: 400, Seed: 8,
-			Mix: []MixEntry{{1, 1}, {4, 1}, {8, 1}}, TopologyPolicy: tm, Policies: policies(t, "gpu-aware"), Load: load})
+			Mix: []MixEntry{{GPUs: 1, Weight: 1}, {GPUs: 4, Weight: 1}, {GPUs: 8, Weight: 1}}, TopologyPolicy: tm, Policies: policies(t, "gpu-aware"), Load: load})
 		if err != nil {
 			t.Fatal(err)
 		}

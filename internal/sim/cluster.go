@@ -25,6 +25,10 @@ type cluster struct {
 
 	switchCounts []int // scratch for chooseGPUs
 
+	// byMask indexes nodes by their free GPUs, for OneRailSet (nil for
+	// other contenders).
+	byMask *maskIndex
+
 	numaGPUs []uint64 // dense NUMA -> mask of its GPUs
 	masks    []uint64 // NUMA masks, narrowest first, then lowest
 }
@@ -77,6 +81,9 @@ func (c *cluster) setFreeGPUs(node int, free uint64) {
 	old := bits.OnesCount64(c.freeGPU[node])
 	now := bits.OnesCount64(free)
 	c.freeGPU[node] = free
+	if c.byMask != nil {
+		c.byMask.move(node, free)
+	}
 	if old == now {
 		return
 	}

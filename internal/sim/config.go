@@ -55,56 +55,6 @@ const (
 	LeastAllocated Scheduler = "least-allocated"
 )
 
-// MixEntry is one pod shape of the workload and its relative weight.
-type MixEntry struct {
-	GPUs   int
-	Weight float64
-}
-
-// Named workload mixes.
-func namedMixes() map[string][]MixEntry {
-	return map[string][]MixEntry{
-		"uniform": {{1, 1}, {2, 1}, {4, 1}, {8, 1}},
-		"small":   {{1, 4}, {2, 2}, {4, 1}, {8, 1}},
-		"large":   {{1, 1}, {2, 1}, {4, 2}, {8, 4}},
-	}
-}
-
-// MixNames returns the names ParseMix accepts besides an explicit list.
-func MixNames() []string {
-	names := []string{}
-	for n := range namedMixes() {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// ParseMix reads a workload mix: a name ("uniform", "small", "large") or a
-// list "GPUS:WEIGHT,..." such as "1:4,2:2,4:1,8:1".
-func ParseMix(s string) ([]MixEntry, error) {
-	if m, ok := namedMixes()[strings.TrimSpace(s)]; ok {
-		return slices.Clone(m), nil
-	}
-	var out []MixEntry
-	for _, part := range strings.Split(s, ",") {
-		g, w, ok := strings.Cut(strings.TrimSpace(part), ":")
-		if !ok {
-			return nil, fmt.Errorf("%w: mix entry %q: want GPUS:WEIGHT or one of %s", ErrConfig, part, strings.Join(MixNames(), ", "))
-		}
-		gpus, err := strconv.Atoi(strings.TrimSpace(g))
-		if err != nil || gpus < 1 {
-			return nil, fmt.Errorf("%w: mix entry %q: GPU count must be a positive integer", ErrConfig, part)
-		}
-		weight, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
-		if err != nil || weight < 0 || math.IsInf(weight, 0) || math.IsNaN(weight) {
-			return nil, fmt.Errorf("%w: mix entry %q: weight must be a non-negative number", ErrConfig, part)
-		}
-		out = append(out, MixEntry{GPUs: gpus, Weight: weight})
-	}
-	return out, nil
-}
-
 // Bandwidth is the modelled per-GPU RDMA bandwidth (GB/s) by the distance
 // class of the GPU's nearest allocated NIC.
 type Bandwidth map[topology.Class]float64
@@ -201,12 +151,24 @@ type Config struct {
 	Policies []Policy
 	// Workers run policies in parallel (default GOMAXPROCS).
 	Workers int
+	// SUNodes is the nodes per scalable unit of the rail-optimized
+	// fabric: NIC i of every node is cabled to leaf i of its unit, nodes
+	// numbered in order (node n is in unit n/SUNodes), and traffic between
+	// units crosses the spine. 0: the whole cluster is one unit.
+	SUNodes int
+	// MaxWait is how long (in mean pod lifetimes, the simulator's unit of
+	// time) a job that a placement constrained to one rail set cannot
+	// place on arrival waits before it is rejected (default 1).
+	MaxWait float64
 	// AskEveryPod turns off the memo of pure policies' answers: every
 	// pod's request goes to the policy (same results, several times
 	// slower; for measuring and testing the memo).
 	AskEveryPod bool
 	// timeEvery overrides the sampling of decision times (tests).
 	timeEvery int
+	// trace, when set, sees every placed job of several pods (tests; it
+	// is called from the policies' workers at once).
+	trace func(JobTrace)
 }
 
 // withDefaults fills zero fields and validates.
@@ -237,8 +199,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	total := 0.0
 	for _, m := range c.Mix {
-		if m.GPUs < 1 || m.Weight < 0 {
-			errs = append(errs, fmt.Errorf("mix entry %+v: want GPUs >= 1 and weight >= 0", m))
+		if m.GPUs < 1 || m.Weight < 0 || m.Pods < 0 || m.Pods > MaxJobPods {
+			errs = append(errs, fmt.Errorf("mix entry %+v: want GPUs >= 1, weight >= 0 and pods 0 to %d", m, MaxJobPods))
 		}
 		total += m.Weight
 	}
@@ -266,6 +228,15 @@ func (c Config) withDefaults() (Config, error) {
 	} else if p := *c.GPUsKnown; p < 0 || p > 1 || math.IsNaN(p) {
 		errs = append(errs, fmt.Errorf("gpus-known: %g, want 0 to 1", p))
 	}
+	if c.SUNodes < 0 || c.SUNodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("su-nodes: %d, want 0 (one unit) to %d", c.SUNodes, MaxNodes))
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 1
+	}
+	if !(c.MaxWait > 0) || math.IsInf(c.MaxWait, 0) {
+		errs = append(errs, fmt.Errorf("max-wait: %g, want a finite time > 0", c.MaxWait))
+	}
 	if c.Bandwidth == nil {
 		c.Bandwidth = DefaultBandwidth()
 	}
@@ -285,6 +256,8 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, fmt.Errorf("policy %d (%q): no allocation policy", i, p.Name))
 		case p.Binding != AtAllocate && p.Binding != AtSandbox && p.Binding != InClaim:
 			errs = append(errs, fmt.Errorf("policy %q: binding %q, want %s, %s or %s", p.Name, p.Binding, AtAllocate, AtSandbox, InClaim))
+		case p.Job != PerPodPlacement && p.Binding != InClaim:
+			errs = append(errs, fmt.Errorf("policy %q: job placement %q needs binding %s (a claim chooses GPUs and devices together)", p.Name, p.Job, InClaim))
 		}
 	}
 	if c.Workers <= 0 {

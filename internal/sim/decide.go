@@ -14,6 +14,14 @@ import (
 // errPolicy is a policy's refusal: the pod is rejected, the run goes on.
 var errPolicy = errors.New("policy error")
 
+// podSpec is what a policy's decision needs of a pod: its devices, and
+// whether kubelet allocated its GPUs before them (the coin toss of its
+// map order).
+type podSpec struct {
+	devices   int32
+	gpusKnown bool
+}
+
 // decide chooses the devices of a pod placed on node with GPUs gpus, as
 // the runner's policy would at its binding time; mask is the Topology
 // Manager's NUMA hint when tmOn.

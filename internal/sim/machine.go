@@ -34,6 +34,8 @@ type machine struct {
 	gpuRoot   []int // GPU -> its host bridge, numbered as pfRoot
 	gpuSwitch []int // GPU -> switch group (GPUs below one PCIe switch)
 	numaID    []int // dense NUMA index -> NUMA node (-1: unknown)
+
+	rails railTables
 }
 
 func newMachine(t *topology.Topology) *machine {
@@ -102,6 +104,7 @@ func newMachine(t *topology.Topology) *machine {
 			}
 		}
 	}
+	m.rails = newRailTables(m)
 	return m
 }
 

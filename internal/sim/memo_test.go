@@ -43,7 +43,7 @@ func (f *fickle) Allocate(req alloc.Request) (alloc.Result, error) {
 }
 
 func TestImpurePolicyIsCaught(t *testing.T) {
-	_, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-1"), Nodes: 4, Pods: 500, Seed: 1, Mix: []MixEntry{{1, 1}},
+	_, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-1"), Nodes: 4, Pods: 500, Seed: 1, Mix: []MixEntry{{GPUs: 1, Weight: 1}},
 		TopologyPolicy: TMNone, timeEvery: 3, Policies: []Policy{{Name: "fickle", Binding: AtAllocate, Alloc: &fickle{}, Pure: true}}})
 	if err == nil || !strings.Contains(err.Error(), "not pure") {
 		t.Fatalf("err %v, want a policy that is not pure", err)

@@ -35,11 +35,31 @@ const (
 	InClaim Binding = "claim"
 )
 
+// JobPlacement is how a contender places the pods of a job of several
+// pods.
+type JobPlacement string
+
+// Job placements.
+const (
+	// PerPodPlacement: every pod on its own, as today's scheduler and
+	// claims place them (a per-pod pcieRoot claim has no constraint
+	// across pods); the job is placed when all its pods are.
+	PerPodPlacement JobPlacement = ""
+	// OneRailSet: one rail set for the whole job (the in-node rail
+	// indexes of its NICs), every pod on a different node with the GPUs
+	// of those rails and each GPU on its nearest NIC among them; the pods
+	// in one scalable unit when one has room. A job that fits by GPU
+	// count but not on one rail set waits (Config.MaxWait).
+	OneRailSet JobPlacement = "rail-set"
+)
+
 // Policy is one contender: an allocation policy and when it runs.
 type Policy struct {
 	Name    string
 	Binding Binding
-	Alloc   alloc.Policy
+	// Job is how the pods of a multi-pod job are placed.
+	Job   JobPlacement
+	Alloc alloc.Policy
 	// Pure: Alloc's answer depends on the request alone, so the simulator
 	// may reuse its answer to an identical request (every policy
 	// PolicyByName returns but numa, whose draws form a seeded sequence).
@@ -67,6 +87,9 @@ var contenders = []struct {
 	}},
 	{"dra-pcieroot", false, func(n string) Policy {
 		return Policy{Name: n, Binding: InClaim, Alloc: newPCIeRootFirstFit(), Pure: true}
+	}},
+	{"job-rails", false, func(n string) Policy {
+		return Policy{Name: n, Binding: InClaim, Job: OneRailSet, Alloc: alloc.NewGPUAware(), Pure: true}
 	}},
 }
 
@@ -107,6 +130,9 @@ func ExtraPolicyNames() []string { return contenderNames(true) }
 //   - dra-pcieroot: the DRA scheduler's first-fit allocator with a
 //     matchAttribute constraint on resource.kubernetes.io/pcieRoot between
 //     each GPU and its NIC (InClaim);
+//   - job-rails: one rail set per job (OneRailSet): a claim giving every
+//     pod of a job the GPUs of the same rails, each GPU a device on its
+//     nearest NIC among those rails (gpu-aware over the rails' devices);
 //   - optimal: alloc's reference, the optimal policy, with the GPUs known
 //     and every free device open (InClaim).
 func PolicyByName(name string) (Policy, error) {

@@ -16,7 +16,7 @@ import (
 func TestPolicyByName(t *testing.T) {
 	want := map[string]Binding{
 		"kubelet": AtAllocate, "numa": AtAllocate, "spread": AtAllocate, "gpu-aware": AtAllocate, "packed": AtAllocate,
-		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "optimal": InClaim,
+		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "job-rails": InClaim, "optimal": InClaim,
 	}
 	for _, n := range append(PolicyNames(), ExtraPolicyNames()...) {
 		p, err := PolicyByName(n)
@@ -44,7 +44,7 @@ func TestPolicyByName(t *testing.T) {
 // second list to edit), baselines first and the optimum last.
 func TestPolicyNamesFollowAlloc(t *testing.T) {
 	t.Parallel()
-	want := []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "optimal"}
+	want := []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "job-rails", "optimal"}
 	if diff := cmp.Diff(want, PolicyNames()); diff != "" {
 		t.Errorf("PolicyNames (-want +got):\n%s", diff)
 	}
@@ -119,7 +119,7 @@ func TestPCIeRootFirstFitInTheCluster(t *testing.T) {
 		want    float64
 	}{{"dgx-h100", 1}, {"dgx-1", 0.5}} {
 		res, err := Run(context.Background(), Config{Topology: builtin(t, tc.machine), Nodes: 4, Pods: 100, Seed: 1, Load: 0.2,
-			Mix: []MixEntry{{8, 1}}, Policies: policies(t, "dra-pcieroot")})
+			Mix: []MixEntry{{GPUs: 8, Weight: 1}}, Policies: policies(t, "dra-pcieroot")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestPCIeRootFirstFitInTheCluster(t *testing.T) {
 // Balanced tokens (late-bound, as built) give every GPU its rail NIC.
 func TestLateBoundTokensOnOneNUMANodeStarveTheOther(t *testing.T) {
 	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 4, Pods: 200, Seed: 1, Load: 0.3,
-		Mix: []MixEntry{{8, 1}}, Policies: policies(t, "late-bound-lowest-numa", "late-bound", "optimal")})
+		Mix: []MixEntry{{GPUs: 8, Weight: 1}}, Policies: policies(t, "late-bound-lowest-numa", "late-bound", "optimal")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestLateBoundTokensOnOneNUMANodeStarveTheOther(t *testing.T) {
 // over both sockets lose like 8-GPU pods, see above.)
 func TestLateBoundIgnoresKubeletOrder(t *testing.T) {
 	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 10, Pods: 2000, Seed: 3,
-		Mix: []MixEntry{{1, 1}}, Policies: policies(t, "gpu-aware", "late-bound", "optimal")})
+		Mix: []MixEntry{{GPUs: 1, Weight: 1}}, Policies: policies(t, "gpu-aware", "late-bound", "optimal")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +182,8 @@ func TestGPUsKnownIsACoinToss(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, p := range workload(cfg, 8) {
-			if p.gpusKnown {
+		for _, known := range newWorkload(cfg, 8).gpusKnown {
+			if known {
 				n++
 			}
 		}

@@ -75,11 +75,11 @@ func randomConfig(t *testing.T, r *rand.Rand) Config {
 	var mix []MixEntry
 	for _, g := range []int{1, 2, 3, 4, 6, 8} {
 		if r.IntN(2) == 0 {
-			mix = append(mix, MixEntry{g, float64(1 + r.IntN(4))})
+			mix = append(mix, MixEntry{GPUs: g, Weight: float64(1 + r.IntN(4))})
 		}
 	}
 	if mix == nil {
-		mix = []MixEntry{{1, 1}}
+		mix = []MixEntry{{GPUs: 1, Weight: 1}}
 	}
 	known := r.Float64()
 	return Config{

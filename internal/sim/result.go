@@ -10,9 +10,12 @@ import (
 // fields machine, nodes, pods and policies (name, gdr_fraction, mean_gbps,
 // rejected, alloc_p99_us) are a contract; the others may grow.
 type Result struct {
-	Machine  string         `json:"machine"`
-	Nodes    int            `json:"nodes"`
+	Machine string `json:"machine"`
+	Nodes   int    `json:"nodes"`
+	// Pods is the pod arrivals, Jobs the job arrivals they came in (a
+	// single pod is a job of one pod).
 	Pods     int            `json:"pods"`
+	Jobs     int            `json:"jobs"`
 	Events   int            `json:"events"`
 	Config   Settings       `json:"config"`
 	Policies []PolicyResult `json:"policies"`
@@ -43,6 +46,12 @@ type Settings struct {
 	GPUsPerNode    int        `json:"gpus_per_node"`
 	DevicesPerNode int        `json:"devices_per_node"`
 	PFsPerNode     int        `json:"pfs_per_node"`
+	// RailsPerNode is the node's rails (NICs that serve a GPU); SUNodes
+	// the nodes per scalable unit (0: one unit); MaxWait how long a job
+	// waits for one rail set, in mean pod lifetimes.
+	RailsPerNode int     `json:"rails_per_node"`
+	SUNodes      int     `json:"su_nodes"`
+	MaxWait      float64 `json:"max_wait"`
 }
 
 func describe(cfg Config, m *machine) Settings {
@@ -51,6 +60,7 @@ func describe(cfg Config, m *machine) Settings {
 		TopologyPolicy: string(cfg.TopologyPolicy), Scheduler: string(cfg.Scheduler),
 		GPUsKnown: *cfg.GPUsKnown, Bandwidth: cfg.Bandwidth.String(),
 		GPUsPerNode: len(m.gpus), DevicesPerNode: len(m.devs), PFsPerNode: len(m.topo.NICs),
+		RailsPerNode: len(m.rails.railGPUs) - 1, SUNodes: cfg.SUNodes, MaxWait: cfg.MaxWait,
 	}
 }
 
@@ -60,6 +70,9 @@ type PolicyResult struct {
 	// Binding is when the policy chose the devices (allocate, sandbox or
 	// claim), which decided what it knew.
 	Binding Binding `json:"binding"`
+	// Job is how it placed the pods of a job: "" each on its own,
+	// "rail-set" on one rail set.
+	Job JobPlacement `json:"job_placement,omitempty"`
 	// GDRFraction is the fraction of placed GPUs whose nearest allocated
 	// NIC is within PXB (NCCL's default GPUDirect RDMA limit).
 	GDRFraction float64 `json:"gdr_fraction"`
@@ -94,8 +107,42 @@ type PolicyResult struct {
 	// answer to a request it answered before is reused (Config.AskEveryPod).
 	PolicyCalls int `json:"policy_calls"`
 	TimedPods   int `json:"timed_pods"`
+	// MultiPod is what jobs of several pods got; nil when the mix has
+	// none.
+	MultiPod *MultiPodResult `json:"multi_pod,omitempty"`
 	// Elapsed is the wall time of this policy's replay.
 	Elapsed time.Duration `json:"-"`
+}
+
+// MultiPodResult is what a contender achieved for the jobs of several
+// pods (single pods are left out: one pod is always on one rail set).
+// Times are in mean pod lifetimes, the simulator's unit.
+type MultiPodResult struct {
+	// Jobs arrived, placed, and rejected (RejectRails among them).
+	Jobs     int `json:"jobs"`
+	Placed   int `json:"placed"`
+	Rejected int `json:"rejected"`
+	// RailConsistent is the share of placed jobs whose pods all use the
+	// same rails: the same set of in-node rail indexes of their devices.
+	RailConsistent float64 `json:"rail_consistent_jobs"`
+	// OneLeafLayer is the share of placed jobs whose traffic stays under
+	// one leaf layer: rail-consistent, every pod in one scalable unit.
+	OneLeafLayer float64 `json:"one_leaf_layer_jobs"`
+	// Waited is the share of placed jobs that waited for one rail set;
+	// WaitMean and WaitP99 are over all placed jobs, WaitMax the longest.
+	Waited   float64 `json:"waited_jobs"`
+	WaitMean float64 `json:"wait_mean"`
+	WaitP99  float64 `json:"wait_p99"`
+	WaitMax  float64 `json:"wait_max"`
+	// GaveUp is the jobs rejected after waiting Config.MaxWait.
+	GaveUp int `json:"gave_up"`
+	// RailStrandedGPUs is the GPUs stranded by the rail constraint: the
+	// GPUs of jobs waiting for one rail set while the cluster had free
+	// GPUs enough for them, averaged over the simulated time (GPU time
+	// waited over the time of the last arrival); RailStrandedFraction
+	// divides it by the cluster's GPUs.
+	RailStrandedGPUs     float64 `json:"rail_stranded_gpus"`
+	RailStrandedFraction float64 `json:"rail_stranded_fraction"`
 }
 
 // HistBin is one bin of a distribution.

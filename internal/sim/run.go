@@ -3,7 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math/bits"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -28,11 +28,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	m := newMachine(cfg.Topology)
-	pods := workload(cfg, len(m.gpus))
+	wl := newWorkload(cfg, len(m.gpus))
 	res := &Result{
 		Machine:  cfg.Machine,
 		Nodes:    cfg.Nodes,
-		Pods:     cfg.Pods,
+		Pods:     len(wl.gpusKnown),
+		Jobs:     len(wl.jobs),
 		Config:   describe(cfg, m),
 		Policies: make([]PolicyResult, len(cfg.Policies)),
 	}
@@ -44,7 +45,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res.Policies[i], errs[i] = newRunner(&cfg, m, cfg.Policies[i]).run(ctx, pods)
+				res.Policies[i], errs[i] = newRunner(&cfg, m, cfg.Policies[i]).run(ctx, &wl)
 			}
 		}()
 	}
@@ -79,6 +80,8 @@ type runner struct {
 	c   *cluster
 	p   Policy
 	res PolicyResult
+	w   *workload
+	now float64
 
 	// What running pods hold, by slot: a pointer-free store (the garbage
 	// collector never scans it) reused as pods leave.
@@ -90,46 +93,77 @@ type runner struct {
 	maxDev    int
 	queue     departures
 
+	// The pods of the job being placed, until it is placed whole or
+	// given back (pending, jobs.go); jobs waiting for one rail set.
+	pend    pending
+	waiting []int32
+	jobs    jobStats
+	// Scratch of OneRailSet (jobrails.go): rail sets tried, the stock GPU
+	// choice by free GPUs, nodes found, nodes found per scalable unit.
+	tried   []uint64
+	stock   map[stockKey]uint64
+	found   []int32
+	perUnit []int32
+	touched []int
+
 	ask asker
 	// Scratch bitsets over a node's devices.
 	offerAvail, offerMust, cand, chosenSet []uint64
 	chosen                                 []int32
 	tokens, poolCount                      []int
+
+	// What placed pods got.
+	classes   [int(topology.SYS) + 1]int
+	bwHist    map[float64]int
+	bwSum     float64
+	timeEvery int
+	lat       []time.Duration
 }
 
 func newRunner(cfg *Config, m *machine, p Policy) *runner {
 	w := m.words
-	return &runner{
+	r := &runner{
 		cfg: cfg, m: m, c: newCluster(m, cfg), p: p,
-		res:        PolicyResult{Name: p.Name, Binding: p.Binding, Rejections: map[string]int{}},
+		res:        PolicyResult{Name: p.Name, Binding: p.Binding, Job: p.Job, Rejections: map[string]int{}},
 		ask:        newAsker(m, p, !cfg.AskEveryPod),
 		offerAvail: make([]uint64, w), offerMust: make([]uint64, w), cand: make([]uint64, w), chosenSet: make([]uint64, w),
 		tokens: make([]int, m.numas()), poolCount: make([]int, m.numas()),
+		bwHist: map[float64]int{},
 	}
+	if p.Job == OneRailSet {
+		r.c.byMask = newMaskIndex(r.c.freeGPU, cfg.Scheduler)
+		r.stock = map[stockKey]uint64{}
+		units := 1
+		if cfg.SUNodes > 0 {
+			units = (cfg.Nodes + cfg.SUNodes - 1) / cfg.SUNodes
+		}
+		r.perUnit = make([]int32, units)
+	}
+	return r
 }
 
-func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) {
+func (r *runner) run(ctx context.Context, w *workload) (PolicyResult, error) {
 	start := time.Now()
 	m, c, res := r.m, r.c, &r.res
+	r.w = w
 	r.maxDev = 1
-	for _, p := range pods {
-		r.maxDev = max(r.maxDev, min(int(p.devices), len(m.devs)))
+	for _, j := range w.jobs {
+		r.maxDev = max(r.maxDev, min(int(j.devices), len(m.devs)))
 	}
-	var classes [int(topology.SYS) + 1]int
-	bwHist := map[float64]int{}
-	var bwSum, strandedSamples float64
+	var strandedSamples float64
 	// Decision times are sampled on every timeEvery-th pod (at least
 	// 16,384 samples, or every pod): sampled pods are asked even what the
 	// policy answered before, so the sample is unbiased.
-	timeEvery := max(1, len(pods)/16384)
+	pods := len(w.gpusKnown)
+	r.timeEvery = max(1, pods/16384)
 	if r.cfg.timeEvery > 0 {
-		timeEvery = r.cfg.timeEvery
+		r.timeEvery = r.cfg.timeEvery
 	}
-	lat := make([]time.Duration, 0, len(pods)/timeEvery+1)
+	r.lat = make([]time.Duration, 0, pods/r.timeEvery+1)
 
-	for id := range pods {
-		pod := &pods[id]
-		// Every 64 pods: an uncached decision of the exact policy can take
+	for id := range w.jobs {
+		job := &w.jobs[id]
+		// Every 64 jobs: an uncached decision of the exact policy can take
 		// a millisecond on a busy machine, and Ctrl-C must end the run
 		// well within the CLI's grace period.
 		if id%64 == 0 {
@@ -137,74 +171,20 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 				return *res, err
 			}
 		}
-		for len(r.queue) > 0 && r.queue[0].at <= pod.arrive {
-			r.release(r.queue.pop().slot)
-		}
-		res.Events++
-		strandedSamples += float64(c.strandedSum)
-
-		gpusWanted, size := int(pod.gpus), int(pod.devices)
-		node := c.schedule(gpusWanted, size)
-		if node < 0 {
-			res.Rejections[RejectNoNode]++
-			continue
-		}
-		// Kubelet admission: the Topology Manager's NUMA hint.
-		tmOn := r.cfg.TopologyPolicy != TMNone && len(c.masks) > 0
-		var cand, mask uint64
-		if tmOn {
-			hint, preferred, ok := c.numaHint(node, gpusWanted, size)
-			width := bits.OnesCount64(hint)
-			if !ok || (r.cfg.TopologyPolicy == TMSingleNUMA && (!preferred || width > 1)) ||
-				(r.cfg.TopologyPolicy == TMRestricted && (!preferred || width > c.minWidth(gpusWanted, size))) {
-				res.Rejections[RejectTopology]++
-				continue
-			}
-			mask, cand = hint, c.gpusIn(hint)
-		} else {
-			cand = c.narrowestGPUSet(node, gpusWanted)
-		}
-		gpus := c.chooseGPUs(node, gpusWanted, cand)
-
-		r.ask.elapsed, r.ask.timed = 0, id%timeEvery == 0
-		devs, err := r.decide(node, pod, gpus, mask, tmOn)
-		if r.ask.timed {
-			lat = append(lat, r.ask.elapsed)
-		}
-		if err == errPolicy {
-			res.Rejections[RejectPolicy]++
-			continue
-		}
-		if err != nil {
+		if err := r.departUntil(job.arrive); err != nil {
 			return *res, err
 		}
-
-		c.setFreeGPUs(node, c.freeGPU[node]&^gpus)
-		c.takeDevices(node, devs)
-		c.updateStranded(node)
-		r.hold(node, gpus, devs, pod.leave)
-		res.PodsPlaced++
-
-		podBW := 0.0
-		for g := range m.gpus {
-			if gpus&(1<<g) == 0 {
-				continue
-			}
-			best := m.bestClass(g, devs)
-			classes[best]++
-			res.GPUs++
-			if best.GPUDirect() {
-				res.GDRGPUs++
-			}
-			bw := r.cfg.Bandwidth[best]
-			bwSum += bw
-			podBW += bw
+		r.now = job.arrive
+		res.Events += int(job.pods)
+		strandedSamples += float64(c.strandedSum)
+		if err := r.arrive(int32(id)); err != nil {
+			return *res, err
 		}
-		bwHist[roundTo(podBW/float64(gpusWanted), 0.5)]++
 	}
-	for len(r.queue) > 0 {
-		r.release(r.queue.pop().slot)
+	if err := r.departUntil(math.Inf(1)); err != nil {
+		return *res, err
 	}
+	r.giveUp(math.Inf(1)) // jobs still waiting once every pod left
 	if err := c.checkEmpty(); err != nil {
 		return *res, err
 	}
@@ -214,15 +194,15 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 	}
 	if res.GPUs > 0 {
 		res.GDRFraction = float64(res.GDRGPUs) / float64(res.GPUs)
-		res.MeanGbps = bwSum / float64(res.GPUs)
+		res.MeanGbps = r.bwSum / float64(res.GPUs)
 	}
 	res.Classes = map[string]int{}
-	for cl, n := range classes {
+	for cl, n := range r.classes {
 		if n > 0 {
 			res.Classes[topology.Class(cl).String()] = n
 		}
 	}
-	for v, n := range bwHist {
+	for v, n := range r.bwHist {
 		res.PodBandwidth = append(res.PodBandwidth, HistBin{GBps: v, Pods: n})
 	}
 	slices.SortFunc(res.PodBandwidth, func(a, b HistBin) int {
@@ -234,17 +214,24 @@ func (r *runner) run(ctx context.Context, pods []podSpec) (PolicyResult, error) 
 		}
 		return 0
 	})
-	if len(pods) > 0 {
-		res.StrandedMean = strandedSamples / float64(len(pods))
+	if len(w.jobs) > 0 {
+		res.StrandedMean = strandedSamples / float64(len(w.jobs))
 		res.StrandedFraction = res.StrandedMean / float64(r.cfg.Nodes*len(m.devs))
 	}
-	slices.Sort(lat)
-	res.AllocP50us = micros(percentile(lat, 0.50))
-	res.AllocP99us = micros(percentile(lat, 0.99))
-	if len(lat) > 0 {
-		res.AllocMaxus = micros(lat[len(lat)-1])
+	if multiPod(r.cfg.Mix) {
+		horizon := 0.0
+		if len(w.jobs) > 0 {
+			horizon = w.jobs[len(w.jobs)-1].arrive
+		}
+		res.MultiPod = r.jobs.result(horizon, r.cfg.Nodes*len(m.gpus))
 	}
-	res.PolicyCalls, res.TimedPods = r.ask.calls, len(lat)
+	slices.Sort(r.lat)
+	res.AllocP50us = micros(percentile(r.lat, 0.50))
+	res.AllocP99us = micros(percentile(r.lat, 0.99))
+	if len(r.lat) > 0 {
+		res.AllocMaxus = micros(r.lat[len(r.lat)-1])
+	}
+	res.PolicyCalls, res.TimedPods = r.ask.calls, len(r.lat)
 	res.Elapsed = time.Since(start)
 	return *res, nil
 }
@@ -266,8 +253,8 @@ func (r *runner) hold(node int, gpus uint64, devs []int32, leave float64) {
 	r.queue.push(departure{at: leave, slot: s})
 }
 
-// release frees what the pod in slot s held.
-func (r *runner) release(s int32) {
+// release frees what the pod in slot s held and returns its node.
+func (r *runner) release(s int32) int {
 	node := int(r.slotNode[s])
 	at := int(s) * r.maxDev
 	r.c.releaseDevices(node, r.slotDevs[at:at+int(r.slotCount[s])])
@@ -275,6 +262,7 @@ func (r *runner) release(s int32) {
 	r.c.updateStranded(node)
 	r.freeSlots = append(r.freeSlots, s)
 	r.res.Events++
+	return node
 }
 
 // departure is a placed pod's end.

@@ -72,6 +72,39 @@ func (r *Result) Table() Table {
 	return t
 }
 
+// JobTable builds the comparison for jobs of several pods; ok is false
+// when the workload had none.
+func (r *Result) JobTable() (t Table, ok bool) {
+	t.Columns = []Column{
+		{"POLICY", "Policy", ""},
+		{"JOB", "Job placement", "how a job's pods are placed: per-pod (each pod on its own, no constraint across pods: the scheduler, kubelet and the policy, or a per-pod claim) or rail-set (one rail set for the whole job)"},
+		{"PLACED", "Jobs placed", "jobs of several pods placed, of those that arrived"},
+		{"RAIL-CONSISTENT", "Rail-consistent jobs", "placed jobs whose pods all use the same set of in-node rail indexes (their NICs'), so that NIC i of one pod talks to NIC i of the others through leaf i"},
+		{"ONE-LEAF", "Under one leaf layer", "placed jobs rail-consistent with every pod in one scalable unit: their traffic never crosses the spine"},
+		{"WAITED", "Jobs that waited", "placed jobs that waited for one rail set although the cluster had free GPUs enough"},
+		{"WAIT MEAN", "Mean wait", fmt.Sprintf("over placed jobs, in mean pod lifetimes (the simulator's unit of time); a job gives up after %g", r.Config.MaxWait)},
+		{"WAIT P99", "p99 wait", ""},
+		{"RAIL-STRANDED", "GPUs stranded by rails", "GPUs of jobs waiting for one rail set, averaged over the simulated time (share of the cluster's GPUs)"},
+		{"REJECTED", "Jobs rejected", "no room, or (rail-set) no room on one rail set within the wait limit"},
+	}
+	for _, p := range r.Policies {
+		j := p.MultiPod
+		if j == nil {
+			continue
+		}
+		ok = true
+		placement := "per-pod"
+		if p.Job == OneRailSet {
+			placement = string(OneRailSet)
+		}
+		t.Rows = append(t.Rows, []string{p.Name, placement, fmt.Sprintf("%d / %d", j.Placed, j.Jobs),
+			percent(j.RailConsistent), percent(j.OneLeafLayer), percent(j.Waited),
+			fmt.Sprintf("%.3f", j.WaitMean), fmt.Sprintf("%.3f", j.WaitP99),
+			fmt.Sprintf("%.1f (%s)", j.RailStrandedGPUs, percent(j.RailStrandedFraction)), fmt.Sprint(j.Rejected)})
+	}
+	return t, ok
+}
+
 // Setting is one line of a result's settings.
 type Setting struct{ Name, Value string }
 
@@ -82,6 +115,9 @@ func (r *Result) Settings() []Setting {
 	mix := make([]string, len(c.Mix))
 	for i, m := range c.Mix {
 		mix[i] = fmt.Sprintf("%d GPU × %g", m.GPUs, m.Weight)
+		if m.PodCount() > 1 {
+			mix[i] = fmt.Sprintf("%d pods of %d GPU × %g", m.Pods, m.GPUs, m.Weight)
+		}
 	}
 	devices := map[DeviceMode]string{PerGPU: "one per GPU", PerPod: "one per pod"}[c.Devices]
 	out := []Setting{
@@ -97,6 +133,16 @@ func (r *Result) Settings() []Setting {
 		{"GPUs allocated before the NIC (allocate-time policies know them)", fmt.Sprintf("%.0f%% of pods", 100*c.GPUsKnown)},
 		{"Bandwidth model (GB/s per GPU)", c.Bandwidth},
 		{"Seed", fmt.Sprint(c.Seed)},
+	}
+	if multiPod(c.Mix) {
+		unit := "the whole cluster"
+		if c.SUNodes > 0 {
+			unit = fmt.Sprintf("%d nodes", c.SUNodes)
+		}
+		out = append(out,
+			Setting{"Fabric", fmt.Sprintf("rail-optimized: %d rails per node, NIC i of every node on leaf i of its scalable unit; a unit is %s", c.RailsPerNode, unit)},
+			Setting{"Jobs / pods", fmt.Sprintf("%d / %d", r.Jobs, r.Pods)},
+			Setting{"Longest wait for one rail set", fmt.Sprintf("%g mean pod lifetimes", c.MaxWait)})
 	}
 	if r.Elapsed > 0 {
 		out = append(out, Setting{"Simulated in", r.Elapsed.Round(time.Millisecond).String()})

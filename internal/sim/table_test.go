@@ -22,7 +22,7 @@ func TestRatio(t *testing.T) {
 func tableResult() *Result {
 	return &Result{
 		Machine: "dgx-1", Nodes: 3, Pods: 10, Events: 19, Elapsed: 1500 * time.Microsecond,
-		Config: Settings{Seed: 2, Mix: []MixEntry{{1, 2}, {8, 0.5}}, Devices: PerGPU, Load: 0.9, TopologyPolicy: "best-effort",
+		Config: Settings{Seed: 2, Mix: []MixEntry{{GPUs: 1, Weight: 2}, {GPUs: 8, Weight: 0.5}}, Devices: PerGPU, Load: 0.9, TopologyPolicy: "best-effort",
 			Scheduler: "most-allocated", GPUsKnown: 0.5, Bandwidth: "PIX=10.5", GPUsPerNode: 8, DevicesPerNode: 32, PFsPerNode: 4},
 		Policies: []PolicyResult{
 			{Name: "kubelet", Binding: AtAllocate, GDRFraction: 0.25, MeanGbps: 5.25, Rejected: 1, GPUs: 8,

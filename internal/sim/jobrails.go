@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// placeRails tries to place the pods of job id on one rail set
+// (OneRailSet), each pod on its own node; it reports whether it did.
+//
+// The rail sets tried are those the stock GPU choice (the NVIDIA device
+// plugin's preference, chooseGPUs) gives a pod on the nodes the
+// scheduler's scoring prefers, in that order: the first is the rails the
+// job's first pod would get anyway, and the job takes it when enough
+// nodes have those rails' GPUs free; otherwise the next. With one device
+// per GPU a pod's rail set is its GPUs' rails; with one device per pod it
+// is the rail of its first GPU.
+func (r *runner) placeRails(id int32) (bool, error) {
+	job := &r.w.jobs[id]
+	c, rt, x := r.c, &r.m.rails, r.c.byMask
+	g := int(job.gpus)
+	r.tried = r.tried[:0]
+	for _, b := range x.order {
+		if len(x.nodes[b]) == 0 || bits.OnesCount64(x.masks[b]) < g {
+			continue
+		}
+		key := stockKey{free: x.masks[b], gpus: int32(g)}
+		gpus, ok := r.stock[key]
+		if !ok {
+			node := int(x.nodes[b][len(x.nodes[b])-1])
+			gpus = c.chooseGPUs(node, g, c.narrowestGPUSet(node, g))
+			r.stock[key] = gpus
+		}
+		set := rt.ofGPUs(gpus)
+		if job.devices < job.gpus {
+			set = bit(rt.gpuRail[bits.TrailingZeros64(gpus)])
+		}
+		if slices.Contains(r.tried, set) {
+			continue
+		}
+		r.tried = append(r.tried, set)
+		nodes := r.findNodes(job, set)
+		if len(nodes) < int(job.pods) {
+			continue
+		}
+		if ok, err := r.placeOn(job, nodes, set); ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// stockKey is a node's free GPUs and a pod's GPU count: the stock GPU
+// choice depends on nothing else.
+type stockKey struct {
+	free uint64
+	gpus int32
+}
+
+// fits reports whether a node whose free GPUs are free can give a pod of
+// job the GPUs of rail set set: with one device per GPU, enough free GPUs
+// of those rails covering every one of them; with fewer devices, enough
+// free GPUs with one on the rail.
+func (r *runner) fits(job *jobSpec, free, set uint64) bool {
+	rt := &r.m.rails
+	on := free & rt.gpusOf(set)
+	if job.devices < job.gpus {
+		return on != 0 && bits.OnesCount64(free) >= int(job.gpus)
+	}
+	return bits.OnesCount64(on) >= int(job.gpus) && rt.ofGPUs(on) == set
+}
+
+// findNodes returns job.pods distinct nodes, in the scheduler's order,
+// that fit a pod on rail set set and have its devices free on those
+// rails: all in one scalable unit when one has room (the first unit to
+// reach job.pods such nodes), else the first found; fewer when there are
+// not enough.
+func (r *runner) findNodes(job *jobSpec, set uint64) []int32 {
+	c, x := r.c, r.c.byMask
+	r.m.rails.devsOf(r.cand, set)
+	n := int(job.pods)
+	r.found = r.found[:0]
+	for _, u := range r.touched {
+		r.perUnit[u] = 0
+	}
+	r.touched = r.touched[:0]
+	for _, b := range x.order {
+		if len(x.nodes[b]) == 0 || !r.fits(job, x.masks[b], set) {
+			continue
+		}
+		ns := x.nodes[b]
+		for i := len(ns) - 1; i >= 0; i-- {
+			node := int(ns[i])
+			free, devs := c.free(node), 0
+			for w, word := range r.cand {
+				devs += bits.OnesCount64(free[w] & word)
+			}
+			if devs < int(job.devices) {
+				continue
+			}
+			r.found = append(r.found, int32(node))
+			u := r.unit(node)
+			if r.perUnit[u] == 0 {
+				r.touched = append(r.touched, u)
+			}
+			r.perUnit[u]++
+			if int(r.perUnit[u]) == n {
+				return slices.DeleteFunc(r.found, func(m int32) bool { return r.unit(int(m)) != u })
+			}
+		}
+	}
+	return r.found[:min(n, len(r.found))]
+}
+
+// placeOn places one pod of job on each of nodes with the GPUs of rail
+// set set (the stock choice among them) and gpu-aware's devices among the
+// rails' free devices, and keeps them pending; it gives everything back
+// and reports false when a pod's GPUs or devices are not on exactly those
+// rails after all (a machine whose GPUs share NICs unevenly).
+func (r *runner) placeOn(job *jobSpec, nodes []int32, set uint64) (bool, error) {
+	c, rt := r.c, &r.m.rails
+	need := rt.gpusOf(set)
+	r.pend.reset()
+	for k, n := range nodes {
+		node := int(n)
+		gpus := c.chooseGPUs(node, int(job.gpus), c.freeGPU[node]&need)
+		got := rt.ofGPUs(gpus)
+		if (job.devices >= job.gpus && got != set) || got&set == 0 {
+			r.giveBack()
+			return false, nil
+		}
+		rt.devsOf(r.offerAvail, set)
+		free := c.free(node)
+		for w := range r.offerAvail {
+			r.offerAvail[w] &= free[w]
+		}
+		clear(r.offerMust)
+		r.startTiming(int(job.first) + k)
+		devs, err := r.ask.ask(r.offerAvail, r.offerMust, int(job.devices), gpus)
+		r.stopTiming()
+		if err == errPolicy {
+			r.giveBack()
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if r.m.rails.ofDevices(r.m.devPF, devs) != set {
+			r.giveBack() // a GPU's nearest NIC among the rails was another's
+			return false, nil
+		}
+		r.take(node, gpus, devs)
+	}
+	return true, nil
+}
