@@ -178,14 +178,20 @@ func pct(n, of int) float64 {
 }
 
 type pageView struct {
-	Title    string
-	Table    sim.Table
+	Title string
+	Table sim.Table
+	// Jobs is the table of jobs of several pods, nil without them.
+	Jobs     *sim.Table
 	Charts   []string
 	Format   string
 	Settings []sim.Setting
 }
 
 func view(res *sim.Result, opts Options) pageView {
-	return pageView{Title: opts.Title, Table: res.Table(), Settings: res.Settings(), Format: string(opts.Format),
+	v := pageView{Title: opts.Title, Table: res.Table(), Settings: res.Settings(), Format: string(opts.Format),
 		Charts: []string{ClassesChart, GDRChart, BandwidthChart}}
+	if jobs, ok := res.JobTable(); ok {
+		v.Jobs = &jobs
+	}
+	return v
 }

@@ -14,13 +14,13 @@ import (
 	"github.com/railyard-io/railyard/machines"
 )
 
-func simulate(t *testing.T) *sim.Result {
+func simulate(t *testing.T, mix ...sim.MixEntry) *sim.Result {
 	t.Helper()
 	topo, err := machines.Topology(context.Background(), "dgx-h100", 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sim.Run(context.Background(), sim.Config{Topology: topo, Machine: "dgx-h100", Nodes: 10, Pods: 1000, Seed: 1})
+	res, err := sim.Run(context.Background(), sim.Config{Topology: topo, Machine: "dgx-h100", Nodes: 10, Pods: 1000, Seed: 1, Mix: mix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,23 +48,9 @@ func TestWriteReport(t *testing.T) {
 			}
 		}
 		// The results table is sim's: every column title, every cell, every note.
-		tab := res.Table()
-		for _, c := range tab.Columns {
-			if !strings.Contains(string(html), "<th>"+template.HTMLEscapeString(c.Title)+"</th>") {
-				t.Errorf("index.html lacks column %q", c.Title)
-			}
-			if c.Note != "" && !strings.Contains(string(html), template.HTMLEscapeString(c.Note)) {
-				t.Errorf("index.html lacks the note of %q", c.Title)
-			}
-		}
-		for _, row := range tab.Rows {
-			cells := ""
-			for _, c := range row {
-				cells += "<td>" + template.HTMLEscapeString(c) + "</td>"
-			}
-			if !strings.Contains(string(html), cells) {
-				t.Errorf("index.html lacks row %q", row)
-			}
+		hasTable(t, string(html), res.Table())
+		if strings.Contains(string(html), "<h2>Jobs of several pods</h2>") {
+			t.Error("index.html has a table of jobs without jobs of several pods")
 		}
 		for _, st := range res.Settings() {
 			if !strings.Contains(string(html), "<td>"+template.HTMLEscapeString(st.Value)+"</td>") {
@@ -98,4 +84,47 @@ func TestWriteRejectsBadInput(t *testing.T) {
 	if _, err := Write(t.TempDir(), simulate(t), Options{Format: "gif"}); err == nil {
 		t.Error("gif accepted")
 	}
+}
+
+// hasTable checks that html shows every column title, note and row of tab.
+func hasTable(t *testing.T, html string, tab sim.Table) {
+	t.Helper()
+	for _, c := range tab.Columns {
+		if !strings.Contains(html, "<th>"+template.HTMLEscapeString(c.Title)+"</th>") {
+			t.Errorf("index.html lacks column %q", c.Title)
+		}
+		if c.Note != "" && !strings.Contains(html, template.HTMLEscapeString(c.Note)) {
+			t.Errorf("index.html lacks the note of %q", c.Title)
+		}
+	}
+	for _, row := range tab.Rows {
+		cells := ""
+		for _, c := range row {
+			cells += "<td>" + template.HTMLEscapeString(c) + "</td>"
+		}
+		if !strings.Contains(html, cells) {
+			t.Errorf("index.html lacks row %q", row)
+		}
+	}
+}
+
+// With jobs of several pods the report also shows sim's table of jobs.
+func TestWriteReportWithJobs(t *testing.T) {
+	res := simulate(t, sim.MixEntry{GPUs: 1, Weight: 1}, sim.MixEntry{Pods: 2, GPUs: 4, Weight: 1})
+	jobs, ok := res.JobTable()
+	if !ok || len(jobs.Rows) != len(res.Policies) {
+		t.Fatalf("job table %v (ok %v), want a row per policy", jobs.Rows, ok)
+	}
+	dir := t.TempDir()
+	if _, err := Write(dir, res, Options{Format: chart.SVG}); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<h2>Jobs of several pods</h2>") {
+		t.Error("index.html lacks the table of jobs")
+	}
+	hasTable(t, string(html), jobs)
 }

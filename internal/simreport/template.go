@@ -28,6 +28,13 @@ p.note { color: #555; font-size: 0.92em; }
 {{end}}</table>
 <p class="note">{{range .Table.Columns}}{{if .Note}}<b>{{.Title}}</b>: {{.Note}}. {{end}}{{end}}</p>
 
+{{with .Jobs}}<h2>Jobs of several pods</h2>
+<table>
+<tr>{{range .Columns}}<th>{{.Title}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="note">{{range .Columns}}{{if .Note}}<b>{{.Title}}</b>: {{.Note}}. {{end}}{{end}}</p>
+{{end}}
 {{range .Charts}}<img src="{{.}}.{{$.Format}}" alt="{{.}} chart">
 {{end}}
 
@@ -49,7 +56,9 @@ devices when there are more than needed, and it allocates a pod's resources in G
 policy knows the pod's GPUs only when the GPUs came first (a seeded coin toss per pod). Late binding
 hands kubelet NUMA tokens and chooses each token's device at sandbox creation, when the GPUs are known,
 on the token's NUMA node. Claim-time policies (a DRA claim, the optimum) choose with the GPUs, over every
-free device of the node. The bandwidth model gives each GPU the bandwidth of the class of its nearest allocated NIC; its
+free device of the node. Jobs of several pods run on a rail-optimized fabric (NIC i of every node on
+leaf i of its scalable unit) and are placed whole: each pod on its own (per-pod), or every pod on one
+rail set (rail-set), waiting for one when the cluster has room but not on the same rails. The bandwidth model gives each GPU the bandwidth of the class of its nearest allocated NIC; its
 default (10.5 GB/s within a PCIe switch, 3.5 GB/s across the host bridge) is a published measurement on
 an 8-GPU, 4-NIC node; PXB counts as GPUDirect (10.5). See docs/alloc.md.</p>
 </body>
