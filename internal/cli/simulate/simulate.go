@@ -35,6 +35,8 @@ type options struct {
 	bw           string
 	policies     []string
 	workers      int
+	suNodes      int
+	maxWait      float64
 	asJSON       bool
 	report       string
 	reportFormat string
@@ -60,6 +62,9 @@ every NIC allocation policy choose the pods' devices:
                 device behind each is chosen at sandbox creation, GPUs known
   dra-pcieroot  the DRA scheduler's first fit with a matchAttribute constraint on
                 resource.kubernetes.io/pcieRoot between each GPU and its NIC
+  job-rails     one rail set for every pod of a job: each pod on its own node with
+                the GPUs of the same rails, each GPU a device on its nearest NIC
+                among them (a single pod: gpu-aware in a claim)
   optimal       the exact best choice with the GPUs known and every free device
                 open (the reference)
 
@@ -82,9 +87,19 @@ over NUMA nodes, NVIDIA device plugin preferring GPUs under one PCIe switch),
 the same for every policy. For each policy it reports the share of GPUs whose
 nearest allocated NIC is within PXB (NCCL's default GPUDirect RDMA limit), the
 class histogram, the modelled per-GPU bandwidth, rejected pods, stranded
-devices and the decision latency. See docs/alloc.md for the models.`,
+devices and the decision latency.
+
+Jobs of several pods (--mix PODSxGPUS:WEIGHT, e.g. 2x4:1, or --mix jobs) run on
+a rail-optimized fabric: NIC i of every node is cabled to leaf i of its scalable
+unit (--su-nodes nodes each; 0: one unit), units joined by a spine. Each job is
+placed whole or not at all. A second table gives per policy the share of jobs
+whose pods all use the same rails, the share whose traffic stays under one leaf
+layer, how long jobs waited for one rail set (job-rails only; in mean pod
+lifetimes, up to --max-wait) and the GPUs that waiting stranded. See
+docs/alloc.md for the models.`,
 		Example: `  railyard simulate --machine dgx-h100
   railyard simulate --machine dgx-h100 --gpus-known 1     # the GPUs always allocated first
+  railyard simulate --mix 1:2,2x4:1,4x4:1 --nodes 1024 --su-nodes 32   # jobs of 2 and 4 pods
   railyard simulate --machine dgx-1 --nodes 1000 --pods 100000 --mix small
   railyard simulate --machine dgx-a100 --devices-per pod --json
   railyard simulate --machine aws-p5 --vfs 0 --report /tmp/sim-report
@@ -109,7 +124,9 @@ devices and the decision latency. See docs/alloc.md for the models.`,
 	f.IntVar(&o.nodes, "nodes", 100, "nodes in the cluster")
 	f.IntVar(&o.pods, "pods", 10000, "pod arrivals to simulate (each placed pod also leaves: up to twice as many events)")
 	f.Uint64Var(&o.seed, "seed", 1, "workload seed")
-	f.StringVar(&o.mix, "mix", "uniform", "pod shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT,... (e.g. 1:4,2:2,4:1,8:1)")
+	f.StringVar(&o.mix, "mix", "uniform", "job shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT (a pod) and PODSxGPUS:WEIGHT (a job of PODS pods), e.g. 1:4,2:2,2x4:1,8:1")
+	f.IntVar(&o.suNodes, "su-nodes", 0, "nodes per scalable unit of the rail-optimized fabric (each unit its own leaf per rail; 0: one unit)")
+	f.Float64Var(&o.maxWait, "max-wait", 1, "how long a job waits for one rail set before it is rejected, in mean pod lifetimes")
 	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU) or pod (one per pod)")
 	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
 	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort, restricted or single-numa-node")
@@ -208,6 +225,12 @@ func (o options) config() (sim.Config, error) {
 	if o.load <= 0 || math.IsNaN(o.load) || math.IsInf(o.load, 0) {
 		errs = append(errs, fmt.Errorf("--load %g: want a finite number > 0", o.load))
 	}
+	if o.suNodes < 0 || o.suNodes > sim.MaxNodes {
+		errs = append(errs, fmt.Errorf("--su-nodes %d: want 0 (one unit) to %d", o.suNodes, sim.MaxNodes))
+	}
+	if !(o.maxWait > 0) || math.IsInf(o.maxWait, 0) {
+		errs = append(errs, fmt.Errorf("--max-wait %g: want a finite time > 0", o.maxWait))
+	}
 	var policies []sim.Policy
 	seen := map[string]bool{}
 	for _, n := range o.policies {
@@ -232,6 +255,7 @@ func (o options) config() (sim.Config, error) {
 		Devices: sim.DeviceMode(o.devices), Load: o.load,
 		TopologyPolicy: sim.TopologyPolicy(o.tmPolicy), Scheduler: sim.Scheduler(o.scheduler),
 		GPUsKnown: &known, Bandwidth: bw, Policies: policies, Workers: o.workers,
+		SUNodes: o.suNodes, MaxWait: o.maxWait,
 	}
 	return cfg, errors.Join(errs...)
 }
@@ -242,8 +266,16 @@ func render(w io.Writer, res *sim.Result, from string) {
 	for _, st := range res.Settings() {
 		fmt.Fprintf(w, "  %s: %s\n", st.Name, st.Value)
 	}
+	renderTable(w, res.Table())
+	if jobs, ok := res.JobTable(); ok {
+		fmt.Fprintf(w, "\nJobs of several pods:\n")
+		renderTable(w, jobs)
+	}
+}
+
+// renderTable prints a table and its columns' notes below it.
+func renderTable(w io.Writer, table sim.Table) {
 	fmt.Fprintln(w)
-	table := res.Table()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, c := range table.Columns {
 		fmt.Fprintf(tw, "%s\t", c.Name)

@@ -18,7 +18,7 @@ func execute(t *testing.T, args ...string) (string, string, error) {
 	return clitest.Run(t, NewCommand, "", args...)
 }
 
-// TestJSONContract checks the field names tools rely on and that all eight
+// TestJSONContract checks the field names tools rely on and that all nine
 // policies are present.
 func TestJSONContract(t *testing.T) {
 	out, _, err := execute(t, "--machine", "dgx-1", "--nodes", "10", "--pods", "800", "--json")
@@ -56,10 +56,10 @@ func TestJSONContract(t *testing.T) {
 			t.Errorf("gdr_fraction %v out of range", f)
 		}
 	}
-	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,late-bound,dra-pcieroot,optimal" {
+	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,late-bound,dra-pcieroot,job-rails,optimal" {
 		t.Errorf("policies %s", got)
 	}
-	if got := strings.Join(bindings, ","); got != "allocate,allocate,allocate,allocate,allocate,sandbox,claim,claim" {
+	if got := strings.Join(bindings, ","); got != "allocate,allocate,allocate,allocate,allocate,sandbox,claim,claim,claim" {
 		t.Errorf("bindings %s", got)
 	}
 }
@@ -208,6 +208,11 @@ func TestHugeCountsAreRejected(t *testing.T) {
 		{[]string{"--gpus-known", "2"}, "--gpus-known 2: want a probability, 0 to 1"},
 		{[]string{"--gpus-known", "NaN"}, "--gpus-known NaN: want a probability, 0 to 1"},
 		{[]string{"--gpus-known", "-0.1"}, "--gpus-known -0.1: want a probability, 0 to 1"},
+		{[]string{"--su-nodes", "-1"}, "--su-nodes -1: want 0 (one unit) to 100000"},
+		{[]string{"--max-wait", "0"}, "--max-wait 0: want a finite time > 0"},
+		{[]string{"--max-wait", "NaN"}, "--max-wait NaN: want a finite time > 0"},
+		{[]string{"--max-wait", "+Inf"}, "--max-wait +Inf: want a finite time > 0"},
+		{[]string{"--mix", "0x4:1"}, "--mix: sim: invalid configuration: mix entry \"0x4:1\": pod count must be an integer from 1 to 100000"},
 	} {
 		_, _, err := execute(t, append([]string{"--machine", "dgx-1"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -218,7 +223,7 @@ func TestHugeCountsAreRejected(t *testing.T) {
 
 // The frontier goal's size is within the bounds.
 func TestFrontierSizeIsAccepted(t *testing.T) {
-	o := options{nodes: 12500, pods: 1_000_000, mix: "uniform", bw: "", reportFormat: "png", load: 0.9, policies: []string{"spread"}}
+	o := options{nodes: 12500, pods: 1_000_000, mix: "uniform", bw: "", reportFormat: "png", load: 0.9, maxWait: 1, policies: []string{"spread"}}
 	if _, err := o.config(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,5 +257,61 @@ func TestReportFailureKeepsTheTable(t *testing.T) {
 	}
 	if !strings.Contains(out, "gpu-aware") || !strings.Contains(out, "GDR") {
 		t.Errorf("no table on stdout:\n%s", out)
+	}
+}
+
+// Jobs of several pods: the JSON gives each policy's multi_pod result
+// (rail_consistent_jobs and the rest), and the text shows sim's JobTable
+// cell for cell (decision times are not in it).
+func TestJobsOfSeveralPods(t *testing.T) {
+	args := []string{"--machine", "dgx-h100", "--nodes", "16", "--pods", "2000", "--mix", "1:2,2x4:1", "--su-nodes", "4", "--max-wait", "0.5", "--policies", "dra-pcieroot,job-rails"}
+	js, _, err := execute(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sim.Result
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Policies []struct {
+			MultiPod map[string]any `json:"multi_pod"`
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range raw.Policies {
+		for _, k := range []string{"rail_consistent_jobs", "one_leaf_layer_jobs", "rail_stranded_gpus", "wait_mean", "wait_p99"} {
+			if _, ok := p.MultiPod[k].(float64); !ok {
+				t.Errorf("policy %d: multi_pod.%s missing or not a number: %v", i, k, p.MultiPod)
+			}
+		}
+	}
+	if res.Config.SUNodes != 4 || res.Config.MaxWait != 0.5 || res.Config.RailsPerNode != 8 {
+		t.Errorf("config %+v, want su_nodes 4, max_wait 0.5, 8 rails", res.Config)
+	}
+	rails, ok := res.Policy("job-rails")
+	if !ok || rails.MultiPod == nil || rails.MultiPod.RailConsistent != 1 {
+		t.Fatalf("job-rails: %+v", rails.MultiPod)
+	}
+	out, _, err := execute(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, ok := res.JobTable()
+	if !ok || !strings.Contains(out, "Jobs of several pods:") {
+		t.Fatalf("no table of jobs:\n%s", out)
+	}
+	for _, row := range table.Rows {
+		line := ""
+		for _, line = range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == row[0] && f[1] == row[1] {
+				break
+			}
+		}
+		if got, want := strings.Join(strings.Fields(line), " "), strings.Join(strings.Fields(strings.Join(row, " ")), " "); got != want {
+			t.Errorf("row %q printed as %q", want, got)
+		}
 	}
 }
