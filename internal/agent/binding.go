@@ -58,6 +58,10 @@ type lateBinding struct {
 	// after that (a token waits while neither is older than earlyFor).
 	wake                    chan struct{}
 	allocatedAt, boundAfter map[string]time.Time
+	// refused are the pools that bind nothing (resource -> why), and
+	// recovered whether lost bindings were looked for once (recover.go).
+	refused   map[string]string
+	recovered bool
 	// publishErr is the last failure to publish the view (nil once one
 	// succeeded): binders then see only that there is no view.
 	publishErr error
@@ -104,6 +108,10 @@ func (b *lateBinding) BindTokens(ctx context.Context, resource string, tokens []
 	if b.boundEarly(ctx, tokens) {
 		b.m.observeBind("prestart-bound", time.Since(start), nil)
 		return nil
+	}
+	if err := b.ensureRecovered(ctx); err != nil {
+		b.m.observeBind("prestart", time.Since(start), err)
+		return err
 	}
 	res, err := b.binder.BindTokens(ctx, tokens, binding.ByAgent)
 	took := time.Since(start)
@@ -237,6 +245,7 @@ func (b *lateBinding) publish(ctx context.Context) error {
 	v := binding.ViewFromTopology(b.topo)
 	for _, pc := range b.cfg.Pools {
 		if p, ok := b.pools[pc.Name]; ok {
+			p.Refused = b.refused[pc.Name]
 			v.Pools = append(v.Pools, p)
 		}
 	}
@@ -258,11 +267,12 @@ func (b *lateBinding) publish(ctx context.Context) error {
 // collect releases the bindings of pods kubelet no longer lists, heals
 // files (Reconcile), and records what kubelet holds.
 func (b *lateBinding) collect(ctx context.Context) {
-	_, _, h, err := b.snapshot(ctx)
+	_, pods, h, err := b.snapshot(ctx)
 	if err != nil {
 		b.log.Debug("bindings not collected", "err", err)
 		return
 	}
+	keep, recovered := b.recoverHeld(ctx, pods, h)
 	release := b.gone(h)
 	gone, err := b.store.ReleaseIf(ctx, func(bd binding.Binding) bool {
 		pod, ok := release[bd.Token]
@@ -275,7 +285,9 @@ func (b *lateBinding) collect(ctx context.Context) {
 		b.log.Info("binding released: pod ended", "resource", g.Resource, "token", g.Token, "device", g.Device, "pod", g.Pod.String())
 	}
 	b.m.released(binding.ReasonPodGone, len(gone))
-	if err := b.store.Reconcile(ctx); err != nil {
+	if !recovered {
+		b.log.Warn("binding files not reconciled: lost bindings could not be recovered first")
+	} else if err := b.store.Reconcile(ctx, keep...); err != nil {
 		b.log.Error("reconciling binding files", "err", err)
 	}
 	b.mu.Lock()

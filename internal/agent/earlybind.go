@@ -106,6 +106,10 @@ func (b *lateBinding) nextPoll() (time.Duration, bool) {
 // bindWaiting lists PodResources once and binds the pods of waiting
 // tokens that the list shows with everything their policies need.
 func (b *lateBinding) bindWaiting(ctx context.Context) {
+	if err := b.ensureRecovered(ctx); err != nil {
+		b.log.Debug("early binding waits", "err", err)
+		return
+	}
 	v, pods, h, err := b.snapshot(ctx)
 	if err != nil {
 		b.log.Debug("early binding waits", "err", err)

@@ -251,6 +251,10 @@ func plan(v *View, topo *topology.Topology, cur []Binding, req Request, now time
 		slices.Sort(resources)
 		for _, r := range resources {
 			p, _ := v.PoolByResource(r)
+			if p.Refused != "" {
+				// Tokens bound already keep their devices; no new one.
+				return nil, res, fmt.Errorf("%w: %s: %s", ErrPoolRefused, r, p.Refused)
+			}
 			pol, ok := policies[r]
 			if !ok {
 				var err error

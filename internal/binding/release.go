@@ -130,8 +130,10 @@ func (h *Holders) gone(b Binding, anonGrace time.Duration) bool {
 // spec and device-info file written, every per-token spec and device-info
 // file without a binding removed, stray temporary files removed. The agent
 // runs it at start and with every GC; it heals a process that died
-// between committing a change and writing its files.
-func (s *Store) Reconcile(ctx context.Context) error {
+// between committing a change and writing its files. The files of the
+// tokens in keep stay though unbound (Recover's Unknown: a running
+// container's spec is the only record of its device).
+func (s *Store) Reconcile(ctx context.Context, keep ...string) error {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -151,6 +153,9 @@ func (s *Store) Reconcile(ctx context.Context) error {
 	bound := map[string]bool{}
 	for _, b := range cur {
 		bound[b.Token] = true
+	}
+	for _, t := range keep {
+		bound[t] = true
 	}
 	var stray []string
 	if v.CDISpecDir != "" {

@@ -52,6 +52,9 @@ type Pool struct {
 	ISSM   bool `json:"issm"`
 	// Devices are the physical devices behind the tokens, sorted by ID.
 	Devices []Device `json:"devices"`
+	// Refused, when set, says why the pool binds nothing (ErrPoolRefused):
+	// a token kubelet holds lost its binding and its device is unknown.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Device is a physical device of a pool (a VF or PF).
