@@ -58,6 +58,10 @@ type lateBinding struct {
 	// after that (a token waits while neither is older than earlyFor).
 	wake                    chan struct{}
 	allocatedAt, boundAfter map[string]time.Time
+	// earlyFor is how long tokens wait for an early bind
+	// (defaultEarlyFor; tests that need an early bind on a loaded
+	// machine set it longer, under mu).
+	earlyFor time.Duration
 	// refused are the pools that bind nothing (resource -> why), and
 	// recovered whether lost bindings were looked for once (recover.go).
 	refused   map[string]string
@@ -92,11 +96,12 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 		return nil
 	}
 	store := binding.NewStore(BindingDir(cfg.StateDir), storeOpt)
+	m := newBindingMetrics(reg, store.Bindings)
 	return &lateBinding{
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
-		log: log, m: newBindingMetrics(reg), pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
+		log: log, m: m, pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
 		wake: make(chan struct{}, 1), allocatedAt: map[string]time.Time{}, boundAfter: map[string]time.Time{},
-		inFlight: map[string]chan struct{}{},
+		inFlight: map[string]chan struct{}{}, earlyFor: defaultEarlyFor,
 	}
 }
 
@@ -157,15 +162,13 @@ func (b *lateBinding) logBound(res binding.Result, at string, took, list time.Du
 	}
 }
 
-// afterBind refreshes the advertised tokens and the gauge, off kubelet's
-// path (the container waits for PreStartContainer).
+// afterBind refreshes the advertised tokens, off kubelet's path (the
+// container waits for PreStartContainer).
 func (b *lateBinding) afterBind(res binding.Result) {
-	go func() {
-		if res.Bound > 0 && b.refresh != nil {
-			b.refresh()
-		}
-		b.updateGauge()
-	}()
+	if res.Bound == 0 || b.refresh == nil {
+		return
+	}
+	go b.refresh()
 }
 
 // Allocated implements deviceplugin.Binder: the tokens count as held, and
@@ -301,7 +304,6 @@ func (b *lateBinding) collect(ctx context.Context) {
 		}
 	}
 	b.mu.Unlock()
-	b.updateGauge()
 	if len(gone) > 0 && b.refresh != nil {
 		b.refresh()
 	}
@@ -373,66 +375,6 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 		}
 	}
 	return out
-}
-
-func (b *lateBinding) updateGauge() {
-	bs, err := b.store.Bindings()
-	if err != nil {
-		return
-	}
-	b.m.setBindings(bs)
-}
-
-// bindingMetrics are late binding's metrics, on the agent's registry.
-type bindingMetrics struct {
-	bindings *prometheus.GaugeVec
-	duration *prometheus.HistogramVec
-	releases *prometheus.CounterVec
-}
-
-func newBindingMetrics(reg *prometheus.Registry) *bindingMetrics {
-	m := &bindingMetrics{
-		bindings: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "railyard_bindings", Help: "Tokens bound to a device, per pool, binder (cni, agent) and distance class to the pod's GPUs (NONE without GPUs).",
-		}, []string{"resource", "by", "class"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "railyard_bind_duration_seconds", Help: "Time to bind a pod's tokens (PodResources list, policy, store, CDI specs), by where: early (after Allocate, while kubelet creates the sandbox), prestart (PreStartContainer bound them), prestart-bound (PreStartContainer found them bound early).",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
-		}, []string{"at", "result"}),
-		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "railyard_bindings_released_total", Help: "Bindings the agent released, by reason (pod-gone, reassigned); railyard-cni's DEL releases are not counted here.",
-		}, []string{"reason"}),
-	}
-	reg.MustRegister(m.bindings, m.duration, m.releases)
-	for _, r := range []string{binding.ReasonPodGone, binding.ReasonReassigned} {
-		m.releases.WithLabelValues(r)
-	}
-	return m
-}
-
-func (m *bindingMetrics) observeBind(at string, d time.Duration, err error) {
-	result := "ok"
-	if err != nil {
-		result = "error"
-	}
-	m.duration.WithLabelValues(at, result).Observe(d.Seconds())
-}
-
-func (m *bindingMetrics) released(reason string, n int) {
-	if n > 0 {
-		m.releases.WithLabelValues(reason).Add(float64(n))
-	}
-}
-
-func (m *bindingMetrics) setBindings(bs []binding.Binding) {
-	m.bindings.Reset()
-	for _, b := range bs {
-		class := b.Class
-		if class == "" {
-			class = "NONE"
-		}
-		m.bindings.WithLabelValues(b.Resource, b.By, class).Inc()
-	}
 }
 
 // binderFor is the binder of a sandbox pool (nil otherwise: a typed nil

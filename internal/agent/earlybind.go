@@ -28,9 +28,9 @@ const (
 	// older than earlySlowAfter.
 	earlySlowPoll  = 50 * time.Millisecond
 	earlySlowAfter = 100 * time.Millisecond
-	// earlyFor is how long tokens wait for an early bind before it is
-	// left to PreStartContainer.
-	earlyFor = 2 * time.Second
+	// defaultEarlyFor is how long tokens wait for an early bind before it
+	// is left to PreStartContainer (lateBinding.earlyFor).
+	defaultEarlyFor = 2 * time.Second
 )
 
 // allocatedTokensLocked records an Allocate's tokens for the early binder
@@ -51,7 +51,7 @@ func (b *lateBinding) allocatedTokensLocked(tokens []string, at time.Time) {
 // are left to PreStartContainer). Called with b.mu held.
 func (b *lateBinding) waitingLocked(t string, now time.Time) (since time.Time, ok bool) {
 	at, allocated := b.allocatedAt[t]
-	if !allocated || now.Sub(at) > earlyFor || b.boundAfter[t].After(at) {
+	if !allocated || now.Sub(at) > b.earlyFor || b.boundAfter[t].After(at) {
 		return time.Time{}, false
 	}
 	return at, true
