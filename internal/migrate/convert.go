@@ -22,6 +22,10 @@ type Options struct {
 	// DeviceKind forces every pool's kind ("vf" or "pf"); "" infers it
 	// from the selectors.
 	DeviceKind string
+	// Key chooses the configuration to convert when the input holds
+	// several (a ConfigMap's per-node keys, several ConfigMaps): a data
+	// key, or CONFIGMAP/KEY.
+	Key string
 }
 
 // ConvertSRIOVDP converts the SR-IOV network device plugin's config.json
@@ -37,7 +41,7 @@ func ConvertSRIOVDP(data []byte, opts Options) (*v1alpha1.AgentConfig, *Report, 
 	if opts.DeviceKind != "" && opts.DeviceKind != v1alpha1.KindVF && opts.DeviceKind != v1alpha1.KindPF {
 		return nil, nil, fmt.Errorf("device kind %q: want vf or pf", opts.DeviceKind)
 	}
-	c, ignored, err := decode(data)
+	c, ignored, err := decode(data, opts.Key)
 	if err != nil {
 		return nil, nil, err
 	}

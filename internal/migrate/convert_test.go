@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 )
@@ -50,8 +51,8 @@ func roundTrip(t *testing.T, cfg *v1alpha1.AgentConfig) {
 	want := *cfg
 	want.Pools = slices.Clone(cfg.Pools)
 	v1alpha1.Default(&want)
-	if !reflect.DeepEqual(loaded, &want) {
-		t.Errorf("round trip changed the configuration:\n got %+v\nwant %+v", loaded, &want)
+	if diff := cmp.Diff(&want, loaded); diff != "" {
+		t.Errorf("round trip changed the configuration (-want +got):\n%s", diff)
 	}
 }
 
@@ -98,6 +99,7 @@ func yes() *bool { v := true; return &v }
 // TestReadmeExample converts the configuration example of the SR-IOV
 // network device plugin's README (with its one trailing comma removed).
 func TestReadmeExample(t *testing.T) {
+	t.Parallel()
 	cfg, r := convert(t, read(t, "readme-example.json"), Options{})
 	want := []string{"intel.com/intel_sriov_netdevice", "mellanox.com/mlnx_sriov_rdma", "intel.com/infiniband_rdma_netdevs",
 		"intel.com/intel_sriov_netdevice_additional_env", "broadcom.com/brcm_sriov_bnxt", "intel.com/old_selectors_syntax_example"}
@@ -128,7 +130,7 @@ func TestReadmeExample(t *testing.T) {
 		t.Errorf("intel VF pool %+v", vf)
 	}
 	mlx := pool(t, cfg, "mellanox.com/mlnx_sriov_rdma")
-	if mlx.DeviceKind != v1alpha1.KindVF || !reflect.DeepEqual(mlx.Selectors.RDMACapable, yes()) || !mlx.DeviceNodes.UMAD || !mlx.DeviceNodes.ISSM {
+	if mlx.DeviceKind != v1alpha1.KindVF || !cmp.Equal(mlx.Selectors.RDMACapable, yes()) || !mlx.DeviceNodes.UMAD || !mlx.DeviceNodes.ISSM {
 		t.Errorf("mellanox pool %+v", mlx)
 	}
 	entry(t, r, "mellanox.com/mlnx_sriov_rdma", "selectors[0].drivers", Note) // mlx5_ib is no PCI driver
@@ -144,8 +146,9 @@ func TestReadmeExample(t *testing.T) {
 		t.Errorf("broadcom pool %+v", b)
 	}
 	entry(t, r, "", "deviceKind", Note) // the default-route note for pf pools
-	if old := pool(t, cfg, "intel.com/old_selectors_syntax_example"); !reflect.DeepEqual(old.Selectors, vf.Selectors) {
-		t.Errorf("object selectors %+v differ from the list form %+v", old.Selectors, vf.Selectors)
+	old := pool(t, cfg, "intel.com/old_selectors_syntax_example")
+	if diff := cmp.Diff(vf.Selectors, old.Selectors); diff != "" {
+		t.Errorf("object selectors differ from the list form (-want +got):\n%s", diff)
 	}
 }
 
@@ -153,6 +156,7 @@ func TestReadmeExample(t *testing.T) {
 // isRdma, as published two-rail deployments configured the plugin. Every
 // field maps; nothing is dropped.
 func TestRoCETwoRails(t *testing.T) {
+	t.Parallel()
 	cfg, r := convert(t, read(t, "roce-two-rails.json"), Options{})
 	if r.Lossy() {
 		t.Errorf("lossy:\n%s", reportText(r))
@@ -162,8 +166,8 @@ func TestRoCETwoRails(t *testing.T) {
 		want := v1alpha1.Pool{Name: name, DeviceKind: v1alpha1.KindVF, Policy: v1alpha1.PolicyGPUAware,
 			Selectors:   v1alpha1.Selectors{Vendors: []string{"15b3"}, PFNames: []string{pf}, RDMACapable: yes()},
 			DeviceNodes: v1alpha1.DeviceNodes{UMAD: true, ISSM: true}}
-		if !reflect.DeepEqual(p, want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", name, p, want)
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 		if m := entry(t, r, name, "deviceKind", Changed); !strings.Contains(m, "pfNames only against VFs") {
 			t.Errorf("%s kind: %q", name, m)
@@ -200,12 +204,13 @@ func TestInfiniBand(t *testing.T) {
 // TestConfigMap accepts the plugin's ConfigMap as it is kept in clusters
 // (the shape of the plugin's docs/rdma/configMap.yaml).
 func TestConfigMap(t *testing.T) {
+	t.Parallel()
 	cfg, r := convert(t, read(t, "rdma-configmap.yaml"), Options{})
 	if got := poolNames(cfg); !slices.Equal(got, []string{"mellanox.com/mlnx_rdma", "intel.com/intel_rdma"}) {
 		t.Errorf("pools %v", got)
 	}
 	for _, p := range cfg.Pools {
-		if p.DeviceKind != v1alpha1.KindVF || !reflect.DeepEqual(p.Selectors.RDMACapable, yes()) {
+		if p.DeviceKind != v1alpha1.KindVF || !cmp.Equal(p.Selectors.RDMACapable, yes()) {
 			t.Errorf("%+v", p)
 		}
 	}

@@ -25,6 +25,11 @@ func FuzzConvertSRIOVDP(f *testing.F) {
 	}
 	f.Add([]byte(`{"resourceList": [{"resourceName": "a", "selectors": [{"rootDevices": ["0000:86:00.0#0-3"], "linkTypes": ["ether"]}, {"pfNames": ["x#1"]}]}]}`))
 	f.Add([]byte(`{"resourceList": [{"resourceName": "a", "resourcePrefix": "Bad_Prefix", "selectors": {}}]}`))
+	// Input shapes: per-node keys, a List, two documents, a wrong type.
+	f.Add([]byte(perNodeConfigMap))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {config.json: '{}'}}\n"))
+	f.Add([]byte(configMapDoc("cm1", "one") + "---\n" + configMapDoc("cm2", "two")))
+	f.Add([]byte(`{"resourceList": [{"resourceName": "a", "selectors": {"vendors": "15b3"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, r, err := ConvertSRIOVDP(data, Options{})
 		switch {

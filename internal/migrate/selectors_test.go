@@ -2,10 +2,11 @@ package migrate
 
 import (
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
@@ -125,10 +126,11 @@ func TestDeviceKind(t *testing.T) {
 // TestPluginDecoding: keys match case-insensitively and unknown keys are
 // ignored, as encoding/json does for the plugin; the converter says so.
 func TestPluginDecoding(t *testing.T) {
+	t.Parallel()
 	cfg, r := convert(t, []byte(`{"resourcePrefix": "example.com", "ResourceList": [{"ResourceName": "a", "excludeTopology": true, "colour": "red",
 		"selectors": {"Vendors": ["15b3"], "IsRdma": true, "vendor": ["8086"], "auxTypes": ["sf"]}}]}`), Options{})
 	p := cfg.Pools[0]
-	if p.Name != "intel.com/a" || !slices.Equal(p.Selectors.Vendors, []string{"15b3"}) || !reflect.DeepEqual(p.Selectors.RDMACapable, yes()) {
+	if p.Name != "intel.com/a" || !slices.Equal(p.Selectors.Vendors, []string{"15b3"}) || !cmp.Equal(p.Selectors.RDMACapable, yes()) {
 		t.Errorf("pool %+v", p)
 	}
 	if m := entry(t, r, "", "resourcePrefix", Note); !strings.Contains(m, "--resource-prefix") {

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // ErrInvalid is wrapped by every error about input the SR-IOV network
@@ -128,28 +126,24 @@ var (
 	}
 )
 
-// configMapJSON returns data itself when it is JSON, or the "config.json"
-// of a ConfigMap given as YAML or JSON (operators keep the plugin's
-// configuration in one).
-func configMapJSON(data []byte) []byte {
-	var cm struct {
-		Kind string            `json:"kind"`
-		Data map[string]string `json:"data"`
+// decode finds the configuration to convert (key chooses one when the
+// input holds several) and reads it as the plugin does, with the keys it
+// ignores.
+func decode(input []byte, key string) (*dpConfig, []string, error) {
+	if len(input) > MaxInput {
+		return nil, nil, fmt.Errorf("%w: %d bytes, more than %d: real configurations are a few KiB", ErrInvalid, len(input), MaxInput)
 	}
-	if err := yaml.Unmarshal(data, &cm); err != nil || cm.Kind != "ConfigMap" {
-		return data
+	cs, err := configs(input)
+	if err != nil {
+		return nil, nil, err
 	}
-	if c, ok := cm.Data["config.json"]; ok {
-		return []byte(c)
+	chosen, err := choose(cs, key)
+	if err != nil {
+		return nil, nil, err
 	}
-	return data
-}
-
-// decode reads config.json as the plugin does, and the keys it ignores.
-func decode(data []byte) (*dpConfig, []string, error) {
-	data = configMapJSON(data)
+	data := chosen.json
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil, fmt.Errorf("%w: empty document", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: %s: empty document", ErrInvalid, chosen.name)
 	}
 	var c dpConfig
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -161,6 +155,9 @@ func decode(data []byte) (*dpConfig, []string, error) {
 	}
 	if c.ResourceList == nil {
 		return nil, nil, fmt.Errorf("%w: no \"resourceList\": nothing to convert", ErrInvalid)
+	}
+	if n := len(c.ResourceList); n > MaxResources {
+		return nil, nil, fmt.Errorf("%w: %d resources, more than %d: a node has a handful", ErrInvalid, n, MaxResources)
 	}
 	for k, v := range top {
 		if !strings.EqualFold(k, "resourceList") {
@@ -212,17 +209,23 @@ func selectorObjects(raw *json.RawMessage, deviceType string) ([]dpSelector, []m
 }
 
 // objectOrSlice decodes one selector object or a non-empty list of them.
+// An object's own error (a field of the wrong type) is reported as such,
+// not as "not a list".
 func objectOrSlice[T interface{ selector() dpSelector }](raw []byte) ([]dpSelector, error) {
 	var one *T
-	if err := json.Unmarshal(raw, &one); err == nil {
+	err := json.Unmarshal(raw, &one)
+	if err == nil {
 		if one == nil {
 			return nil, errors.New("selectors: null")
 		}
 		return []dpSelector{(*one).selector()}, nil
 	}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		return nil, fmt.Errorf("selectors: %w", fieldError(err))
+	}
 	var list []*T
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("selectors: neither a selector object nor a list of them: %w", err)
+		return nil, fmt.Errorf("selectors: neither a selector object nor a list of them: %w", fieldError(err))
 	}
 	if len(list) == 0 {
 		return nil, errors.New("selectors: an empty list (the plugin needs at least one selector)")
@@ -235,6 +238,39 @@ func objectOrSlice[T interface{ selector() dpSelector }](raw []byte) ([]dpSelect
 		out[i] = (*s).selector()
 	}
 	return out, nil
+}
+
+// fieldError names the field of a JSON type error as the input spells
+// it ("vendors: got a JSON string, want a list of strings"), keeping the
+// error in its chain.
+func fieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return err
+	}
+	field := te.Field[strings.LastIndexByte(te.Field, '.')+1:] // the embedded structs' names are Go's, not the input's
+	return &typeError{msg: fmt.Sprintf("%s: got a JSON %s, want %s", field, te.Value, jsonKind(te.Type.String())), err: err}
+}
+
+// typeError says which field has the wrong JSON type, in the input's
+// words.
+type typeError struct {
+	msg string
+	err error
+}
+
+func (e *typeError) Error() string { return e.msg }
+func (e *typeError) Unwrap() error { return e.err }
+
+// jsonKind says a Go type of the plugin's selectors in JSON's words.
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list of strings"
+	case goType == "bool":
+		return "true or false"
+	}
+	return "a string"
 }
 
 // unknownKeys lists, sorted, the keys of obj that match none of known

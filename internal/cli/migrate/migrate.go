@@ -10,6 +10,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/migrate"
 )
 
@@ -18,9 +19,6 @@ const (
 	ExitDropped = 1 // converted, but something could not be mapped
 	ExitInvalid = 2 // the input is not a configuration the plugin accepts
 )
-
-// maxInput bounds what is read: real configurations are a few KiB.
-const maxInput = 16 << 20
 
 // ExitError carries the process exit code; cmd/railyard exits with it.
 type ExitError struct {
@@ -73,6 +71,12 @@ dropped or assumed, and why:
   skipped        accelerator and auxNetDevice resources, vdpaType, devices
                  bound to vfio-pci/igb_uio/uio_pci_generic
 
+The input may be a config.json, a ConfigMap (its config.json, or each of its
+keys when it has none, as the SR-IOV network operator keeps one per node), a
+v1 List of ConfigMaps or several YAML documents; when it holds more than one
+configuration, --key chooses one (a data key, or CONFIGMAP/KEY). At most 1 MiB
+and 1024 resources are read.
+
 Exit status: 0 when everything mapped (notes may remain), 1 when something was
 dropped or skipped (the configuration is still written, unless no resource
 could be converted), 2 when the input is not a configuration the plugin would
@@ -94,6 +98,7 @@ Example:
 	fl.StringVar(&opts.ResourcePrefix, "resource-prefix", migrate.DefaultResourcePrefix,
 		"prefix of resources without their own, as the plugin's --resource-prefix flag was set")
 	fl.StringVar(&opts.DeviceKind, "device-kind", "", "force every pool's deviceKind (vf or pf) instead of inferring it")
+	fl.StringVar(&opts.Key, "key", "", "the configuration to convert when the input holds several (a ConfigMap's per-node keys, a List, several documents): a data key, or CONFIGMAP/KEY")
 	return cmd
 }
 
@@ -142,22 +147,22 @@ func render(cfg *v1alpha1.AgentConfig, r *migrate.Report) ([]byte, error) {
 	return append([]byte(head), y...), nil
 }
 
+// readInput reads the input through internal/inputfile: at most
+// migrate.MaxInput bytes, and a file must be a regular one (a FIFO or a
+// device fails at once).
 func readInput(stdin io.Reader, name string) ([]byte, error) {
-	r := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("reading the plugin's configuration: %w", err)
-		}
-		defer f.Close()
-		r = f
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = inputfile.ReadLimited(stdin, migrate.MaxInput)
+	} else {
+		data, err = inputfile.Read(name, migrate.MaxInput)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, inputfile.ErrTooLarge):
+		return nil, fmt.Errorf("%w: larger than %d KiB (real configurations are a few KiB): %w", migrate.ErrInvalid, migrate.MaxInput>>10, err)
+	case err != nil:
 		return nil, fmt.Errorf("reading the plugin's configuration: %w", err)
-	}
-	if len(data) > maxInput {
-		return nil, fmt.Errorf("%w: larger than %d MiB", migrate.ErrInvalid, maxInput>>20)
 	}
 	return data, nil
 }

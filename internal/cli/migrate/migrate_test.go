@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/cli/clitest"
@@ -134,5 +136,47 @@ func TestSRIOVDPHelp(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
 		}
+	}
+}
+
+// --in goes through internal/inputfile: a FIFO fails at once instead of
+// blocking, and input over the bound is refused with it named.
+func TestSRIOVDPInputIsBounded(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "config.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := run(t, "", "sriovdp", "--in", fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if exitCode(err) != ExitInvalid || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+			t.Errorf("FIFO: exit %d, err %v", exitCode(err), err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("migrate sriovdp hangs on a FIFO --in")
+	}
+	_, _, err := run(t, strings.Repeat(" ", 1<<20+1), "sriovdp")
+	if exitCode(err) != ExitInvalid || !strings.Contains(err.Error(), "larger than 1024 KiB") {
+		t.Errorf("1 MiB + 1 on stdin: exit %d, err %v", exitCode(err), err)
+	}
+}
+
+// --key chooses one of the SR-IOV network operator's per-node keys.
+func TestSRIOVDPKey(t *testing.T) {
+	t.Parallel()
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp}\ndata:\n" +
+		"  node-a: '{\"resourceList\": [{\"resourceName\": \"a\", \"selectors\": {\"vendors\": [\"15b3\"], \"isRdma\": true}}]}'\n" +
+		"  node-b: '{\"resourceList\": [{\"resourceName\": \"b\", \"selectors\": {\"vendors\": [\"15b3\"], \"isRdma\": true}}]}'\n"
+	if _, _, err := run(t, in, "sriovdp"); exitCode(err) != ExitInvalid || !strings.Contains(err.Error(), "choose one with --key") {
+		t.Errorf("no --key: exit %d, err %v", exitCode(err), err)
+	}
+	out, _, err := run(t, in, "sriovdp", "--key", "node-b")
+	if err != nil || !strings.Contains(out, "name: intel.com/b") || strings.Contains(out, "intel.com/a") {
+		t.Errorf("--key node-b: %v\n%s", err, out)
 	}
 }
