@@ -3,11 +3,11 @@ package benchplan
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -53,6 +53,7 @@ func TestDefaultResourceIsAShippedPool(t *testing.T) {
 }
 
 func TestParseRails(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		resources, networks []string
 		count               int
@@ -76,8 +77,11 @@ func TestParseRails(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: got %+v, %v; want %+v", name, got, err, tc.want)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
 }
