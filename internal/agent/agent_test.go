@@ -256,7 +256,7 @@ pools:
 
 // TestWaitsQuietlyForKubelet starts the agent before kubelet.sock exists:
 // it retries about once a second (no busy loop) and registers as soon as
-// kubelet.sock appears.
+// kubelet.sock appears (its creation prompts it).
 func TestWaitsQuietlyForKubelet(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 1)
 	podrestest.Start(t, e.podSock)
@@ -268,7 +268,11 @@ func TestWaitsQuietlyForKubelet(t *testing.T) {
 	began := time.Now()
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
 	reg.WaitAll(t, vfRes, pfRes)
-	if d := time.Since(began); d > 900*time.Millisecond {
-		t.Errorf("registered %s after kubelet.sock appeared; want it prompt (fsnotify), not the 1s retry", d)
+	t.Logf("registered %s after kubelet.sock appeared", time.Since(began))
+	// Prompt means prompted by kubelet.sock's creation (fsnotify), not by
+	// the 1 s retry: the mechanism is checked, not a time a loaded
+	// machine can miss.
+	if !strings.Contains(r.log.String(), "kubelet.sock recreated") {
+		t.Errorf("registration was not prompted by kubelet.sock's creation:\n%s", r.log)
 	}
 }
