@@ -16,13 +16,21 @@ import (
 // machine.
 const frontierNodes, frontierPods = 12_500, 1_000_000
 
-func frontier(tb testing.TB) *Result {
+// frontierSUNodes is the scalable unit of the jobs' frontier run: 32
+// nodes (256 GPUs) per unit, as in NVIDIA's DGX SuperPOD reference.
+const frontierSUNodes = 32
+
+func frontier(tb testing.TB, mix ...MixEntry) *Result {
 	tb.Helper()
 	topo, err := machineTopologies()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	res, err := Run(context.Background(), Config{Topology: topo["dgx-h100"], Machine: "dgx-h100", Nodes: frontierNodes, Pods: frontierPods, Seed: 1})
+	su := 0
+	if multiPod(mix) {
+		su = frontierSUNodes
+	}
+	res, err := Run(context.Background(), Config{Topology: topo["dgx-h100"], Machine: "dgx-h100", Nodes: frontierNodes, Pods: frontierPods, Seed: 1, Mix: mix, SUNodes: su})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -81,6 +89,48 @@ func BenchmarkFrontier(b *testing.B) {
 	for b.Loop() {
 		cpu0 := cpuTime()
 		res := frontier(b)
+		b.ReportMetric((cpuTime() - cpu0).Seconds(), "cpu-s/op")
+		b.ReportMetric(float64(res.Events), "events/policy")
+	}
+}
+
+// TestFrontierJobsGoal is the frontier size with jobs of several pods
+// (the mix "jobs": single pods and jobs of 2x4, 2x2 and 4x4 GPUs, about
+// 1,000,000 pod arrivals) on a fabric of 32-node scalable units, every
+// default policy (job-rails among them), held to the same CPU bound.
+func TestFrontierJobsGoal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("frontier scale: about 15 s of CPU")
+	}
+	cpu0, start := cpuTime(), time.Now()
+	res := frontier(t, namedMixes()["jobs"]...)
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	t.Logf("%d nodes, %d jobs, %d pods, %d events per policy, %d policies: wall %v, CPU %v, load average %s",
+		res.Nodes, res.Jobs, res.Pods, res.Events, len(res.Policies), wall.Round(time.Millisecond), cpu.Round(time.Millisecond), loadAverage())
+	for _, p := range res.Policies {
+		mp := p.MultiPod
+		t.Logf("%-13s %-8s rail-consistent %.3f one leaf %.3f waited %.4f rejected jobs %d  replay %v", p.Name, p.Binding, mp.RailConsistent, mp.OneLeafLayer, mp.Waited, mp.Rejected, p.Elapsed.Round(time.Millisecond))
+		if p.Events != res.Pods+p.PodsPlaced {
+			t.Errorf("%s: %d events for %d arrivals and %d departures", p.Name, p.Events, res.Pods, p.PodsPlaced)
+		}
+		if p.Job == OneRailSet && mp.RailConsistent != 1 {
+			t.Errorf("%s: %.4f of jobs on one rail set", p.Name, mp.RailConsistent)
+		}
+	}
+	if res.Pods < frontierPods || len(res.Policies) != len(PolicyNames()) {
+		t.Errorf("%d pods, %d policies; want %d pods, every default policy", res.Pods, len(res.Policies), frontierPods)
+	}
+	if cpu > 100*time.Second {
+		t.Errorf("CPU time %v: two cores cannot finish in 60 s", cpu)
+	}
+}
+
+// BenchmarkFrontierJobs is TestFrontierJobsGoal as a benchmark (goal:
+// < 60 s per op on this 2-core machine).
+func BenchmarkFrontierJobs(b *testing.B) {
+	for b.Loop() {
+		cpu0 := cpuTime()
+		res := frontier(b, namedMixes()["jobs"]...)
 		b.ReportMetric((cpuTime() - cpu0).Seconds(), "cpu-s/op")
 		b.ReportMetric(float64(res.Events), "events/policy")
 	}

@@ -12,14 +12,15 @@ import (
 // plugin's preference, chooseGPUs) gives a pod on the nodes the
 // scheduler's scoring prefers, in that order: the first is the rails the
 // job's first pod would get anyway, and the job takes it when enough
-// nodes have those rails' GPUs free; otherwise the next. With one device
-// per GPU a pod's rail set is its GPUs' rails; with one device per pod it
-// is the rail of its first GPU.
+// nodes in one scalable unit have those rails' GPUs free; otherwise the
+// next; when no rail set has room in one unit, the first with room
+// across units. With one device per GPU a pod's rail set is its GPUs'
+// rails; with one device per pod it is the rail of its first GPU.
 func (r *runner) placeRails(id int32) (bool, error) {
 	job := &r.w.jobs[id]
 	c, rt, x := r.c, &r.m.rails, r.c.byMask
 	g := int(job.gpus)
-	r.tried = r.tried[:0]
+	r.tried, r.across.ok = r.tried[:0], false
 	for _, b := range x.order {
 		if len(x.nodes[b]) == 0 || bits.OnesCount64(x.masks[b]) < g {
 			continue
@@ -39,15 +40,32 @@ func (r *runner) placeRails(id int32) (bool, error) {
 			continue
 		}
 		r.tried = append(r.tried, set)
-		nodes := r.findNodes(job, set)
+		nodes, oneUnit := r.findNodes(job, set)
 		if len(nodes) < int(job.pods) {
+			continue
+		}
+		if !oneUnit {
+			if a := &r.across; !a.ok {
+				a.ok, a.set, a.nodes = true, set, append(a.nodes[:0], nodes...)
+			}
 			continue
 		}
 		if ok, err := r.placeOn(job, nodes, set); ok || err != nil {
 			return ok, err
 		}
 	}
+	// No rail set has room in one unit: the first with room across units.
+	if a := &r.across; a.ok {
+		return r.placeOn(job, a.nodes, a.set)
+	}
 	return false, nil
+}
+
+// acrossUnits is the first placement found that spans scalable units.
+type acrossUnits struct {
+	ok    bool
+	set   uint64
+	nodes []int32
 }
 
 // stockKey is a node's free GPUs and a pod's GPU count: the stock GPU
@@ -73,9 +91,9 @@ func (r *runner) fits(job *jobSpec, free, set uint64) bool {
 // findNodes returns job.pods distinct nodes, in the scheduler's order,
 // that fit a pod on rail set set and have its devices free on those
 // rails: all in one scalable unit when one has room (the first unit to
-// reach job.pods such nodes), else the first found; fewer when there are
-// not enough.
-func (r *runner) findNodes(job *jobSpec, set uint64) []int32 {
+// reach job.pods such nodes; oneUnit), else the first found; fewer when
+// there are not enough.
+func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit bool) {
 	c, x := r.c, r.c.byMask
 	r.m.rails.devsOf(r.cand, set)
 	n := int(job.pods)
@@ -105,11 +123,11 @@ func (r *runner) findNodes(job *jobSpec, set uint64) []int32 {
 			}
 			r.perUnit[u]++
 			if int(r.perUnit[u]) == n {
-				return slices.DeleteFunc(r.found, func(m int32) bool { return r.unit(int(m)) != u })
+				return slices.DeleteFunc(r.found, func(m int32) bool { return r.unit(int(m)) != u }), true
 			}
 		}
 	}
-	return r.found[:min(n, len(r.found))]
+	return r.found[:min(n, len(r.found))], false
 }
 
 // placeOn places one pod of job on each of nodes with the GPUs of rail

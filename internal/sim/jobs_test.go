@@ -279,3 +279,22 @@ func TestSinglePodsAreJobsOfOnePod(t *testing.T) {
 		}
 	}
 }
+
+// One rail set per job also keeps a job in one scalable unit when some
+// unit has room (its traffic then never crosses the spine); pods placed
+// each on its own land wherever the scheduler scores best.
+func TestRailSetJobsPreferOneUnit(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 64, SUNodes: 8, Pods: 8000, Seed: 1,
+		Mix: []MixEntry{{GPUs: 1, Weight: 2}, {Pods: 2, GPUs: 4, Weight: 1}, {Pods: 4, GPUs: 2, Weight: 1}}, Policies: policies(t, "dra-pcieroot", "job-rails")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := res.Policy("dra-pcieroot")
+	rails, _ := res.Policy("job-rails")
+	t.Logf("one leaf layer: dra-pcieroot %.3f, job-rails %.3f", base.MultiPod.OneLeafLayer, rails.MultiPod.OneLeafLayer)
+	if rails.MultiPod.OneLeafLayer < 0.75 || rails.MultiPod.OneLeafLayer < 4*base.MultiPod.OneLeafLayer {
+		t.Errorf("one leaf layer: job-rails %.3f, dra-pcieroot %.3f; want job-rails at least 0.75 and four times the baseline",
+			rails.MultiPod.OneLeafLayer, base.MultiPod.OneLeafLayer)
+	}
+}
