@@ -14,4 +14,6 @@ install() { # name module@version
   GOBIN="$bin" go install "$mod"
   echo "$mod" >"$stamp"
 }
-install staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# golangci-lint runs staticcheck (and unused), errorlint and depguard:
+# .golangci.yml.
+install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0

@@ -142,7 +142,7 @@ func readReply(br *bufio.Reader) (reply, error) {
 	}
 	var r reply
 	if err := json.Unmarshal(line, &r); err != nil {
-		return reply{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+		return reply{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	if r.Error != "" {
 		return r, fmt.Errorf("server: %s", r.Error)

@@ -80,7 +80,7 @@ func decodeHello(line []byte) (hello, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&h); err != nil {
-		return hello{}, fmt.Errorf("%w: %v", ErrProtocol, err)
+		return hello{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	if err := h.validate(); err != nil {
 		return hello{}, err

@@ -183,7 +183,7 @@ func plan(v *View, topo *topology.Topology, cur []Binding, req Request, now time
 		for _, t := range c.Tokens {
 			id, err := ParseToken(t)
 			if err != nil {
-				return nil, res, fmt.Errorf("%w: %v", ErrUnknownToken, err)
+				return nil, res, fmt.Errorf("%w: %w", ErrUnknownToken, err)
 			}
 			p, ok := v.Pool(id.Tag)
 			if !ok {

@@ -280,7 +280,7 @@ func (s *Store) Bindings() ([]Binding, error) {
 	}
 	var doc bindingsDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, bindingsFile, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, bindingsFile, err)
 	}
 	if doc.Version != bindingsVersion {
 		return nil, fmt.Errorf("%w: %s version %d, want %d", ErrCorrupt, bindingsFile, doc.Version, bindingsVersion)
@@ -298,7 +298,7 @@ func checkBindings(bs []Binding) error {
 	devices := make(map[string]string, len(bs))
 	for _, b := range bs {
 		if _, err := ParseToken(b.Token); err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		if b.Device == "" {
 			return fmt.Errorf("%w: token %s bound to no device", ErrCorrupt, b.Token)

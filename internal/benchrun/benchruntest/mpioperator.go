@@ -2,6 +2,7 @@ package benchruntest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -106,7 +107,7 @@ func (k *FakeKubelet) startJob(ctx context.Context, job *unstructured.Unstructur
 func (k *FakeKubelet) createFromTemplate(ctx context.Context, job *unstructured.Unstructured, replica, role, name string) error {
 	m, ok, err := unstructured.NestedMap(job.Object, "spec", "mpiReplicaSpecs", replica, "template")
 	if err != nil || !ok {
-		return fmt.Errorf("MPIJob %s: no %s template: %v", job.GetName(), replica, err)
+		return errors.Join(fmt.Errorf("MPIJob %s: no %s template", job.GetName(), replica), err) // err is nil when there is none
 	}
 	var tmpl corev1.PodTemplateSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tmpl); err != nil {

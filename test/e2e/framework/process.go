@@ -125,14 +125,14 @@ func (p *Process) waitFor(ctx context.Context, what string, interval time.Durati
 	var last error
 	for {
 		if exited, err := p.Exited(); exited {
-			return fmt.Errorf("%s: %s %w (%v); see %s", what, p.Name, errExited, err, p.LogPath)
+			return errors.Join(fmt.Errorf("%s: %s %w; see %s", what, p.Name, errExited, p.LogPath), err) // err is nil after a clean exit
 		}
 		if last = check(ctx); last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (last error: %v); see %s", what, ctx.Err(), last, p.LogPath)
+			return fmt.Errorf("%s: %w (last error: %w); see %s", what, ctx.Err(), last, p.LogPath)
 		case <-time.After(interval):
 		}
 	}

@@ -48,7 +48,7 @@ func teardown(s *runState) error {
 	add(cleanHostDirs(s))
 	// 8. The run directory itself, unless something is still mounted in it.
 	if mounts, err := mountsUnder(s.RunDir); err != nil || len(mounts) > 0 {
-		add(fmt.Errorf("teardown: keeping %s: still mounted: %v %v", s.RunDir, mounts, err))
+		add(errors.Join(fmt.Errorf("teardown: keeping %s: still mounted: %v", s.RunDir, mounts), err))
 	} else if err := os.RemoveAll(s.RunDir); err != nil {
 		add(fmt.Errorf("teardown: %w", err))
 	}
