@@ -42,7 +42,7 @@ func poll(ctx context.Context, interval time.Duration, what string, f func(conte
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-time.After(interval):
