@@ -99,15 +99,13 @@ func TestServerNotBlockedByIdleConnections(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	start := time.Now()
+	// Served one at a time, the two would hold the client's hello past
+	// its 10 s deadline: the run would fail.
 	if _, err := Run(ctx, ClientOptions{Addr: ln.Addr().String(), Streams: 2, Duration: 200 * time.Millisecond}); err != nil {
 		t.Fatalf("client behind two idle connections: %v", err)
 	}
 	if s := <-srv; s.err != nil || s.res.Bytes <= 0 {
 		t.Fatalf("server: %+v", s)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v: the idle connections held the client up", d)
 	}
 }
 
@@ -151,7 +149,9 @@ func TestServerStreamsNotBlockedByAnIdleConnection(t *testing.T) {
 	if err != nil || r.Bytes != int64(len("payload")) {
 		t.Fatalf("result %+v, %v", r, err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// Read in turn, the idle connection would hold the stream for its 10 s
+	// token deadline.
+	if d := time.Since(start); d > 8*time.Second {
 		t.Errorf("the stream was counted after %v: the idle connection held it up", d)
 	}
 	if s := <-srv; s.err != nil {
