@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,7 +64,7 @@ func TestEveryContainerIsUnprivilegedReadOnlyWithoutCapabilities(t *testing.T) {
 			sc := c.SecurityContext
 			if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 				sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
-				!reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+				!cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
 				sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
 				sc.RunAsUser == nil || *sc.RunAsUser != 0 {
 				t.Errorf("%s: container %s security context %+v", v.name, c.Name, sc)
@@ -156,8 +157,8 @@ func TestHostPathsAreExactlyThoseTheAgentConfigNames(t *testing.T) {
 			}
 			got[hp] = mount{hp, m.ReadOnly}
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: agent host mounts\n got %v\nwant %v", v.name, got, want)
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(mount{})); diff != "" {
+			t.Errorf("%s: agent host mounts (-want +got):\n%s", v.name, diff)
 		}
 		used := len(got)
 		if len(spec.InitContainers) == 1 {
@@ -241,8 +242,8 @@ func TestNetworksNameDefaultPoolsAndParseAsRailyardCNI(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if !reflect.DeepEqual(names, []string{"railyard-rdma", "railyard-roce"}) {
-		t.Fatalf("NADs %v", names)
+	if diff := cmp.Diff([]string{"railyard-rdma", "railyard-roce"}, names); diff != "" {
+		t.Fatalf("NADs (-want +got):\n%s", diff)
 	}
 }
 
@@ -321,8 +322,8 @@ func TestSchemaCoversEveryAgentConfigField(t *testing.T) {
 		}
 		sort.Strings(fields)
 		sort.Strings(props)
-		if !reflect.DeepEqual(fields, props) {
-			t.Errorf("%s: the Go type has %v, values.schema.json %v", c.name, fields, props)
+		if diff := cmp.Diff(fields, props); diff != "" {
+			t.Errorf("%s: fields of the Go type (-want) and values.schema.json (+got):\n%s", c.name, diff)
 		}
 		if c.obj.AdditionalProperties != false {
 			t.Errorf("%s: schema accepts unknown fields", c.name)
@@ -373,8 +374,8 @@ func TestNodeSetupIsOptInPrivilegedAndLoadsAsANodePolicy(t *testing.T) {
 			t.Fatalf("pod spec: hostNetwork %v, %d containers", spec.HostNetwork, len(spec.Containers))
 		}
 		c := spec.Containers[0]
-		if want := []string{"/usr/local/bin/railyard", "node", "apply", "--policy=/etc/railyard-node/policy.yaml", "--watch", "--interval=1m"}; !reflect.DeepEqual(c.Command, want) {
-			t.Errorf("command %v, want %v", c.Command, want)
+		if diff := cmp.Diff([]string{"/usr/local/bin/railyard", "node", "apply", "--policy=/etc/railyard-node/policy.yaml", "--watch", "--interval=1m"}, c.Command); diff != "" {
+			t.Errorf("command (-want +got):\n%s", diff)
 		}
 		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 			t.Errorf("security context %+v", sc)
@@ -394,8 +395,8 @@ func TestNodeSetupIsOptInPrivilegedAndLoadsAsANodePolicy(t *testing.T) {
 				got[hp] = m.ReadOnly
 			}
 		}
-		if want := map[string]bool{"/var/lib/cni/railyard": true, "/var/lib/kubelet/pod-resources": false}; !reflect.DeepEqual(got, want) {
-			t.Errorf("host mounts %v, want %v", got, want)
+		if diff := cmp.Diff(map[string]bool{"/var/lib/cni/railyard": true, "/var/lib/kubelet/pod-resources": false}, got); diff != "" {
+			t.Errorf("host mounts, path: read-only (-want +got):\n%s", diff)
 		}
 		if ds.Spec.Selector.MatchLabels["app.kubernetes.io/component"] != "node-setup" {
 			t.Errorf("selector %v overlaps the agent's", ds.Spec.Selector.MatchLabels)

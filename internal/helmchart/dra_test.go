@@ -1,9 +1,9 @@
 package helmchart
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -68,23 +68,28 @@ func TestDRARendersDeviceClassRBACAndPolicy(t *testing.T) {
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
 	}
-	if !reflect.DeepEqual(role.Rules, wantRules) {
-		t.Errorf("ClusterRole rules\n got %+v\nwant %+v", role.Rules, wantRules)
+	if diff := cmp.Diff(wantRules, role.Rules); diff != "" {
+		t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
 	}
 	var binding rbacv1.ClusterRoleBinding
 	objs.one(t, "ClusterRoleBinding", &binding)
 	sa := objs.daemonSet(t).Spec.Template.Spec.ServiceAccountName
-	if binding.RoleRef.Name != role.Name || binding.RoleRef.Kind != "ClusterRole" ||
-		!reflect.DeepEqual(binding.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "railyard-system"}}) {
-		t.Errorf("ClusterRoleBinding %+v %+v, want the role bound to %s", binding.RoleRef, binding.Subjects, sa)
+	if binding.RoleRef.Name != role.Name || binding.RoleRef.Kind != "ClusterRole" {
+		t.Errorf("ClusterRoleBinding role %+v, want %s", binding.RoleRef, role.Name)
+	}
+	if diff := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "railyard-system"}}, binding.Subjects); diff != "" {
+		t.Errorf("ClusterRoleBinding subjects (-want +got):\n%s", diff)
 	}
 
 	var vap admissionv1.ValidatingAdmissionPolicy
 	objs.one(t, "ValidatingAdmissionPolicy", &vap)
 	var vapb admissionv1.ValidatingAdmissionPolicyBinding
 	objs.one(t, "ValidatingAdmissionPolicyBinding", &vapb)
-	if vapb.Spec.PolicyName != vap.Name || !reflect.DeepEqual(vapb.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+	if vapb.Spec.PolicyName != vap.Name {
 		t.Errorf("policy binding %+v for policy %s", vapb.Spec, vap.Name)
+	}
+	if diff := cmp.Diff([]admissionv1.ValidationAction{admissionv1.Deny}, vapb.Spec.ValidationActions); diff != "" {
+		t.Errorf("policy binding actions (-want +got):\n%s", diff)
 	}
 	if len(vap.Spec.MatchConditions) != 1 || vap.Spec.MatchConditions[0].Expression != `request.userInfo.username == "system:serviceaccount:railyard-system:`+sa+`"` {
 		t.Errorf("policy applies to %+v, want the agent's service account only", vap.Spec.MatchConditions)

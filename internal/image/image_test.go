@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -73,8 +73,8 @@ func TestLayerHasSortedEntriesOwnedByRootWithFixedTimes(t *testing.T) {
 		d("usr/"), d("usr/local/"), d("usr/local/bin/"),
 		f("usr/local/bin/railyard-agent", 0o755, "agent binary"), f("usr/local/bin/railyard-cni", 0o755, "cni binary"),
 	}
-	if got := readTar(t, layer); !reflect.DeepEqual(got, want) {
-		t.Fatalf("layer entries:\n got %+v\nwant %+v", got, want)
+	if diff := cmp.Diff(want, readTar(t, layer)); diff != "" {
+		t.Fatalf("layer entries (-want +got):\n%s", diff)
 	}
 	// Input order does not matter.
 	files := testFiles()
@@ -167,9 +167,11 @@ func TestArchiveIsAnOCILayoutAndADockerArchive(t *testing.T) {
 			t.Errorf("entry %s: uid %d gid %d owner %q mtime %v", e.Name, e.UID, e.GID, e.Owner, e.MTime)
 		}
 	}
-	if len(names) != 8 || !reflect.DeepEqual(names[:5], []string{"oci-layout", "index.json", "manifest.json", "blobs/", "blobs/sha256/"}) ||
-		names[5] != "blobs/sha256/"+strings.TrimPrefix(digest, "sha256:") {
+	if len(names) != 8 || names[5] != "blobs/sha256/"+strings.TrimPrefix(digest, "sha256:") {
 		t.Fatalf("archive entries %v (manifest %s)", names, digest)
+	}
+	if diff := cmp.Diff([]string{"oci-layout", "index.json", "manifest.json", "blobs/", "blobs/sha256/"}, names[:5]); diff != "" {
+		t.Fatalf("archive entries (-want +got):\n%s", diff)
 	}
 	for _, e := range entries[5:] { // every blob is named by its sha256
 		sum := sha256.Sum256([]byte(e.Data))
@@ -217,8 +219,11 @@ func TestArchiveIsAnOCILayoutAndADockerArchive(t *testing.T) {
 		KeyTitle: "railyard", KeyCreated: "2026-08-01T12:00:00Z",
 	}
 	if man.MediaType != "application/vnd.oci.image.manifest.v1+json" || man.Config.MediaType != "application/vnd.oci.image.config.v1+json" ||
-		len(man.Layers) != 1 || man.Layers[0].MediaType != "application/vnd.oci.image.layer.v1.tar+gzip" || !reflect.DeepEqual(man.Annotations, wantAnn) {
+		len(man.Layers) != 1 || man.Layers[0].MediaType != "application/vnd.oci.image.layer.v1.tar+gzip" {
 		t.Fatalf("manifest %+v", man)
+	}
+	if diff := cmp.Diff(wantAnn, man.Annotations); diff != "" {
+		t.Fatalf("manifest annotations (-want +got):\n%s", diff)
 	}
 
 	tag, err := name.NewTag("ghcr.io/railyard-io/railyard:0.1.0")
@@ -237,10 +242,17 @@ func TestArchiveIsAnOCILayoutAndADockerArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Config.User != "65532:65532" || cfg.Architecture != "amd64" || cfg.OS != "linux" || !cfg.Created.Time.Equal(testTime) ||
-		!reflect.DeepEqual(cfg.Config.Labels, wantAnn) || !reflect.DeepEqual(cfg.Config.Cmd, []string{"/usr/local/bin/railyard-agent"}) ||
-		!reflect.DeepEqual(cfg.Config.Env, []string{"PATH=/usr/local/bin"}) {
+	if cfg.Config.User != "65532:65532" || cfg.Architecture != "amd64" || cfg.OS != "linux" || !cfg.Created.Time.Equal(testTime) {
 		t.Fatalf("config from manifest.json: %+v", cfg)
+	}
+	type runConfig struct {
+		Labels map[string]string
+		Cmd    []string
+		Env    []string
+	}
+	wantRun := runConfig{Labels: wantAnn, Cmd: []string{"/usr/local/bin/railyard-agent"}, Env: []string{"PATH=/usr/local/bin"}}
+	if diff := cmp.Diff(wantRun, runConfig{cfg.Config.Labels, cfg.Config.Cmd, cfg.Config.Env}); diff != "" {
+		t.Fatalf("config from manifest.json (-want +got):\n%s", diff)
 	}
 	dockerLayers, err := fromDocker.Layers()
 	if err != nil || len(dockerLayers) != 1 {
@@ -260,8 +272,11 @@ func TestArchiveIsAnOCILayoutAndADockerArchive(t *testing.T) {
 		t.Fatal("layer read through manifest.json differs from the one written")
 	}
 	var dm []map[string]any
-	if err := json.Unmarshal([]byte(entries[2].Data), &dm); err != nil || len(dm) != 1 || !reflect.DeepEqual(dm[0]["RepoTags"], []any{"ghcr.io/railyard-io/railyard:0.1.0"}) {
+	if err := json.Unmarshal([]byte(entries[2].Data), &dm); err != nil || len(dm) != 1 {
 		t.Fatalf("manifest.json %s: %v", entries[2].Data, err)
+	}
+	if diff := cmp.Diff([]any{"ghcr.io/railyard-io/railyard:0.1.0"}, dm[0]["RepoTags"]); diff != "" {
+		t.Fatalf("manifest.json RepoTags (-want +got):\n%s", diff)
 	}
 }
 
@@ -287,8 +302,11 @@ func TestGoBuildArgsAreStaticTrimmedAndStamped(t *testing.T) {
 		"-s -w -buildid= -X github.com/railyard-io/railyard/internal/version.version=0.1.0 -X github.com/railyard-io/railyard/internal/version.revision=abc",
 		"-o", "/o/", "./cmd/a"}
 	wantEnv := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64", "GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0"}
-	if !reflect.DeepEqual(args, wantArgs) || !reflect.DeepEqual(env, wantEnv) {
-		t.Fatalf("args %q\nenv %q", args, env)
+	if diff := cmp.Diff(wantArgs, args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantEnv, env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
 	}
 	for _, bad := range []BuildOptions{
 		{Packages: []string{"./x"}, Version: "0.1 .0", Revision: "abc"},

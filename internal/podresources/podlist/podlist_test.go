@@ -3,10 +3,10 @@ package podlist
 import (
 	"context"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,8 +45,8 @@ func TestListAgainstRealGRPCServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("got %+v\nwant %+v", got, want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("List (-want +got):\n%s", diff)
 		}
 	}
 	s.SetError(status.Error(codes.Unavailable, "kubelet is busy"))
@@ -71,8 +71,11 @@ func TestDecodeMatchesProto(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := Decode(b)
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("Decode = %+v, %v", got, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Decode (-want +got):\n%s", diff)
 	}
 	if _, err := Decode(b[:len(b)-3]); err == nil {
 		t.Error("truncated message decoded")
