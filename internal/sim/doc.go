@@ -14,6 +14,17 @@
 // the policies' decision latency, and Result.Table formats the comparison
 // once for every renderer.
 //
+// Jobs of several pods (MixEntry.Pods) run on a rail-optimized fabric:
+// rail r of every node (topology.NICRails) is cabled to leaf r of its
+// scalable unit (Config.SUNodes nodes), units joined by a spine. A job is
+// placed whole or not at all: each pod on its own as above (per-pod,
+// today's scheduler and per-pod claims), or, for job-rails, every pod on
+// one rail set on its own node (OneRailSet), waiting up to Config.MaxWait
+// when the cluster has the GPUs but not on one rail set. Per policy,
+// PolicyResult.MultiPod gives the share of jobs on one rail set, the
+// share under one leaf layer, the waits and the GPUs they stranded, and
+// Result.JobTable formats it.
+//
 // All nodes share one immutable *topology.Topology (the machine model) and
 // the policies' alloc.Index of it; a node's state is only which GPUs and
 // devices are free, in pointer-free slices. Pure policies' answers are
