@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const infRow = ` #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
@@ -107,6 +109,35 @@ func TestPlanRefusesBadImagesAndResources(t *testing.T) {
 		_, _, err := run(t, "", append([]string{"plan", "--nodes", "a,b", "--tests", "perftest"}, args...)...)
 		if err == nil || !(strings.Contains(err.Error(), "not an image reference") || strings.Contains(err.Error(), "kubernetes.io domain")) {
 			t.Errorf("plan %q: err = %v, want it refused", args, err)
+		}
+	}
+}
+
+// A FIFO given as an output to parse, a report's result or a plan fails at
+// once instead of blocking (files go through internal/inputfile).
+func TestFIFOInputsFailAtOnce(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "log.txt")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"parse", fifo},
+		{"report", "--result", "rdma=" + fifo, "--out", t.TempDir()},
+		{"run", "-f", fifo},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := run(t, "", args...)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+				t.Errorf("%q: err = %v, want not a regular file (a FIFO)", args, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%q hangs on a FIFO", args)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 // maxInput bounds how much of one file is read (saved outputs are small;
@@ -107,12 +107,12 @@ func parserFor(suite string, o bench.Options) (func([]byte) bench.Result, error)
 	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu, training or iperf3", suite)
 }
 
-// readInput reads a file ("-": stdin) of at most maxInput bytes, in
-// chunks, stopping when ctx is done.
+// readInput reads a regular file (internal/inputfile; "-": stdin) of at
+// most maxInput bytes, in chunks, stopping when ctx is done.
 func readInput(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	var r io.Reader = stdin
 	if path != "-" {
-		f, err := os.Open(path)
+		f, err := inputfile.Open(path) // a regular file: a FIFO or a device fails at once
 		if err != nil {
 			return nil, err
 		}
