@@ -247,13 +247,14 @@ func TestUnprivilegedACSIsSkippedAsNeedingRoot(t *testing.T) {
 	t.Fatal("no ACS check for GPU 0000:19:00.0")
 }
 
-// FIFOs as /proc/modules and containerd's /proc/<pid>/limits fail their
-// reads at once (internal/inputfile) instead of hanging doctor, and the
-// checks say what could not be read.
+// FIFOs as /proc/modules, containerd's /proc/<pid>/limits and a bridge's
+// PCI config fail their reads at once (internal/inputfile, sysfs's
+// non-blocking reader) instead of hanging doctor, and the checks say what
+// could not be read.
 func TestFIFOHostFilesFailAtOnce(t *testing.T) {
 	e := newEnv(t)
-	for _, p := range []string{"/proc/modules", "/proc/812/limits"} {
-		full := filepath.Join(e.host, p)
+	for _, full := range []string{filepath.Join(e.host, "/proc/modules"), filepath.Join(e.host, "/proc/812/limits"),
+		filepath.Join(e.sys, "bus/pci/devices/0000:17:01.0/config")} {
 		if err := os.Remove(full); err != nil {
 			t.Fatal(err)
 		}
@@ -273,11 +274,14 @@ func TestFIFOHostFilesFailAtOnce(t *testing.T) {
 	select {
 	case r = <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatal("doctor hangs on a FIFO host file")
+		t.Fatal("doctor hangs on a FIFO input")
 	}
 	read := map[string]string{}
 	for _, c := range r.Checks {
 		read[c.ID] += strings.Join(c.Read, "\n")
+		if c.ID == "acs" && c.Subject == "GPU 0000:19:00.0 <-> 0000:18:00.0" && (c.Status != Skip || !strings.Contains(c.Summary, "cannot read the ACS control of 0000:17:01.0")) {
+			t.Errorf("acs with a FIFO config: %s %q", c.Status, c.Summary)
+		}
 	}
 	for id, want := range map[string]string{"gpudirect": "/proc/modules: open ", "memlock": "/proc/812/limits (containerd): open "} {
 		if !strings.Contains(read[id], want) || !strings.Contains(read[id], "not a regular file (a FIFO)") {

@@ -3,7 +3,6 @@ package sysfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,30 +16,21 @@ import (
 // Readers for node setup and `railyard doctor`: SR-IOV state, addresses,
 // MTUs, pkeys, PCI config space, IOMMU and kernel modules.
 
-// maxConfig is the size of a PCIe function's extended config space.
-const maxConfig = 4096
-
-// PCIConfig reads a PCI function's config space (its sysfs "config" file).
-// The kernel gives unprivileged readers only the first 64 bytes; root reads
-// 256 (conventional PCI) or 4096 (PCIe extended) bytes.
+// PCIConfig reads a PCI function's config space (its sysfs "config" file)
+// like every attribute: non-blocking, regular files only (a FIFO fails at
+// once), at most MaxAttrSize bytes, the size of a PCIe function's extended
+// config space. The kernel gives unprivileged readers only the first 64
+// bytes; root reads 256 (conventional PCI) or 4096 (PCIe extended) bytes.
 func (f FS) PCIConfig(addr string) ([]byte, error) {
 	if !pciaddr.IsCanonical(addr) {
 		return nil, fmt.Errorf("%q is not a PCI address", addr)
 	}
 	rel := filepath.Join("bus/pci/devices", addr, "config")
-	fh, err := os.Open(f.Path(rel))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w", rel, ErrNotFound)
-		}
-		return nil, err
+	b, err := readSmall(f.Path(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", rel, ErrNotFound)
 	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxConfig))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	return b, nil
+	return b, err
 }
 
 // SRIOVState is a PF's SR-IOV attributes and its VFs.
