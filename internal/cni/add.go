@@ -142,6 +142,9 @@ func (p *Plugin) claim(ctx context.Context, s *session, a Args) error {
 			return withCode(types.ErrTryAgainLater, fmt.Errorf("device %s: releasing attachment left from a previous boot: %w", s.key, err))
 		}
 		_ = p.releaseIPAM(ctx, old)
+		if err := p.removeDeviceInfo(old.DeviceInfoFile, recAttachment(old)); err != nil {
+			return err
+		}
 		return s.store.Delete(old.Key)
 	}
 	who := "container " + old.ContainerID + " interface " + old.IfName

@@ -263,7 +263,8 @@ func TestDelOfUnknownAttachmentChangesNothing(t *testing.T) {
 func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
 	w := newWorld(t)
 	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir}
-	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, nil))); err != nil {
+	oldInfo := infoFile(w.infoDir, "rdma-net", "c0", "net1")
+	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": oldInfo}))); err != nil {
 		t.Fatal(err)
 	}
 	w.ops.DeleteNetns(pod1) // the node rebooted: pods are gone
@@ -273,6 +274,10 @@ func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
 	}
 	if _, ok := w.ops.LinkIn(pod2+"x", "net1"); !ok {
 		t.Fatal("device not attached to the new pod")
+	}
+	// The stale attachment's device-info file went with its record.
+	if _, err := os.Stat(oldInfo); !os.IsNotExist(err) {
+		t.Fatalf("device-info file of the attachment from the previous boot: %v, want removed", err)
 	}
 }
 

@@ -174,8 +174,8 @@ func (w *vfWorld) assertPristine() {
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d addresses left", n)
 	}
-	if _, err := os.Stat(infoFile(w.infoDir, "vf-net", "c1", "net1")); !os.IsNotExist(err) {
-		w.t.Errorf("device-info file left (%v)", err)
+	if left, _ := filepath.Glob(filepath.Join(w.infoDir, "cni", "*")); len(left) != 0 {
+		w.t.Errorf("device-info files left: %v", left)
 	}
 }
 
