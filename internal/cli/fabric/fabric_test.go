@@ -127,14 +127,14 @@ func TestClusterNodesReadsAnnotationsFakeClientset(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad", Labels: map[string]string{"gpu": "true"},
 			Annotations: map[string]string{fabric.PortsAnnotation: "{"}}},
 	)
-	nodes, skipped, err := clusterNodes(context.Background(), cs, "")
+	_, _, err := clusterNodes(context.Background(), cs, "")
 	if err == nil || !strings.Contains(err.Error(), "node bad") {
 		t.Errorf("a garbled annotation: err = %v, want it to name the node", err)
 	}
 	if err := cs.CoreV1().Nodes().Delete(context.Background(), "bad", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodes, skipped, err = clusterNodes(context.Background(), cs, "")
+	nodes, skipped, err := clusterNodes(context.Background(), cs, "")
 	if err != nil {
 		t.Fatal(err)
 	}
