@@ -185,10 +185,13 @@ func newMultus(t *testing.T, c *framework.Cluster, dir string, nad []byte, pci s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// railyard-cni writes device-info files only where Multus names them.
+	const devInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
+	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(devInfoDir, conf.Network.Name, pod.SandboxID, "net1")) })
 	return &multusCall{
 		cni:  libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), c.CNIBinDir()}, filepath.Join(dir, "cni-cache"), nil),
 		conf: conf,
-		rt:   multustest.RuntimeConf(conf.Network.Name, "net1", pod, pci, filepath.Join(dir, "devinfo")),
+		rt:   multustest.RuntimeConf(conf.Network.Name, "net1", pod, pci, devInfoDir),
 	}
 }
 
