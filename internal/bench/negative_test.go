@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,20 @@ func TestNegativeValuesFailTheRun(t *testing.T) {
 				t.Errorf("the unchanged vector does not parse ok")
 			}
 		})
+	}
+}
+
+// bench parse --json output edited to hold a negative value reads back as
+// a failed result (bench report reads that form too).
+func TestNegativeValuesInTheJSONContract(t *testing.T) {
+	t.Parallel()
+	var r Result
+	doc := `{"tool": "ib_write_bw", "ok": true, "error": "", "summary": {"max_bw_avg_gbps": -18.7},
+		"rows": [{"bytes": 65536, "iterations": 5000, "bw_peak_gbps": null, "bw_avg_gbps": -18.7, "msg_rate_mpps": 0.03}]}`
+	if err := json.Unmarshal([]byte(doc), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || !strings.Contains(r.Error, "negative bandwidth -18.7 for 65536 bytes") {
+		t.Errorf("ok=%v error %q, want it failed", r.OK, r.Error)
 	}
 }

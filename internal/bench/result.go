@@ -189,6 +189,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := k.rows(r).unmarshal(in.Rows); err != nil {
 		return fmt.Errorf("rows: %w", err)
 	}
+	*r = checked(*r) // an edited document gets no "-18.7% of line rate" either
 	return nil
 }
 
