@@ -130,11 +130,13 @@ type Config struct {
 	Topology *topology.Topology
 	Machine  string
 	// Nodes in the cluster and pod arrivals to simulate (each placed pod
-	// also leaves, so events are up to twice Pods).
+	// also leaves, so events are up to twice Pods). Jobs are drawn until
+	// Pods pods arrived: the last job of several pods may bring a few more.
 	Nodes, Pods int
 	Seed        uint64
-	Mix         []MixEntry
-	Devices     DeviceMode
+	// Mix is the job shapes (single pods and jobs of several pods).
+	Mix     []MixEntry
+	Devices DeviceMode
 	// Load is the offered GPU load: mean busy GPUs over cluster GPUs if no
 	// pod were rejected (default 0.9).
 	Load           float64
