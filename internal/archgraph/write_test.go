@@ -25,8 +25,12 @@ func TestWriteDocReplacesTheBlockAndKeepsTheMode(t *testing.T) {
 	if diff := cmp.Diff("# A\n"+Block("new\n")+"\nrest\n", string(got)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o640 {
-		t.Errorf("mode %v, %v; want 0640", st.Mode(), err)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", st.Mode().Perm())
 	}
 }
 
