@@ -178,7 +178,7 @@ func (g Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart TB\n")
 	for _, grp := range g.Groups {
-		fmt.Fprintf(&b, "  subgraph %s[\"%s\"]\n", grp.Layer.ID, grp.Layer.Title)
+		fmt.Fprintf(&b, "  subgraph l_%s[\"%s\"]\n", grp.Layer.ID, grp.Layer.Title)
 		for _, p := range grp.Packages {
 			fmt.Fprintf(&b, "    %s[\"%s\"]\n", ids[p], label(p))
 		}
@@ -199,14 +199,12 @@ func label(p string) string {
 }
 
 // nodeIDs gives every package a mermaid node ID made of its path's letters
-// and digits ("internal/cni/config" -> "internal_cni_config"), unique
-// (a "_2" suffix and so on when two paths spell the same).
+// and digits ("internal/cni/config" -> "p_internal_cni_config"), unique
+// (a "_2" suffix and so on when two paths spell the same). Subgraphs are
+// "l_<layer ID>": the prefixes keep both apart and off mermaid's keywords.
 func nodeIDs(groups []Group) map[string]string {
 	ids := map[string]string{}
 	taken := map[string]bool{}
-	for _, grp := range groups {
-		taken[grp.Layer.ID] = true
-	}
 	for _, grp := range groups {
 		for _, p := range grp.Packages {
 			base := "p_" + strings.Map(func(r rune) rune {

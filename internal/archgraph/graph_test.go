@@ -107,12 +107,12 @@ func TestMermaid(t *testing.T) {
 		"internal/a": nil,
 	}), testLayers)
 	want := `flowchart TB
-  subgraph top["top"]
+  subgraph l_top["top"]
     p_cmd_x["cmd/x"]
     p_cmd_x_y["cmd/x-y"]
     p_cmd_x_y_2["cmd/x_y"]
   end
-  subgraph leaf["leaves"]
+  subgraph l_leaf["leaves"]
     p_internal_a["a"]
   end
   p_cmd_x --> p_internal_a

@@ -6,7 +6,7 @@ package archgraph
 // most specific pattern: an exact path wins over any "/..." pattern, and a
 // longer "/..." pattern over a shorter one.
 type Layer struct {
-	ID       string // mermaid subgraph ID
+	ID       string // mermaid subgraph ID (drawn as l_<ID>)
 	Title    string
 	Patterns []string
 }
