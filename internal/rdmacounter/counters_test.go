@@ -301,3 +301,43 @@ func TestReadKeepsWhatItCanRead(t *testing.T) {
 		t.Error("a device name with a separator was read")
 	}
 }
+
+// Whatever two readings are, a delta is never more than one wrap, a
+// counted or wrapped delta lands exactly on the new value modulo the
+// width, and a reset counts the new value.
+func FuzzRawDelta(f *testing.F) {
+	for _, s := range []struct {
+		width     uint8
+		prev, cur uint64
+	}{{16, 65530, 4}, {8, 250, 3}, {32, 5, 0}, {64, math.MaxUint64, 0}, {4, 14, 1}, {32, 1 << 33, 7}, {64, 10, 25}} {
+		f.Add(s.width, s.prev, s.cur)
+	}
+	widths := []uint{4, 8, 16, 32, 64}
+	f.Fuzz(func(t *testing.T, w uint8, prev, cur uint64) {
+		c := Counter{Width: widths[int(w)%len(widths)], Scale: 1}
+		d, ev := c.RawDelta(prev, cur)
+		switch ev {
+		case Counted:
+			if cur < prev || d != cur-prev {
+				t.Fatalf("width %d: %d -> %d counted %d", c.Width, prev, cur, d)
+			}
+		case Wrapped:
+			mask := uint64(math.MaxUint64)
+			if c.Width < 64 {
+				mask = 1<<c.Width - 1
+			}
+			if cur >= prev || d == 0 || (prev+d)&mask != cur { // prev+d wraps at 2^64 for width 64
+				t.Fatalf("width %d: %d -> %d wrapped by %d", c.Width, prev, cur, d)
+			}
+			if c.Width < 64 && d > 1<<c.Width {
+				t.Fatalf("width %d: %d -> %d wrapped by %d, more than one wrap", c.Width, prev, cur, d)
+			}
+		case Reset:
+			if cur >= prev || d != cur {
+				t.Fatalf("width %d: %d -> %d reset counting %d", c.Width, prev, cur, d)
+			}
+		default:
+			t.Fatalf("event %v", ev)
+		}
+	})
+}

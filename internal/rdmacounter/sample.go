@@ -26,14 +26,6 @@ func (s *Sample) Raw(i int) (uint64, bool) {
 	return s.values[i], s.has[i]
 }
 
-// Set records counter i's raw value; for building samples in tests and
-// from saved readings.
-func (s *Sample) Set(i int, raw uint64) {
-	if i >= 0 && i < numCounters {
-		s.values[i], s.has[i] = raw, true
-	}
-}
-
 // Index returns the index of the counter named name ("port_transmit_bytes"),
 // or -1.
 func Index(name string) int {
