@@ -207,7 +207,6 @@ func TestCnitoolUnknownFieldRejectedNamingItVeth(t *testing.T) {
 	n.assertHome(pciA)
 }
 
-
 // Two pods race for one device: exactly one gets it, the other fails with
 // try-again-later and is left with nothing.
 func TestCnitoolConcurrentAddsNeverShareDeviceVeth(t *testing.T) {
