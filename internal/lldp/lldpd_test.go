@@ -3,35 +3,22 @@ package lldp
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/lldp/lldptest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 )
 
-// leaf is a real lldpd acting as a leaf switch on one end of a veth pair
-// inside its own network namespace (Linux bridges do not forward LLDP, so
-// in the test cluster's fabric each leaf speaks LLDP itself).
-type leaf struct {
-	netns, port string
-}
-
-// startLeaf runs lldpd in a new network namespace on the peer of a new
-// veth whose host end (returned) stands in for a NIC port. It configures
-// the system name, interface-name port IDs and a 1 s transmit interval,
-// as docs/e2e.md's fabric does.
-func startLeaf(t *testing.T, sysName string) (hostPort string, l leaf) {
+// startLeaf runs lldpd as a leaf switch named sysName in a new network
+// namespace, on the peer ("swp1") of a new veth whose host end, returned,
+// stands in for a NIC port.
+func startLeaf(t *testing.T, sysName string) (hostPort, leafPort string) {
 	t.Helper()
-	netnstest.Require(t)
-	for _, bin := range []string{"lldpd", "lldpcli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs Debian's lldpd (%s; hack/install-deps.sh installs it)", bin)
-		}
-	}
+	lldptest.Require(t)
 	ns := netnstest.NewNetns(t, "lf")
 	nsName := filepath.Base(ns)
 	hostPort = netnstest.Name("h")
@@ -39,53 +26,12 @@ func startLeaf(t *testing.T, sysName string) (hostPort string, l leaf) {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostPort).Run() })
 	netnstest.IP(t, "link", "set", hostPort, "up")
 	netnstest.IP(t, "-n", nsName, "link", "set", "swp1", "up")
-
-	// lldpd creates its control socket after dropping to its own user,
-	// which cannot enter t.TempDir's 0700 directories.
-	dir, err := os.MkdirTemp("", "railyard-lldpd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock, pid := filepath.Join(dir, "lldpd.sock"), filepath.Join(dir, "lldpd.pid")
-	cmd := exec.Command("ip", "netns", "exec", nsName, "lldpd", "-d", "-u", sock, "-p", pid, "-I", "swp1", "-S", "test leaf")
-	log := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting lldpd: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("lldpd log:\n%s", log.String())
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for _, args := range [][]string{
-		{"configure", "system", "hostname", sysName},
-		{"configure", "lldp", "portidsubtype", "ifname"},
-		{"configure", "lldp", "tx-interval", "1"},
-	} {
-		for {
-			out, err := exec.Command("ip", append([]string{"netns", "exec", nsName, "lldpcli", "-u", sock}, args...)...).CombinedOutput()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("lldpcli %s: %v: %s", strings.Join(args, " "), err, out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return hostPort, leaf{netns: nsName, port: "swp1"}
+	lldptest.StartLeaf(t, nsName, "swp1", sysName)
+	return hostPort, "swp1"
 }
 
 func TestReceiveRealLLDPFromLldpd(t *testing.T) {
-	hostPort, l := startLeaf(t, "leaf-rail3")
+	hostPort, leafPort := startLeaf(t, "leaf-rail3")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// lldpd's first frames can go out before lldpcli renamed the system
@@ -97,7 +43,7 @@ func TestReceiveRealLLDPFromLldpd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Receive(%s): %v", hostPort, err)
 		}
-		if nb.SystemName == "leaf-rail3" && nb.PortID == l.port {
+		if nb.SystemName == "leaf-rail3" && nb.PortID == leafPort {
 			break
 		}
 	}

@@ -37,7 +37,7 @@ var destinations = [][]byte{
 func Receive(ctx context.Context, ifname string) (Neighbor, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return Neighbor{}, fmt.Errorf("port %s: no such netdev in this network namespace (%w)", ifname, err)
+		return Neighbor{}, fmt.Errorf("port %s: no such netdev in this network namespace", ifname)
 	}
 	if ifi.Flags&net.FlagUp == 0 {
 		return Neighbor{}, fmt.Errorf("port %s is down: LLDP needs the link up", ifname)

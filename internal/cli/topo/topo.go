@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/nccltopo"
@@ -110,6 +112,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var src Source
 	var asJSON bool
 	var bindings string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Show how the node's GPUs pair with its RDMA NICs on the PCIe fabric",
@@ -132,11 +135,18 @@ On cloud VMs that hide the PCIe tree (Azure ND-series: every GPU and NIC on
 its own PCI domain, so sysfs says NODE for every pair of a NUMA node), give the
 NCCL topology file the cloud ships for the VM size with --nccl-topo: its PCI
 nesting gives PIX/PXB/PHB and its <cpu numaid> NODE or SYS, as NCCL reads it.
-Models that have such a file (azure-ndv5) use theirs.`,
+Models that have such a file (azure-ndv5) use theirs.
+
+--neighbors WAIT listens for LLDP on every RoCE NIC port for up to WAIT and
+shows the switch and port each is cabled to, or why there is none (no
+frame: the switch sends none or the NIC's firmware consumes it; a port
+down; InfiniBand, whose neighbor comes from the subnet). Switches send LLDP
+every 30 s by default. It needs CAP_NET_RAW in the host's network namespace.`,
 		Example: `  railyard topo --machine dgx-h100
   railyard topo --machine dgx-a100 --vfs 8 --json
   railyard topo --sysfs /tmp/fake-sys
-  railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml`,
+  railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml
+  railyard topo --neighbors 35s      # which switch port each NIC is cabled to (LLDP)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if bindings != "" {
@@ -148,10 +158,19 @@ Models that have such a file (azure-ndv5) use theirs.`,
 			if err != nil {
 				return err
 			}
+			var ports []fabric.Port
+			if wait != 0 {
+				if ports, err = listenNeighbors(cmd.Context(), t, wait); err != nil {
+					return err
+				}
+			}
 			if asJSON {
-				return writeJSON(s.Out, t)
+				return writeJSON(s.Out, t, ports)
 			}
 			render(s.Out, t, from)
+			if wait != 0 {
+				writeNeighbors(s.Out, ports, wait)
+			}
 			if bindings != "" {
 				if err := binding.NewStore(bindings, binding.Options{}).WriteTable(s.Out); err != nil {
 					return err
@@ -165,6 +184,7 @@ Models that have such a file (azure-ndv5) use theirs.`,
 	}
 	src.AddFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
+	cmd.Flags().DurationVar(&wait, "neighbors", 0, "listen for LLDP on every RoCE NIC port for up to this long and show each port's switch (e.g. 35s)")
 	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
 	return cmd
 }
@@ -190,6 +210,9 @@ type jsonView struct {
 	Links    []jsonLink `json:"links"`
 	Rails    []jsonLink `json:"rails"`
 	Warnings []string   `json:"warnings"`
+	// Neighbors is only there with --neighbors: each NIC port's rail and
+	// the LLDP neighbor heard on it, or why none.
+	Neighbors []fabric.Port `json:"neighbors,omitempty"`
 }
 
 // Fields added after the first release are all omitempty, so older
@@ -229,8 +252,8 @@ type jsonLink struct {
 	Source string `json:"source,omitempty"`
 }
 
-func writeJSON(w io.Writer, t *topology.Topology) error {
-	v := jsonView{GPUs: []jsonGPU{}, NICs: []jsonNIC{}, Links: []jsonLink{}, Rails: []jsonLink{}, Warnings: []string{}}
+func writeJSON(w io.Writer, t *topology.Topology, neighbors []fabric.Port) error {
+	v := jsonView{GPUs: []jsonGPU{}, NICs: []jsonNIC{}, Links: []jsonLink{}, Rails: []jsonLink{}, Warnings: []string{}, Neighbors: neighbors}
 	for _, g := range t.GPUs {
 		v.GPUs = append(v.GPUs, jsonGPU{PCI: g.PCI, NUMA: g.NUMA, Vendor: fmt.Sprintf("0x%04x", g.Vendor), Device: fmt.Sprintf("0x%04x", g.Device)})
 	}
