@@ -7,8 +7,12 @@
 // wrapping is a device reset or driver reload, counted from zero, never a
 // negative rate).
 //
+// Devices lists the node's RDMA devices to read (PFs and VFs with their
+// rails) and who holds each (Owner, JobName), from the topology and the
+// caller's map; nothing here asks Kubernetes.
+//
 // Totals turns successive samples into monotonic counters, which the
 // exporter (internal/rdmastats) publishes; Rates gives per-second rates
-// between two samples, for a live view. Nothing here writes or logs; the
-// only input is the sysfs tree.
+// between two samples, for a live view. Nothing here writes or logs; it reads
+// only the sysfs tree.
 package rdmacounter

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/rdmacounter"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -26,19 +27,19 @@ func BenchmarkScrape2048VFs(b *testing.B) {
 		b.Fatal(err)
 	}
 	root, topo := node(b, d, 128, fakesysfs.MLX5)
-	owners := map[string]Owner{}
+	owners := map[string]rdmacounter.Owner{}
 	vfs := 0
-	for _, dev := range Devices(topo, nil) {
-		if dev.Kind == KindVF {
+	for _, dev := range rdmacounter.Devices(topo, nil) {
+		if dev.Kind == rdmacounter.KindVF {
 			vfs++
-			owners[dev.PCI] = Owner{Namespace: "team-a", Pod: fmt.Sprintf("train-worker-%d", vfs), Container: "trainer", Job: "train"}
+			owners[dev.PCI] = rdmacounter.Owner{Namespace: "team-a", Pod: fmt.Sprintf("train-worker-%d", vfs), Container: "trainer", Job: "train"}
 		}
 	}
 	if vfs != 2048 {
 		b.Fatalf("%d VFs, want 2048", vfs)
 	}
-	devs := Devices(topo, owners)
-	c := New(sysfs.New(root), "gpu-node-17", func() []Device { return devs })
+	devs := rdmacounter.Devices(topo, owners)
+	c := New(sysfs.New(root), "gpu-node-17", func() []rdmacounter.Device { return devs })
 	text := scrape(b, c)            // the first scrape starts the totals
 	reg := prometheus.NewRegistry() // as the agent's
 	reg.MustRegister(c)

@@ -24,7 +24,7 @@ var labels = []string{"node", "nic", "port", "rail", "pci", "kind", "namespace",
 type Collector struct {
 	fs      sysfs.FS
 	node    string
-	devices func() []Device
+	devices func() []rdmacounter.Device
 
 	counters []rdmacounter.Counter
 	descs    []*prometheus.Desc
@@ -44,7 +44,7 @@ type portKey struct {
 var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns the collector of node's RDMA counters read from fs.
-func New(fs sysfs.FS, node string, devices func() []Device) *Collector {
+func New(fs sysfs.FS, node string, devices func() []rdmacounter.Device) *Collector {
 	c := &Collector{fs: fs, node: node, devices: devices, counters: rdmacounter.Counters(), totals: map[portKey]*rdmacounter.Totals{}}
 	for _, k := range c.counters {
 		c.descs = append(c.descs, prometheus.NewDesc(MetricName(k), k.Help, labels, nil))
@@ -72,7 +72,7 @@ const readers = 8
 
 // portRead is one port to read at a scrape and what was read.
 type portRead struct {
-	dev  *Device
+	dev  *rdmacounter.Device
 	port int
 	s    rdmacounter.Sample
 	err  error
@@ -134,7 +134,7 @@ func (c *Collector) read(reads []portRead) {
 					return
 				}
 				r := &reads[i]
-				r.s, r.err = rdmacounter.Read(c.fs, r.dev.RDMA, r.port, r.dev.Kind == KindPF, now)
+				r.s, r.err = rdmacounter.Read(c.fs, r.dev.RDMA, r.port, r.dev.Kind == rdmacounter.KindPF, now)
 			}
 		})
 	}
@@ -143,7 +143,7 @@ func (c *Collector) read(reads []portRead) {
 
 // emit sends the port's counters that the sample has; false when its
 // labels are not valid (a device name that is not UTF-8).
-func (c *Collector) emit(ch chan<- prometheus.Metric, d *Device, port int, s *rdmacounter.Sample, tot *rdmacounter.Totals) bool {
+func (c *Collector) emit(ch chan<- prometheus.Metric, d *rdmacounter.Device, port int, s *rdmacounter.Sample, tot *rdmacounter.Totals) bool {
 	rail := ""
 	if d.Rail >= 0 {
 		rail = strconv.Itoa(d.Rail)

@@ -14,6 +14,7 @@ import (
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/machine"
+	"github.com/railyard-io/railyard/internal/rdmacounter"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -34,7 +35,7 @@ func node(tb testing.TB, d *machine.Description, vfs int, drv fakesysfs.CounterD
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, dev := range Devices(t, nil) {
+	for _, dev := range rdmacounter.Devices(t, nil) {
 		if err := fakesysfs.WriteCounters(root, dev.RDMA, drv); err != nil {
 			tb.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func count(tb testing.TB, c prometheus.Collector, metric string) int {
 	return n
 }
 
-var trainer = Owner{Namespace: "ml", Pod: "llama-worker-3", Container: "trainer", Job: "llama"}
+var trainer = rdmacounter.Owner{Namespace: "ml", Pod: "llama-worker-3", Container: "trainer", Job: "llama"}
 
 // The small node with one VF per PF, the first PF's VF held by a pod:
 // every port's counters, moved by the fake's writer, are exported with
@@ -108,7 +109,9 @@ var trainer = Owner{Namespace: "ml", Pod: "llama-worker-3", Container: "trainer"
 func TestCollectorExportsCountersWithOwners(t *testing.T) {
 	t.Parallel()
 	root, topo := smallNode(t, 1, fakesysfs.MLX5)
-	c := New(sysfs.New(root), "node-a", func() []Device { return Devices(topo, map[string]Owner{"0000:18:00.1": trainer}) })
+	c := New(sysfs.New(root), "node-a", func() []rdmacounter.Device {
+		return rdmacounter.Devices(topo, map[string]rdmacounter.Owner{"0000:18:00.1": trainer})
+	})
 	advance(t, root, "mlx5_3", fakesysfs.MLX5, map[string]uint64{"counters/port_xmit_data": 1000, "hw_counters/np_cnp_sent": 5})
 	advance(t, root, "mlx5_0", fakesysfs.MLX5, map[string]uint64{"counters/symbol_error": 3, "counters/port_xmit_data": 25})
 
@@ -173,7 +176,7 @@ func value(t *testing.T, c *Collector, metric, nic string) float64 {
 func TestCollectorCountsThroughWrapAndReset(t *testing.T) {
 	t.Parallel()
 	root, topo := smallNode(t, 0, fakesysfs.PMALegacy)
-	c := New(sysfs.New(root), "n", func() []Device { return Devices(topo, nil) })
+	c := New(sysfs.New(root), "n", func() []rdmacounter.Device { return rdmacounter.Devices(topo, nil) })
 	const metric = "railyard_rdma_port_transmit_bytes_total"
 	if err := fakesysfs.SetCounter(root, "mlx5_0", 1, "counters/port_xmit_data", 1<<32-100); err != nil {
 		t.Fatal(err)
@@ -198,9 +201,9 @@ func TestCollectorCountsThroughWrapAndReset(t *testing.T) {
 func TestCollectorForgetsGoneDevicesAndBadLabels(t *testing.T) {
 	t.Parallel()
 	root, topo := smallNode(t, 1, fakesysfs.MLX5)
-	all := Devices(topo, nil)
+	all := rdmacounter.Devices(topo, nil)
 	devs := all
-	c := New(sysfs.New(root), "n", func() []Device { return devs })
+	c := New(sysfs.New(root), "n", func() []rdmacounter.Device { return devs })
 	if n := count(t, c, "railyard_rdma_port_transmit_bytes_total"); n != 6 {
 		t.Fatalf("%d series for 6 devices", n)
 	}
@@ -212,8 +215,8 @@ func TestCollectorForgetsGoneDevicesAndBadLabels(t *testing.T) {
 		t.Errorf("%d ports' totals kept, want 2", len(c.totals))
 	}
 	bad := all[0]
-	bad.Owner = Owner{Namespace: "ns\xff", Pod: "p"}
-	devs = []Device{bad, all[1], all[1]} // invalid UTF-8, and a device listed twice
+	bad.Owner = rdmacounter.Owner{Namespace: "ns\xff", Pod: "p"}
+	devs = []rdmacounter.Device{bad, all[1], all[1]} // invalid UTF-8, and a device listed twice
 	if n := count(t, c, "railyard_rdma_port_transmit_bytes_total"); n != 1 {
 		t.Errorf("%d series, want 1 (the bad one left out, the twice-listed one once)", n)
 	}
@@ -231,39 +234,18 @@ func TestCollectorCardinalityIsBoundedByTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	root, topo := node(t, d, 4, fakesysfs.MLX5)
-	owners := map[string]Owner{}
-	for _, dev := range Devices(topo, nil) {
-		if dev.Kind == KindVF {
-			owners[dev.PCI] = Owner{Namespace: "ns", Pod: "pod-" + dev.PCI, Container: "c", Job: "j"}
+	owners := map[string]rdmacounter.Owner{}
+	for _, dev := range rdmacounter.Devices(topo, nil) {
+		if dev.Kind == rdmacounter.KindVF {
+			owners[dev.PCI] = rdmacounter.Owner{Namespace: "ns", Pod: "pod-" + dev.PCI, Container: "c", Job: "j"}
 		}
 	}
-	free := count(t, New(sysfs.New(root), "n", func() []Device { return Devices(topo, nil) }), "")
-	held := count(t, New(sysfs.New(root), "n", func() []Device { return Devices(topo, owners) }), "")
+	free := count(t, New(sysfs.New(root), "n", func() []rdmacounter.Device { return rdmacounter.Devices(topo, nil) }), "")
+	held := count(t, New(sysfs.New(root), "n", func() []rdmacounter.Device { return rdmacounter.Devices(topo, owners) }), "")
 	// 16 PFs x (13 PMA + 15 mlx5 hw counters) + 64 VFs x (6 PMA + 15),
 	// and the error gauge.
 	want := 16*28 + 64*21 + 1
 	if free != want || held != want {
 		t.Errorf("series: %d free, %d held by 64 pods; want %d both", free, held, want)
-	}
-}
-
-func TestJobName(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name       string
-		labels     map[string]string
-		controller string
-		want       string
-	}{
-		{"JobSet pod: the JobSet, not its child Job", map[string]string{"jobset.sigs.k8s.io/jobset-name": "llama", "batch.kubernetes.io/job-name": "llama-workers-0"}, "llama-workers-0", "llama"},
-		{"PyTorchJob or MPIJob worker", map[string]string{"training.kubeflow.org/job-name": "bert"}, "bert", "bert"},
-		{"batch Job", map[string]string{"batch.kubernetes.io/job-name": "nccl-test"}, "nccl-test", "nccl-test"},
-		{"old batch Job", map[string]string{"job-name": "old"}, "old", "old"},
-		{"StatefulSet: its controller", map[string]string{"app": "x"}, "trainer-sts", "trainer-sts"},
-		{"bare pod", nil, "", ""},
-	} {
-		if got := JobName(c.labels, c.controller); got != c.want {
-			t.Errorf("%s: JobName = %q, want %q", c.name, got, c.want)
-		}
 	}
 }

@@ -5,9 +5,9 @@
 // PCI address and kind (pf or vf), and, for a device a container holds,
 // its namespace, pod, container and job (job_name).
 //
-// The caller says which devices exist and who holds them (Devices builds
-// the list from the topology and a map from PCI address to Owner; JobName
-// picks a pod's job). The collector keeps, per port, monotonic totals
+// The caller says which devices exist and who holds them
+// (rdmacounter.Devices builds the list from the topology and a map from
+// PCI address to Owner; rdmacounter.JobName picks a pod's job). The collector keeps, per port, monotonic totals
 // across counter wraps and device resets (rdmacounter.Totals), so
 // Prometheus's rate() is right for 32-bit counters too.
 //

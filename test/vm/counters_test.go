@@ -89,9 +89,9 @@ func TestCountersMoveWithIBWriteBWRealRDMA(t *testing.T) {
 	}
 	t.Logf("%s hw_counters: %v", dev, names)
 
-	owner := rdmastats.Owner{Namespace: "ml", Pod: "bw-0", Container: "perftest", Job: "bw"}
-	c := rdmastats.New(fs, "vm", func() []rdmastats.Device {
-		return []rdmastats.Device{{RDMA: dev, Ports: []int{1}, Kind: rdmastats.KindPF, Rail: 0, Owner: owner}}
+	owner := rdmacounter.Owner{Namespace: "ml", Pod: "bw-0", Container: "perftest", Job: "bw"}
+	c := rdmastats.New(fs, "vm", func() []rdmacounter.Device {
+		return []rdmacounter.Device{{RDMA: dev, Ports: []int{1}, Kind: rdmacounter.KindPF, Rail: 0, Owner: owner}}
 	})
 	const metric = "railyard_rdma_sent_packets_total"
 	exported0, _ := scrapeValue(t, c, metric, dev)

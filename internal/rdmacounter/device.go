@@ -1,10 +1,10 @@
-package rdmastats
+package rdmacounter
 
 import (
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
-// Kinds of PCI function, the kind label.
+// Kinds of PCI function.
 const (
 	KindPF = "pf"
 	KindVF = "vf"
@@ -16,7 +16,7 @@ type Owner struct {
 	Namespace, Pod, Container, Job string
 }
 
-// Device is one RDMA device whose ports the collector reports.
+// Device is one RDMA device whose ports are read, and who holds it.
 type Device struct {
 	RDMA  string // "mlx5_3"
 	Ports []int  // port numbers, from 1
