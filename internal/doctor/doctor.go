@@ -48,7 +48,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	n := &node{opt: opt, fs: sysfs.New(opt.SysfsRoot), topo: topo}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
-		n.devices, n.policyPFs, n.pairs, n.ports, n.linkLayers, n.roceGIDs, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
+		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
 		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
 	} {
 		r.Checks = append(r.Checks, check(ctx)...)

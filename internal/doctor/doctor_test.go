@@ -112,7 +112,7 @@ func TestReadyNodePassesEveryCheck(t *testing.T) {
 			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
 		}
 	}
-	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
@@ -185,6 +185,23 @@ func TestEachFailureIsReported(t *testing.T) {
 		"policy PF unknown netdev": {func(e *env) {
 			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{Netdev: "ens99np0", NumVFs: 2})
 		}, "policy-pf", Fail, "no RDMA NIC has netdev ens99np0", "netdev"},
+		// The most common silent bandwidth loss: a card trained below
+		// its capability, or a switch port on the way.
+		"NIC at x8": {func(e *env) {
+			_ = fakesysfs.SetPCIeLink(e.sys, "0000:2a:00.0", fakesysfs.Link{Speed: 16, MaxSpeed: 16, Width: 8, MaxWidth: 16})
+		}, "pcie-link", Fail, "0000:2a:00.0 at 16 GT/s x8 (of 16 GT/s x16)", "lspci -vv -s 0000:2a:00.0"},
+		"NIC at Gen3": {func(e *env) {
+			_ = fakesysfs.SetPCIeLink(e.sys, "0000:3b:00.0", fakesysfs.Link{Speed: 8, MaxSpeed: 16, Width: 16, MaxWidth: 16})
+		}, "pcie-link", Fail, "0000:3b:00.0 at 8 GT/s x16 (of 16 GT/s x16)", "reseat the card"},
+		"switch uplink at x4": {func(e *env) {
+			_ = fakesysfs.SetPCIeLink(e.sys, "0000:16:00.0", fakesysfs.Link{Speed: 16, MaxSpeed: 16, Width: 4, MaxWidth: 16})
+		}, "pcie-link", Fail, "bridge 0000:16:00.0 at 16 GT/s x4 (of 16 GT/s x16)", "lspci -vv -s 0000:16:00.0"},
+		// A GPU drops its link speed when idle: a warning to check under
+		// load, not a failure.
+		"GPU idle at Gen1": {func(e *env) {
+			_ = fakesysfs.SetPCIeLink(e.sys, "0000:19:00.0", fakesysfs.Link{Speed: 2.5, MaxSpeed: 16, Width: 16, MaxWidth: 16})
+			_ = fakesysfs.SetPCIeLink(e.sys, "0000:17:00.0", fakesysfs.Link{Speed: 2.5, MaxSpeed: 16, Width: 16, MaxWidth: 16})
+		}, "pcie-link", Warn, "0000:19:00.0 at 2.5 GT/s x16 (of 16 GT/s x16); bridge 0000:17:00.0 at 2.5 GT/s", "nvidia-smi -q -d PCIE"},
 		"IOMMU translating": {func(e *env) {
 			for _, g := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"} {
 				_ = os.WriteFile(filepath.Join(e.sys, "kernel/iommu_groups", g, "type"), []byte("DMA-FQ\n"), 0o644)
@@ -216,6 +233,43 @@ func TestEachFailureIsReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A degraded link is named with the slot the platform registers for it.
+func TestDegradedLinkNamesItsSlot(t *testing.T) {
+	e := newEnv(t)
+	if err := fakesysfs.SetPCIeLink(e.sys, "0000:2a:00.0", fakesysfs.Link{Speed: 16, MaxSpeed: 16, Width: 8, MaxWidth: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakesysfs.AddPCISlot(e.sys, "7", "0000:2a:00"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range e.run().Checks {
+		if c.ID == "pcie-link" && c.Status != OK {
+			if !strings.Contains(c.Summary, "0000:2a:00.0 in slot 7 at 16 GT/s x8") || c.Subject != "mlx5_1 (0000:2a:00.0)" {
+				t.Errorf("%s %s: %s", c.Subject, c.Status, c.Summary)
+			}
+			return
+		}
+	}
+	t.Fatal("no pcie-link check left ok")
+}
+
+// A link whose attributes cannot be read is skipped, never ok.
+func TestUnreadablePCIeLinkIsSkipped(t *testing.T) {
+	e := newEnv(t)
+	if err := os.Remove(filepath.Join(e.sys, "bus/pci/devices/0000:19:00.0/max_link_width")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range e.run().Checks {
+		if c.ID == "pcie-link" && c.Subject == "GPU 0000:19:00.0" {
+			if c.Status != Skip || !strings.Contains(c.Summary, "max_link_width") {
+				t.Errorf("%s: %s", c.Status, c.Summary)
+			}
+			return
+		}
+	}
+	t.Fatal("no pcie-link check for GPU 0000:19:00.0")
 }
 
 func vfRDMA(e *env, index int) string {

@@ -142,6 +142,9 @@ func (g *generator) node(n *machine.Node, parentDir string, numa int) error {
 	}); err != nil {
 		return err
 	}
+	if err := writeLink(g.root, dir, defaultLink); err != nil {
+		return err
+	}
 	if n.Kind == machine.KindNIC {
 		if err := g.nic(n, dir); err != nil {
 			return err
