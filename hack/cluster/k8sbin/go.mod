@@ -1,6 +1,6 @@
 // Separate helper module that builds the Kubernetes binaries used by the
-// end-to-end suite (kube-apiserver, kube-scheduler, kubelet, kubectl) from the
-// Go module proxy. It is NOT part of the railyard module: `go test ./...` at
+// end-to-end suites (kube-apiserver, kube-scheduler, kube-controller-manager,
+// kubelet, kubectl) from the Go module proxy. It is NOT part of the railyard module: `go test ./...` at
 // the repository root does not descend into it. See docs/e2e.md.
 module github.com/railyard-io/railyard/hack/cluster/k8sbin
 

@@ -33,6 +33,9 @@ type containerdPaths struct {
 	BinDir string
 	// CDIDir is where the CRI plugin reads CDI specs (BinDir set only).
 	CDIDir string
+	// Enter prefixes containerd's command (nsenter into a node's
+	// namespaces); ctr still runs on the host, through the socket.
+	Enter []string
 }
 
 // bin is the path of a containerd command: in BinDir, else from PATH.
@@ -143,7 +146,8 @@ func startContainerd(ctx context.Context, p containerdPaths, logPath string) (*P
 			return nil, fmt.Errorf("containerd CDI directory: %w", err)
 		}
 	}
-	proc, err := startProcess("containerd", p.bin("containerd"), []string{"--config", p.Config, "--log-level", "info"}, env, logPath)
+	path, args := entered(p.Enter, p.bin("containerd"), []string{"--config", p.Config, "--log-level", "info"})
+	proc, err := startProcess("containerd", path, args, env, logPath)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,13 +75,28 @@ type apiserverOptions struct {
 	EtcdPort   int
 	SecurePort int
 	LogPath    string
+	// BindAddress is where it listens and what it advertises (default
+	// 127.0.0.1); a multi-node cluster uses its bridge address, which the
+	// nodes' network namespaces reach.
+	BindAddress string
+	// ServiceAccountAdmission turns the ServiceAccount admission plugin on
+	// (needs the controller manager's token and service account
+	// controllers); the single-node cluster, without them, turns it off.
+	ServiceAccountAdmission bool
 }
 
 func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
+	if o.BindAddress == "" {
+		o.BindAddress = "127.0.0.1"
+	}
+	admission := []string{"--disable-admission-plugins", "ServiceAccount"}
+	if o.ServiceAccountAdmission {
+		admission = []string{"--enable-admission-plugins", "ServiceAccount"}
+	}
 	args := []string{
 		"--etcd-servers", "http://127.0.0.1:" + strconv.Itoa(o.EtcdPort),
-		"--bind-address", "127.0.0.1",
-		"--advertise-address", "127.0.0.1",
+		"--bind-address", o.BindAddress,
+		"--advertise-address", o.BindAddress,
 		"--secure-port", strconv.Itoa(o.SecurePort),
 		"--tls-cert-file", o.PKI.CertFile,
 		"--tls-private-key-file", o.PKI.KeyFile,
@@ -91,7 +107,7 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 		"--service-account-key-file", o.PKI.SAPubFile,
 		"--service-account-signing-key-file", o.PKI.SAKeyFile,
 		"--service-cluster-ip-range", "10.0.0.0/24",
-		"--disable-admission-plugins", "ServiceAccount",
+		admission[0], admission[1],
 		"--allow-privileged=true",
 		// The node's hostname is not resolvable: reach the kubelet by IP.
 		"--kubelet-preferred-address-types", "InternalIP",
@@ -109,7 +125,7 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", o.SecurePort)
+	url := fmt.Sprintf("https://%s:%d/readyz", o.BindAddress, o.SecurePort)
 	err = proc.waitFor(wctx, "kube-apiserver ready", 200*time.Millisecond, func(ctx context.Context) error {
 		return httpOKWithToken(ctx, hc, url, o.PKI.AdminToken)
 	})
@@ -183,4 +199,58 @@ func httpOKWithToken(ctx context.Context, hc *http.Client, url, token string) er
 		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 	}
 	return nil
+}
+
+// controllers are the kube-controller-manager controllers a multi-node
+// cluster runs: what a chart install, a Deployment, namespace deletion,
+// service account tokens (the ServiceAccount admission plugin needs the
+// account and kube-root-ca.crt in every namespace) and ResourceClaims made
+// from templates need. The node lifecycle controller is left out: on two
+// loaded cores it would mark a slow node NotReady and evict its pods.
+var controllers = []string{
+	"daemonset-controller",
+	"replicaset-controller",
+	"deployment-controller",
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
+	"resourceclaim-controller",
+}
+
+func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string) (*Process, error) {
+	args := []string{
+		"--kubeconfig", kubeconfig,
+		"--authentication-kubeconfig", kubeconfig,
+		"--authorization-kubeconfig", kubeconfig,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(port),
+		"--leader-elect=false",
+		"--controllers", strings.Join(controllers, ","),
+		"--service-account-private-key-file", p.SAKeyFile,
+		"--root-ca-file", p.CAFile,
+		"--use-service-account-credentials=false",
+		"--concurrent-gc-syncs", "5",
+		"--v=1",
+	}
+	proc, err := startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), args, nil, logPath)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		// Like the scheduler, it serves a self-signed certificate.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local health probe only
+	}}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
+	err = proc.waitFor(wctx, "kube-controller-manager healthy", 200*time.Millisecond, func(ctx context.Context) error {
+		return httpOK(ctx, hc, url)
+	})
+	if err != nil {
+		_ = proc.Kill()
+		return nil, err
+	}
+	return proc, nil
 }

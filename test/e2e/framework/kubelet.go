@@ -24,6 +24,22 @@ type kubeletOptions struct {
 	CgroupRoot      string // e.g. /railyard-e2e-abc; must exist in every hierarchy
 	VolumePluginDir string
 	LogPath         string
+	// HealthzAddress is where /healthz listens (default 127.0.0.1); a
+	// kubelet in a node's network namespace serves it on its node IP.
+	HealthzAddress string
+	// Enter prefixes the command (nsenter into a node's namespaces).
+	Enter []string
+	// Labels are --node-labels; Extra is appended to the configuration
+	// (registerWithTaints, for example).
+	Labels string
+	Extra  string
+}
+
+func (o kubeletOptions) healthzAddress() string {
+	if o.HealthzAddress == "" {
+		return "127.0.0.1"
+	}
+	return o.HealthzAddress
 }
 
 func (o kubeletOptions) configPath() string { return filepath.Join(o.RootDir, "kubelet-config.yaml") }
@@ -41,7 +57,7 @@ imageServiceEndpoint: unix://%[2]s
 address: %[3]s
 port: %[4]d
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
+healthzBindAddress: %[7]s
 healthzPort: %[5]d
 authentication:
   anonymous:
@@ -64,7 +80,7 @@ resolvConf: ""
 volumePluginDir: %[6]q
 serializeImagePulls: false
 registerNode: true
-`, o.CgroupRoot, o.RuntimeSocket, o.NodeIP, o.Port, o.HealthzPort, o.VolumePluginDir)
+`, o.CgroupRoot, o.RuntimeSocket, o.NodeIP, o.Port, o.HealthzPort, o.VolumePluginDir, o.healthzAddress()) + o.Extra
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
 	}
@@ -75,7 +91,11 @@ registerNode: true
 }
 
 func (o kubeletOptions) args() []string {
-	return []string{
+	var labels []string
+	if o.Labels != "" {
+		labels = []string{"--node-labels", o.Labels}
+	}
+	return append([]string{
 		"--config", o.configPath(),
 		"--kubeconfig", o.Kubeconfig,
 		"--root-dir", o.RootDir,
@@ -84,7 +104,7 @@ func (o kubeletOptions) args() []string {
 		"--hostname-override", o.NodeName,
 		"--node-ip", o.NodeIP,
 		"--v=2",
-	}
+	}, labels...)
 }
 
 // startKubelet starts the kubelet and waits for its healthz endpoint.
@@ -92,14 +112,15 @@ func startKubelet(ctx context.Context, o kubeletOptions) (*Process, error) {
 	if err := o.writeConfig(); err != nil {
 		return nil, err
 	}
-	proc, err := startProcess("kubelet", filepath.Join(o.BinDir, "kubelet"), o.args(), nil, o.LogPath)
+	path, args := entered(o.Enter, filepath.Join(o.BinDir, "kubelet"), o.args())
+	proc, err := startProcess("kubelet", path, args, nil, o.LogPath)
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	hc := &http.Client{Timeout: 2 * time.Second}
-	url := "http://127.0.0.1:" + strconv.Itoa(o.HealthzPort) + "/healthz"
+	url := "http://" + o.healthzAddress() + ":" + strconv.Itoa(o.HealthzPort) + "/healthz"
 	err = proc.waitFor(wctx, "kubelet healthy", 200*time.Millisecond, func(ctx context.Context) error {
 		return httpOK(ctx, hc, url)
 	})
@@ -108,4 +129,13 @@ func startKubelet(ctx context.Context, o kubeletOptions) (*Process, error) {
 		return nil, err
 	}
 	return proc, nil
+}
+
+// entered returns the command line that runs path with args, inside the
+// namespaces enter names (nsenter ... --) when it is not empty.
+func entered(enter []string, path string, args []string) (string, []string) {
+	if len(enter) == 0 {
+		return path, args
+	}
+	return enter[0], append(append(append([]string{}, enter[1:]...), path), args...)
 }

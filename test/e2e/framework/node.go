@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // permanent marks an error that ends polling at once.
@@ -83,8 +84,12 @@ func (c *Cluster) WaitForNodeReady(ctx context.Context) error {
 // removeNotReadyTaint removes node.kubernetes.io/not-ready, which nothing
 // else removes without a controller manager.
 func (c *Cluster) removeNotReadyTaint(ctx context.Context) error {
-	return poll(ctx, 200*time.Millisecond, "remove not-ready taint", func(ctx context.Context) (bool, error) {
-		n, err := c.Node(ctx)
+	return removeNotReadyTaint(ctx, c.Client, c.NodeName)
+}
+
+func removeNotReadyTaint(ctx context.Context, client kubernetes.Interface, node string) error {
+	return poll(ctx, 200*time.Millisecond, "remove not-ready taint of "+node, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -104,7 +109,7 @@ func (c *Cluster) removeNotReadyTaint(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		_, err = c.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return false, err // re-check on the next round
 	})
 }

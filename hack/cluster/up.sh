@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Starts the multi-node test cluster in DIR (docs/e2e.md): a control plane on
+# the host (etcd, kube-apiserver, kube-scheduler, kube-controller-manager), a
+# control-plane node and N GPU nodes, each a kubelet and a containerd in
+# mount, network and PID namespaces of its own, each GPU node with a fake
+# machine (sysfs tree, RDMA device nodes, its NICs as veths), and a rail
+# fabric (one leaf bridge per rail in a fabric namespace; spine off).
+#
+#   hack/cluster/up.sh DIR [--nodes N] [--machines dgx-h100,dgx-a100] [--spine]
+#   source DIR/env      # KUBECONFIG, KUBECTL, TEST_IMAGE, RAILYARD_VALUES
+#   hack/cluster/down.sh DIR
+#
+# It builds what it needs (cached: seconds when warm), imports Railyard's
+# image (make images, or RAILYARD_CLUSTER_IMAGE) into every node and writes
+# DIR/railyard-values.yaml.
+# The cluster is served by DIR/bin/railyard-cluster in the background (log:
+# DIR/logs/cluster.log) until down.sh. Needs root.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
+  echo "usage: $0 DIR [--nodes N] [--machines M1,M2] [--spine]" >&2
+  exit 2
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "up: needs root (it starts kubelets, containerds, namespaces and a bridge)" >&2
+  exit 1
+fi
+mkdir -p "$1"
+dir="$(cd "$1" && pwd)"
+shift
+t0=$(date +%s)
+cd "$repo"
+
+step() {
+  local name="$1"; shift
+  local t; t=$(date +%s)
+  "$@"
+  echo "up: $name took $(( $(date +%s) - t ))s"
+}
+step "debian packages" hack/cluster/install-packages.sh
+step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
+step "containerd v2" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
+step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
+version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)"
+arch="$(go env GOARCH)"
+# RAILYARD_CLUSTER_IMAGE: an image archive built already (its tag must be
+# the chart's appVersion); otherwise make images builds one.
+image="${RAILYARD_CLUSTER_IMAGE:-}"
+if [ -z "$image" ]; then
+  step "railyard image (make images)" make -s images VERSION="$version"
+  image="$repo/_output/images/railyard-$version-$arch.tar"
+fi
+[ -f "$image" ] || { echo "up: image archive $image missing" >&2; exit 1; }
+step "railyard-cluster" go build -tags e2e -o "$dir/bin/railyard-cluster" ./hack/cluster/railyard-cluster
+
+mkdir -p "$dir/logs"
+rm -f "$dir/ready"
+# setsid: the server outlives this script and ignores the terminal's ^C.
+# It keeps none of this script's other descriptors: a caller's flock(1)
+# lock, say, would otherwise stay held for the cluster's whole life.
+(
+  for fd in /proc/$BASHPID/fd/*; do
+    fd="${fd##*/}"
+    if [ "$fd" -gt 2 ] && [ "$fd" != 255 ]; then eval "exec $fd>&-"; fi
+  done
+  exec setsid "$dir/bin/railyard-cluster" up "$dir" \
+    --k8s-bin "$repo/_output/k8s/bin" --cni-bin "$repo/_output/k8s/cni" \
+    --containerd-bin "$repo/_output/containerd/bin" \
+    --image "$image" --image-tag "$version" "$@"
+) >"$dir/logs/cluster.log" 2>&1 </dev/null &
+server=$!
+tail -n +1 -F --pid=$$ "$dir/logs/cluster.log" 2>/dev/null | sed -u "s/^/up: /" &
+tailer=$!
+trap 'kill $tailer 2>/dev/null || true' EXIT
+while [ ! -f "$dir/ready" ]; do
+  if ! kill -0 "$server" 2>/dev/null; then
+    sleep 0.5
+    echo "up: the cluster failed to start (log: $dir/logs/cluster.log, components: $dir/logs/)" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+sleep 0.3
+echo "up: cluster up in $(( $(date +%s) - t0 ))s; source $dir/env (down: hack/cluster/down.sh $dir)"
