@@ -73,13 +73,18 @@ type Thresholds struct {
 	// MinTrainingGain: RDMA training throughput must beat TCP's by this
 	// factor at the largest size both ran. Default 1.10.
 	MinTrainingGain float64
+	// MaxLatencyFactor: osu_latency's small-message latency passes up to
+	// this many times the fabric's expected latency (ExpectedLatencies).
+	// Default 2.
+	MaxLatencyFactor float64
 }
 
 // DefaultThresholds returns the defaults documented on Thresholds.
 func DefaultThresholds() Thresholds {
 	return Thresholds{LineRateFraction: defaultLineRateFr, PodTolerance: defaultPodTol,
 		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes,
-		MinScalingEfficiency: defaultMinScalingEff, MinTrainingGain: defaultMinTrainingGain}
+		MinScalingEfficiency: defaultMinScalingEff, MinTrainingGain: defaultMinTrainingGain,
+		MaxLatencyFactor: defaultMaxLatencyFact}
 }
 
 // Roles name the scenarios the comparisons use.
@@ -100,8 +105,14 @@ type JudgeInput struct {
 	// GPUsPerNode sizes training runs whose log does not state its GPU
 	// count (nodes x GPUsPerNode); 0: unknown.
 	GPUsPerNode int
-	Thresholds  Thresholds
-	Roles       Roles
+	// LinkType is the fabric's link layer, "IB" or "Ethernet" (from the
+	// topology or the profile); "" takes it from the results when they
+	// state it. osu_latency is judged against its expected latency.
+	LinkType   string
+	Thresholds Thresholds
+	Roles      Roles
+	// GPUDirect names the classes of the gpudirect-near and -far NICs.
+	GPUDirect GPUDirectClasses
 }
 
 // Verdict is the outcome of one check with its reason.
@@ -174,6 +185,17 @@ func (in *JudgeInput) defaults() {
 	if !(t.MinTrainingGain > 0) || math.IsInf(t.MinTrainingGain, 0) {
 		t.MinTrainingGain = d.MinTrainingGain
 	}
+	if !(t.MaxLatencyFactor > 0) || math.IsInf(t.MaxLatencyFactor, 0) {
+		t.MaxLatencyFactor = d.MaxLatencyFactor
+	}
+	if in.LinkType == "" {
+		for _, l := range in.Results {
+			if lt := normLinkType(l.Result.Info.LinkType); lt != "" {
+				in.LinkType = lt
+				break
+			}
+		}
+	}
 	dr := DefaultRoles()
 	r := &in.Roles
 	for _, p := range []struct {
@@ -205,6 +227,7 @@ func Judge(in JudgeInput) []Verdict {
 	}
 	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
+	out = append(out, judgeGPUDirect(in)...)
 	out = append(out, judgeScaling(in)...)
 	for i := range out {
 		// A ratio of extreme but finite inputs (a speed-up over a TCP run
@@ -285,6 +308,9 @@ func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
 	case l.Scenario == in.Roles.TCP:
 		v.Status = StatusInfo
 		v.Reason += "; TCP scenario, not expected to reach line rate"
+	case l.Scenario == ScenarioGPUDirectFar:
+		v.Status = StatusInfo
+		v.Reason += "; the far NIC of the GPUDirect pair, slow on purpose: judged in the gpudirect-alignment check"
 	case capFrac > 0 && frac > capFrac*overLineRateMargin, capFrac == 0 && frac > overLineRateMargin:
 		v.Status = StatusWarn
 		v.Reason += "; above what the link can carry: is the line rate right?"

@@ -123,6 +123,7 @@ var kinds = []kindRow{
 		rows:     func(r *Result) rowSlice { return slice[OSURow]{&r.OSU} },
 		check:    checkOSU,
 		headline: summaryMetric(SumMaxBWGbps, "peak bandwidth", "Gb/s", true),
+		verdict:  osuBWVerdict,
 		columns:  fixed("bytes", "Gb/s"),
 		cells: func(r Result) [][]string {
 			return cellsOf(r.OSU, func(row OSURow) []string { return []string{fmt.Sprint(row.Bytes), opt(row.BWGbps)} })
@@ -134,6 +135,7 @@ var kinds = []kindRow{
 		rows:     func(r *Result) rowSlice { return slice[OSURow]{&r.OSU} },
 		check:    checkOSU,
 		headline: summaryMetric(SumMinLatAvgUs, "lowest average latency", "us", false),
+		verdict:  osuLatVerdict,
 		columns:  fixed("bytes", "avg us", "min us", "max us"),
 		cells: func(r Result) [][]string {
 			return cellsOf(r.OSU, func(row OSURow) []string {

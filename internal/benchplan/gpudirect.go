@@ -6,11 +6,13 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -32,8 +34,9 @@ const (
 	// near pair, since both take every GPU of their nodes.
 	AnnotationAfterRun = "railyard.io/bench-after-run"
 	// ScenarioGPUDirectNear and ScenarioGPUDirectFar name the two runs.
-	ScenarioGPUDirectNear = "gpudirect-near"
-	ScenarioGPUDirectFar  = "gpudirect-far"
+	// bench's gpudirect-alignment check judges them as a pair.
+	ScenarioGPUDirectNear = bench.ScenarioGPUDirectNear
+	ScenarioGPUDirectFar  = bench.ScenarioGPUDirectFar
 )
 
 // rdmaName matches RDMA device names (mlx5_0, rocep4s0f0, ibp24s0).
@@ -60,9 +63,11 @@ type GPUDirectNIC struct {
 
 // ChooseGPUDirect picks the GPU (gpu: a PCI address or an index in PCI
 // order; "" for the first GPU whose rail allows GPUDirect RDMA, PIX or
-// PXB), its rail NIC, and the farthest healthy NIC of the same link layer
+// PXB), its rail NIC, and a far healthy NIC of the same link layer: of
+// class farClass (PHB: the other switch on the same socket, the published
+// 10.5 vs 3.5 GB/s case; NODE; SYS), or the farthest for ClassUnknown
 // (ties: the same port rate as the rail, then PCI order).
-func ChooseGPUDirect(t *topology.Topology, gpu string) (GPUDirect, error) {
+func ChooseGPUDirect(t *topology.Topology, gpu string, farClass topology.Class) (GPUDirect, error) {
 	if len(t.GPUs) == 0 || len(t.NICs) < 2 {
 		return GPUDirect{}, fmt.Errorf("gpudirect: the topology has %d GPUs and %d RDMA NICs; the pair needs a GPU and two NICs", len(t.GPUs), len(t.NICs))
 	}
@@ -105,14 +110,24 @@ func ChooseGPUDirect(t *topology.Topology, gpu string) (GPUDirect, error) {
 		return GPUDirect{}, fmt.Errorf("gpudirect: rail NIC %s of GPU %s has no RDMA device", near.PCI, g.PCI)
 	}
 	var far *topology.NIC
+	var seen []string // the classes of the candidates, for the error
 	for i := range t.NICs {
 		n := &t.NICs[i]
 		if n.PCI == near.PCI || n.RDMA == "" || !n.Healthy() || n.LinkLayer != near.LinkLayer {
 			continue
 		}
+		c := t.Class(g.PCI, n.PCI)
+		seen = append(seen, n.RDMA+" "+c.String())
+		if farClass != topology.ClassUnknown && c != farClass {
+			continue
+		}
 		if far == nil || farther(t, g.PCI, n, far, near) {
 			far = n
 		}
+	}
+	if far == nil && farClass != topology.ClassUnknown {
+		return GPUDirect{}, fmt.Errorf("gpudirect: GPU %s has no healthy %s NIC of class %s besides its rail %s (the others: %s)",
+			g.PCI, near.LinkLayer, farClass, near.RDMA, orNone(seen))
 	}
 	if far == nil {
 		return GPUDirect{}, fmt.Errorf("gpudirect: no other healthy %s NIC than the rail %s", near.LinkLayer, near.RDMA)
@@ -123,6 +138,13 @@ func ChooseGPUDirect(t *topology.Topology, gpu string) (GPUDirect, error) {
 	return GPUDirect{GPU: g.PCI, CUDAIndex: idx, GPUs: len(t.GPUs),
 		Near: GPUDirectNIC{PCI: near.PCI, RDMA: near.RDMA, Class: rail.Class},
 		Far:  GPUDirectNIC{PCI: far.PCI, RDMA: far.RDMA, Class: t.Class(g.PCI, far.PCI)}}, nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // farther reports whether NIC a is a better far NIC than b for gpu: a

@@ -38,7 +38,7 @@ func TestChooseGPUDirect(t *testing.T) {
 		{"roce-8gpu-4nic", "0000:0b:00.0", "0000:0b:00.0", 3, "mlx5_1", "mlx5_2", topology.PIX, topology.SYS},
 		{"roce-8gpu-4nic", "0b:00.0", "0000:0b:00.0", 3, "mlx5_1", "mlx5_2", topology.PIX, topology.SYS},
 	} {
-		g, err := ChooseGPUDirect(model(t, tc.machine), tc.gpu)
+		g, err := ChooseGPUDirect(model(t, tc.machine), tc.gpu, topology.ClassUnknown)
 		if err != nil {
 			t.Errorf("%s %q: %v", tc.machine, tc.gpu, err)
 			continue
@@ -50,7 +50,7 @@ func TestChooseGPUDirect(t *testing.T) {
 	}
 	// On DGX H100 every GPU has a PIX rail; the far NIC is an NDR HCA
 	// across the sockets, never the slower storage or Ethernet ports.
-	g, err := ChooseGPUDirect(model(t, "dgx-h100"), "")
+	g, err := ChooseGPUDirect(model(t, "dgx-h100"), "", topology.ClassUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestChooseGPUDirect(t *testing.T) {
 		{"roce-8gpu-4nic", "gpu0", "want an index or a PCI address"},
 		{"vsphere-pvrdma", "", "the pair needs a GPU and two NICs"},
 	} {
-		if _, err := ChooseGPUDirect(model(t, tc.machine), tc.gpu); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ChooseGPUDirect(model(t, tc.machine), tc.gpu, topology.ClassUnknown); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %q: err = %v, want %q", tc.machine, tc.gpu, err, tc.want)
 		}
 	}
@@ -79,7 +79,7 @@ func TestChooseGPUDirect(t *testing.T) {
 // and with the far NIC, every pod taking every GPU (CUDA indices in PCI
 // order), the far pair after the near one, labelled with its scenario.
 func TestPlanGPUDirectPairs(t *testing.T) {
-	g, err := ChooseGPUDirect(model(t, "roce-8gpu-4nic"), "")
+	g, err := ChooseGPUDirect(model(t, "roce-8gpu-4nic"), "", topology.ClassUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +141,36 @@ func TestPlanGPUDirectPairs(t *testing.T) {
 		if _, err := Objects(o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// The published case is the NIC under the other PCIe switch of the same
+// socket (PHB), not the farthest (SYS): the far class picks it.
+func TestChooseGPUDirectFarClass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		machine  string
+		class    topology.Class
+		far      string
+		farClass topology.Class
+	}{
+		{"roce-8gpu-4nic", topology.PHB, "mlx5_1", topology.PHB},
+		{"roce-8gpu-4nic", topology.SYS, "mlx5_2", topology.SYS},
+		{"roce-8gpu-4nic", topology.ClassUnknown, "mlx5_2", topology.SYS},
+		{"dgx1-v100", topology.PHB, "mlx5_1", topology.PHB},
+		{"dgx-h100", topology.NODE, "mlx5_3", topology.NODE}, // mlx5_1 is NODE too, at another rate than the rail
+	} {
+		g, err := ChooseGPUDirect(model(t, tc.machine), "", tc.class)
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.machine, tc.class, err)
+			continue
+		}
+		if g.Far.RDMA != tc.far || g.Far.Class != tc.farClass || g.Near.Class != topology.PIX {
+			t.Errorf("%s %s: near %+v far %+v, want far %s (%s)", tc.machine, tc.class, g.Near, g.Far, tc.far, tc.farClass)
+		}
+	}
+	_, err := ChooseGPUDirect(model(t, "dgx-h100"), "", topology.PHB)
+	if err == nil || !strings.Contains(err.Error(), "no healthy InfiniBand NIC of class PHB") || !strings.Contains(err.Error(), "mlx5_1 NODE") {
+		t.Errorf("dgx-h100 PHB: err = %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/railyard-io/railyard/internal/benchplan"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/topo"
+	"github.com/railyard-io/railyard/internal/topology"
 )
 
 func newPlanCommand(s iostreams.Streams) *cobra.Command {
@@ -20,7 +21,7 @@ func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var tests, env, resources, networks []string
 	var resourceCount int
 	var source topo.Source
-	var gpudirectGPU string
+	var gpudirectGPU, farClass string
 	cmd := &cobra.Command{
 		Use:   "plan --image IMAGE --nodes A,B [flags]",
 		Short: "Print the Kubernetes manifests that run perftest, nccl-tests, OSU and Horovod on Railyard's resources",
@@ -59,9 +60,12 @@ count, --resource-count the others'. Unequal numbers of --resource and
 GPUDirect RDMA, aligned against unaligned: --tests gpudirect with the
 node's topology (--machine NAME or --sysfs DIR; --gpudirect-gpu picks the
 GPU) plans two perftest pairs with --use_cuda on one GPU, one through that
-GPU's rail NIC and one through the farthest NIC, every pod taking every GPU
-of its node:
+GPU's rail NIC and one through a far NIC (the farthest, or the class
+--far-class names: PHB for the other switch on the same socket, as in the
+published 10.5 vs 3.5 GB/s case), every pod taking every GPU of its node;
+bench report judges the pair (gpudirect-near vs gpudirect-far) as a ratio:
   railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --machine dgx-h100
+  railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --sysfs /sys --far-class PHB
 
 Run the pod pairs with bench run -f (it writes the report), or apply with
 kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
@@ -117,7 +121,13 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 				if err != nil {
 					return err
 				}
-				g, err := benchplan.ChooseGPUDirect(t, gpudirectGPU)
+				fc := topology.ClassUnknown
+				if farClass != "" {
+					if fc, err = topology.ParseClass(farClass); err != nil || fc.GPUDirect() {
+						return fmt.Errorf("--far-class %q: want PHB, NODE or SYS (a class NCCL uses no GPUDirect RDMA across)", farClass)
+					}
+				}
+				g, err := benchplan.ChooseGPUDirect(t, gpudirectGPU, fc)
 				if err != nil {
 					return fmt.Errorf("%s: %w", desc, err)
 				}
@@ -149,6 +159,7 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringVar(&variant, "variant", "both", "rdma, tcp (over the secondary network), tcp-podnet (no secondary network), both (rdma and tcp) or all")
 	fl.StringSliceVar(&tests, "tests", []string{"perftest", "nccl"}, "which manifests: perftest, probe (Railyard's TCP probe pair, tcp variants only), gpudirect (needs --machine or --sysfs), nccl, osu, horovod")
 	source.AddFlags(cmd)
+	fl.StringVar(&farClass, "far-class", "", "--tests gpudirect: the far NIC's class to the GPU, PHB (the other switch on the socket, the published 10.5 vs 3.5 GB/s case), NODE or SYS (default the farthest)")
 	fl.StringVar(&gpudirectGPU, "gpudirect-gpu", "", "--tests gpudirect: the GPU, an index in PCI order or a PCI address (default the first with a GPUDirect rail)")
 	fl.StringVar(&o.ProbeImage, "probe-image", "", "image with the railyard binary for --tests probe (default --image)")
 	fl.IntVar(&o.ProbeStreams, "probe-streams", benchplan.DefaultProbeStreams, "parallel TCP streams of the probe")

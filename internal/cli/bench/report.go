@@ -13,6 +13,7 @@ import (
 	"github.com/railyard-io/railyard/internal/benchreport"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/topo"
+	"github.com/railyard-io/railyard/internal/topology"
 )
 
 // Bounds of the numeric flags: far above any real value, finite.
@@ -36,6 +37,7 @@ type reportFlags struct {
 	title       string
 	th          bench.Thresholds
 	roles       bench.Roles
+	gdrClasses  []string
 }
 
 func newReportCommand(s iostreams.Streams) *cobra.Command {
@@ -51,6 +53,11 @@ as raw tool outputs or as bench parse --json output, and:
     (RoCE at MTU 1024 cannot exceed about 92.6%; bidirectional runs count x2),
   - compares the pod scenario with bare metal (within a tolerance),
   - computes the speed-up of the rdma scenario over tcp,
+  - judges OSU osu_bw/osu_bibw peak bandwidth against the line rate and
+    osu_latency against the fabric's expected small-message latency,
+  - judges the GPUDirect pair (scenarios gpudirect-near and gpudirect-far,
+    from bench plan --tests gpudirect) as a ratio, with the NICs' classes
+    from --gpudirect-classes NEAR,FAR,
   - judges nccl-tests peak bus bandwidth against NICs x line rate (on 2
     nodes tree algorithms can exceed it: rerun with NCCL_ALGO=Ring),
   - builds the training scaling table from training logs (Horovod,
@@ -136,6 +143,7 @@ func (f *reportFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.roles.BareMetal, "bare-metal-scenario", f.roles.BareMetal, "bare-metal reference scenario")
 	fl.StringVar(&f.roles.RDMA, "rdma-scenario", f.roles.RDMA, "scenario compared with TCP")
 	fl.StringVar(&f.roles.TCP, "tcp-scenario", f.roles.TCP, "TCP reference scenario")
+	fl.StringSliceVar(&f.gdrClasses, "gpudirect-classes", nil, "NEAR,FAR: the classes of the gpudirect-near and gpudirect-far NICs to their GPU (bench plan prints them), e.g. PIX,PHB")
 }
 
 func countFailed(vs []bench.Verdict) int {
@@ -214,6 +222,11 @@ func (f *reportFlags) validate() []error {
 	if fromTopology && f.lineRate > 0 {
 		errs = append(errs, errors.New("--line-rate-gbps and --sysfs/--machine are mutually exclusive"))
 	}
+	if len(f.gdrClasses) > 0 {
+		if _, err := gpudirectClasses(f.gdrClasses); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if f.device != "" && !fromTopology {
 		errs = append(errs, errors.New("--device needs --sysfs or --machine"))
 	}
@@ -242,9 +255,28 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 			in.NICs = lr.NICs
 		}
 	}
+	gdr, _ := gpudirectClasses(f.gdrClasses) // validated
 	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
-		GPUsPerNode: f.gpusPerNode, Thresholds: f.th, Roles: f.roles})
+		GPUsPerNode: f.gpusPerNode, Thresholds: f.th, Roles: f.roles, GPUDirect: gdr})
 	return in, nil
+}
+
+// gpudirectClasses reads --gpudirect-classes NEAR,FAR (none: unknown).
+func gpudirectClasses(s []string) (bench.GPUDirectClasses, error) {
+	if len(s) == 0 {
+		return bench.GPUDirectClasses{}, nil
+	}
+	if len(s) != 2 {
+		return bench.GPUDirectClasses{}, fmt.Errorf("--gpudirect-classes %q: want NEAR,FAR such as PIX,PHB", strings.Join(s, ","))
+	}
+	var c [2]topology.Class
+	for i, name := range s {
+		var err error
+		if c[i], err = topology.ParseClass(name); err != nil {
+			return bench.GPUDirectClasses{}, fmt.Errorf("--gpudirect-classes: %w", err)
+		}
+	}
+	return bench.GPUDirectClasses{Near: c[0].String(), Far: c[1].String()}, nil
 }
 
 // parseResultSpec splits SCENARIO=FILE or SCENARIO@NODES=FILE.

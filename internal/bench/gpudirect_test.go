@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// perftestBW is an ib_write_bw result with one large-message row.
+func perftestBW(gbps float64) Result {
+	return Result{Tool: "ib_write_bw", Kind: KindPerftestBW, OK: true,
+		PerftestBW: []PerftestBWRow{{Bytes: 65536, Iterations: 5000, BWAvgGbps: gbps}}}
+}
+
+// The published 8-GPU/4-NIC measurement (README, docs/alloc.md): 10.5 GB/s
+// with the NIC under the GPU's PCIe switch, 3.5 GB/s with one across the
+// host bridge on the same socket.
+func TestGPUDirectAlignmentPublishedPair(t *testing.T) {
+	t.Parallel()
+	in := JudgeInput{LineRateGbps: 100, GPUDirect: GPUDirectClasses{Near: "PIX", Far: "PHB"}, Results: []Labelled{
+		{Scenario: ScenarioGPUDirectNear, Result: perftestBW(84)},
+		{Scenario: ScenarioGPUDirectFar, Result: perftestBW(28)},
+	}}
+	vs := Judge(in)
+	got := findVerdict(t, vs, CheckGPUDirectAlignment, ScenarioGPUDirectNear)
+	want := Verdict{Check: CheckGPUDirectAlignment, Scenario: ScenarioGPUDirectNear, Tool: "ib_write_bw", Status: StatusPass,
+		Measured: 3, Target: 0.95, Unit: "x",
+		Reason: "PIX 10.5 GB/s vs PHB 3.5 GB/s: 3.0x; NCCL would use GPUDirect only on the near NIC"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("verdict (-want +got):\n%s", d)
+	}
+	// The far run is slow on purpose: no line-rate FAIL for it.
+	if far := findVerdict(t, vs, CheckLineRate, ScenarioGPUDirectFar); far.Status != StatusInfo {
+		t.Errorf("far line-rate verdict = %+v, want info", far)
+	}
+}
+
+func TestGPUDirectAlignmentTable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		near, far float64 // Gb/s; 0: no result
+		classes   GPUDirectClasses
+		status    Status
+		reason    string
+	}{
+		{"near slower than far", 28, 84, GPUDirectClasses{"PIX", "SYS"}, StatusFail, "is GPUDirect RDMA loaded"},
+		{"within noise", 80, 82, GPUDirectClasses{"PXB", "NODE"}, StatusPass, "1.0x"},
+		{"classes unknown", 84, 28, GPUDirectClasses{}, StatusPass, "near 10.5 GB/s vs far 3.5 GB/s: 3.0x; give the classes"},
+		{"both within PXB", 84, 80, GPUDirectClasses{"PIX", "PXB"}, StatusPass, "NCCL would use GPUDirect on both"},
+		{"neither within PXB", 40, 28, GPUDirectClasses{"PHB", "SYS"}, StatusPass, "on neither"},
+		{"no far run", 84, 0, GPUDirectClasses{"PIX", "PHB"}, StatusSkip, `scenario "gpudirect-far"`},
+		{"no near run", 0, 28, GPUDirectClasses{"PIX", "PHB"}, StatusSkip, `scenario "gpudirect-near"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := JudgeInput{GPUDirect: tc.classes}
+			if tc.near > 0 {
+				in.Results = append(in.Results, Labelled{Scenario: ScenarioGPUDirectNear, Result: perftestBW(tc.near)})
+			}
+			if tc.far > 0 {
+				in.Results = append(in.Results, Labelled{Scenario: ScenarioGPUDirectFar, Result: perftestBW(tc.far)})
+			}
+			v := findVerdict(t, Judge(in), CheckGPUDirectAlignment, ScenarioGPUDirectNear)
+			if v.Status != tc.status || !strings.Contains(v.Reason, tc.reason) {
+				t.Errorf("verdict = %+v, want %s with %q", v, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
+func TestGPUDirectAlignmentAbsentWithoutPair(t *testing.T) {
+	t.Parallel()
+	for _, v := range Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: perftestBW(90)}}}) {
+		if v.Check == CheckGPUDirectAlignment {
+			t.Errorf("unexpected %+v", v)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFile writes text into a file of a temporary directory.
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// perftestGbits is ib_write_bw --report_gbits output with one 64 KiB row.
+func perftestGbits(gbps string) string {
+	return `---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF		Device         : mlx5_0
+ Link type       : IB
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      5000             ` + gbps + `              ` + gbps + `              0.160000
+---------------------------------------------------------------------------------------
+`
+}
+
+// The published GPUDirect pair (10.5 GB/s under the GPU's switch, 3.5 GB/s
+// across the host bridge) through bench report: one ratio verdict with the
+// classes named, not two line-rate FAILs.
+func TestReportGPUDirectPair(t *testing.T) {
+	near, far := writeFile(t, "near.txt", perftestGbits("84.00")), writeFile(t, "far.txt", perftestGbits("28.00"))
+	out, _, err := run(t, "", "report", "--result", "gpudirect-near="+near, "--result", "gpudirect-far="+far,
+		"--line-rate-gbps", "100", "--pass-line-rate", "0.8", "--gpudirect-classes", "PIX,PHB", "--out", t.TempDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "PIX 10.5 GB/s vs PHB 3.5 GB/s: 3.0x; NCCL would use GPUDirect only on the near NIC") {
+		t.Errorf("output lacks the ratio verdict:\n%s", out)
+	}
+	if _, _, err := run(t, "", "report", "--result", "gpudirect-near="+near, "--gpudirect-classes", "PIX", "--out", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), "want NEAR,FAR") {
+		t.Errorf("one class: %v", err)
+	}
+}
+
+func TestPlanGPUDirectFarClass(t *testing.T) {
+	_, errOut, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "gpudirect", "--variant", "rdma",
+		"--machine", "roce-8gpu-4nic", "--far-class", "PHB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "far mlx5_1 0000:") || !strings.Contains(errOut, "(PHB)") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	for _, bad := range []string{"PIX", "XYZ"} {
+		if _, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "gpudirect", "--variant", "rdma",
+			"--machine", "roce-8gpu-4nic", "--far-class", bad); err == nil || !strings.Contains(err.Error(), "want PHB, NODE or SYS") {
+			t.Errorf("--far-class %s: %v", bad, err)
+		}
+	}
+}
