@@ -11,6 +11,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/migrate"
 	"github.com/railyard-io/railyard/internal/cli/node"
 	"github.com/railyard-io/railyard/internal/cli/simulate"
+	"github.com/railyard-io/railyard/internal/cli/top"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 )
 
@@ -24,6 +25,7 @@ func commands(s iostreams.Streams) []*cobra.Command {
 		bench.NewCommand(s),
 		migrate.NewCommand(s),
 		doctor.NewCommand(s),
+		top.NewCommand(s),
 		fabric.NewCommand(s),
 		node.NewCommand(s),
 	}
