@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"iter"
 	"math/bits"
 	"slices"
 )
@@ -9,37 +10,33 @@ import (
 // (OneRailSet), each pod on its own node; it reports whether it did.
 //
 // The rail sets tried are those the stock GPU choice (the NVIDIA device
-// plugin's preference, chooseGPUs) gives a pod on the nodes the
-// scheduler's scoring prefers, in that order: the first is the rails the
-// job's first pod would get anyway, and the job takes it when enough
-// nodes in one scalable unit have those rails' GPUs free; otherwise the
-// next; when no rail set has room in one unit, the first with room
-// across units. With one device per GPU a pod's rail set is its GPUs'
-// rails; with one device per pod it is the rail of its first GPU.
+// plugin's preference, chooseGPUs) gives a pod on the best-scored node of
+// each free-GPU set: with one device per GPU a pod's rail set is its
+// GPUs' rails, with one device per pod the rail of its first GPU. They
+// are tried those with room for a pod on the most nodes first (ties in
+// the scheduler's order; job-rails-first-fit: the scheduler's order
+// alone, the first being the rails the job's first pod would get anyway).
+// The job takes the first rail set with room for all its pods in one
+// scalable unit; when none has, the first with room across units.
 func (r *runner) placeRails(id int32) (bool, error) {
 	job := &r.w.jobs[id]
-	c, rt, x := r.c, &r.m.rails, r.c.byMask
-	g := int(job.gpus)
-	r.tried, r.across.ok = r.tried[:0], false
-	for _, b := range x.order {
-		if len(x.nodes[b]) == 0 || bits.OnesCount64(x.masks[b]) < g {
-			continue
+	sets := r.railSets(job)
+	if !r.p.firstFitRails {
+		r.byRoom = r.byRoom[:0]
+		for set := range sets {
+			r.byRoom = append(r.byRoom, roomOf{set: set, nodes: r.room(job, set)})
 		}
-		key := stockKey{free: x.masks[b], gpus: int32(g)}
-		gpus, ok := r.stock[key]
-		if !ok {
-			node := int(x.nodes[b][len(x.nodes[b])-1])
-			gpus = c.chooseGPUs(node, g, c.narrowestGPUSet(node, g))
-			r.stock[key] = gpus
+		slices.SortStableFunc(r.byRoom, func(a, b roomOf) int { return b.nodes - a.nodes })
+		sets = func(yield func(uint64) bool) {
+			for _, c := range r.byRoom {
+				if !yield(c.set) {
+					return
+				}
+			}
 		}
-		set := rt.ofGPUs(gpus)
-		if job.devices < job.gpus {
-			set = bit(rt.gpuRail[bits.TrailingZeros64(gpus)])
-		}
-		if slices.Contains(r.tried, set) {
-			continue
-		}
-		r.tried = append(r.tried, set)
+	}
+	r.across.ok = false
+	for set := range sets {
 		nodes, oneUnit := r.findNodes(job, set)
 		if len(nodes) < int(job.pods) {
 			continue
@@ -59,6 +56,68 @@ func (r *runner) placeRails(id int32) (bool, error) {
 		return r.placeOn(job, a.nodes, a.set)
 	}
 	return false, nil
+}
+
+// railSets yields the distinct rail sets a pod of job gets from the
+// stock GPU choice on the best-scored node of each free-GPU set, in the
+// scheduler's order, computing each only when asked for.
+func (r *runner) railSets(job *jobSpec) iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		c, rt, x := r.c, &r.m.rails, r.c.byMask
+		g := int(job.gpus)
+		r.tried = r.tried[:0]
+		for _, b := range x.order {
+			if len(x.nodes[b]) == 0 || bits.OnesCount64(x.masks[b]) < g {
+				continue
+			}
+			key := stockKey{free: x.masks[b], gpus: int32(g)}
+			gpus, ok := r.stock[key]
+			if !ok {
+				node := int(x.nodes[b][len(x.nodes[b])-1])
+				gpus = c.chooseGPUs(node, g, c.narrowestGPUSet(node, g))
+				r.stock[key] = gpus
+			}
+			set := rt.ofGPUs(gpus)
+			if job.devices < job.gpus {
+				set = bit(rt.gpuRail[bits.TrailingZeros64(gpus)])
+			}
+			if slices.Contains(r.tried, set) {
+				continue
+			}
+			r.tried = append(r.tried, set)
+			if !yield(set) {
+				return
+			}
+		}
+	}
+}
+
+// roomOf is a rail set and the nodes with room for a pod on it.
+type roomOf struct {
+	set   uint64
+	nodes int
+}
+
+// room counts the nodes whose free GPUs fit a pod of job on rail set set
+// (by their free GPUs alone, one look per free-GPU set: devices run short
+// far more rarely than GPUs, and findNodes checks them).
+func (r *runner) room(job *jobSpec, set uint64) int {
+	x, n := r.c.byMask, 0
+	for _, b := range x.order {
+		if len(x.nodes[b]) > 0 && r.fits(job, x.masks[b], set) {
+			n += len(x.nodes[b])
+		}
+	}
+	return n
+}
+
+// freeOn counts node's free devices among r.cand.
+func (r *runner) freeOn(node int) int {
+	free, n := r.c.free(node), 0
+	for w, word := range r.cand {
+		n += bits.OnesCount64(free[w] & word)
+	}
+	return n
 }
 
 // acrossUnits is the first placement found that spans scalable units.
@@ -94,7 +153,7 @@ func (r *runner) fits(job *jobSpec, free, set uint64) bool {
 // reach job.pods such nodes; oneUnit), else the first found; fewer when
 // there are not enough.
 func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit bool) {
-	c, x := r.c, r.c.byMask
+	x := r.c.byMask
 	r.m.rails.devsOf(r.cand, set)
 	n := int(job.pods)
 	r.found = r.found[:0]
@@ -109,11 +168,7 @@ func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit boo
 		ns := x.nodes[b]
 		for i := len(ns) - 1; i >= 0; i-- {
 			node := int(ns[i])
-			free, devs := c.free(node), 0
-			for w, word := range r.cand {
-				devs += bits.OnesCount64(free[w] & word)
-			}
-			if devs < int(job.devices) {
+			if r.freeOn(node) < int(job.devices) {
 				continue
 			}
 			r.found = append(r.found, int32(node))

@@ -117,7 +117,8 @@ func TestJobsCountedRailConsistentOnlyWhenTheyAre(t *testing.T) {
 				if topo == nil {
 					t.Fatalf("no machine %s (have %v)", machine, machines.Names())
 				}
-				cfg := Config{Topology: topo, Nodes: 24, Pods: 3000, Seed: 11, Mix: namedMixes()["jobs"], Devices: devs, Scheduler: sched, SUNodes: 5, MaxWait: 0.5}
+				cfg := Config{Topology: topo, Nodes: 24, Pods: 3000, Seed: 11, Mix: namedMixes()["jobs"], Devices: devs, Scheduler: sched, SUNodes: 5, MaxWait: 0.5,
+					Policies: policies(t, append(PolicyNames(), ExtraPolicyNames()...)...)}
 				res, jobs := tracing(t, cfg)
 				rail := railsOf(t, topo)
 				for _, p := range res.Policies {
@@ -296,5 +297,25 @@ func TestRailSetJobsPreferOneUnit(t *testing.T) {
 	if rails.MultiPod.OneLeafLayer < 0.75 || rails.MultiPod.OneLeafLayer < 4*base.MultiPod.OneLeafLayer {
 		t.Errorf("one leaf layer: job-rails %.3f, dra-pcieroot %.3f; want job-rails at least 0.75 and four times the baseline",
 			rails.MultiPod.OneLeafLayer, base.MultiPod.OneLeafLayer)
+	}
+}
+
+// The rail set with room on the most nodes first strands fewer GPUs than
+// the scheduler's order (job-rails-first-fit): taking the fullest node's
+// rails chains half-used nodes, so more pods find no node. Both keep
+// every job on one rail set.
+func TestMostRoomFirstRejectsFewerPodsThanFirstFit(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Config{Topology: builtin(t, "dgx-h100"), Nodes: 256, SUNodes: 32, Pods: 40000, Load: 0.95, Seed: 1,
+		Mix: namedMixes()["jobs"], Policies: policies(t, "job-rails", "job-rails-first-fit")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, _ := res.Policy("job-rails")
+	first, _ := res.Policy("job-rails-first-fit")
+	t.Logf("rejected pods: job-rails %d, job-rails-first-fit %d", most.Rejected, first.Rejected)
+	if most.Rejected >= first.Rejected || most.MultiPod.RailConsistent != 1 || first.MultiPod.RailConsistent != 1 {
+		t.Errorf("job-rails rejected %d pods (%.3f consistent), job-rails-first-fit %d (%.3f); want fewer for job-rails, both all consistent",
+			most.Rejected, most.MultiPod.RailConsistent, first.Rejected, first.MultiPod.RailConsistent)
 	}
 }

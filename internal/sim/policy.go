@@ -64,6 +64,10 @@ type Policy struct {
 	// may reuse its answer to an identical request (every policy
 	// PolicyByName returns but numa, whose draws form a seeded sequence).
 	Pure bool
+	// firstFitRails: one rail set per job, tried in the scheduler's
+	// order (job-rails-first-fit) instead of those with room on the most
+	// nodes first.
+	firstFitRails bool
 	// lowestNUMATokens: late binding whose tokens are preferred lowest
 	// NUMA node first, as the first build of the device plugin did
 	// (late-bound-lowest-numa), instead of balanced over NUMA nodes.
@@ -90,6 +94,9 @@ var contenders = []struct {
 	}},
 	{"job-rails", false, func(n string) Policy {
 		return Policy{Name: n, Binding: InClaim, Job: OneRailSet, Alloc: alloc.NewGPUAware(), Pure: true}
+	}},
+	{"job-rails-first-fit", true, func(n string) Policy {
+		return Policy{Name: n, Binding: InClaim, Job: OneRailSet, Alloc: alloc.NewGPUAware(), Pure: true, firstFitRails: true}
 	}},
 }
 
@@ -132,7 +139,10 @@ func ExtraPolicyNames() []string { return contenderNames(true) }
 //     each GPU and its NIC (InClaim);
 //   - job-rails: one rail set per job (OneRailSet): a claim giving every
 //     pod of a job the GPUs of the same rails, each GPU a device on its
-//     nearest NIC among those rails (gpu-aware over the rails' devices);
+//     nearest NIC among those rails (gpu-aware over the rails' devices),
+//     the rail set with room on the most nodes first;
+//   - job-rails-first-fit: job-rails trying rail sets in the scheduler's
+//     order (the alternative docs/alloc.md weighs: it strands more);
 //   - optimal: alloc's reference, the optimal policy, with the GPUs known
 //     and every free device open (InClaim).
 func PolicyByName(name string) (Policy, error) {

@@ -16,7 +16,7 @@ import (
 func TestPolicyByName(t *testing.T) {
 	want := map[string]Binding{
 		"kubelet": AtAllocate, "numa": AtAllocate, "spread": AtAllocate, "gpu-aware": AtAllocate, "packed": AtAllocate,
-		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "job-rails": InClaim, "optimal": InClaim,
+		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "job-rails": InClaim, "job-rails-first-fit": InClaim, "optimal": InClaim,
 	}
 	for _, n := range append(PolicyNames(), ExtraPolicyNames()...) {
 		p, err := PolicyByName(n)

@@ -101,6 +101,7 @@ type runner struct {
 	// Scratch of OneRailSet (jobrails.go): rail sets tried, the stock GPU
 	// choice by free GPUs, nodes found, nodes found per scalable unit.
 	tried   []uint64
+	byRoom  []roomOf
 	across  acrossUnits
 	stock   map[stockKey]uint64
 	found   []int32
