@@ -64,7 +64,8 @@ every NIC allocation policy choose the pods' devices:
                 resource.kubernetes.io/pcieRoot between each GPU and its NIC
   job-rails     one rail set for every pod of a job: each pod on its own node with
                 the GPUs of the same rails, each GPU a device on its nearest NIC
-                among them (a single pod: gpu-aware in a claim)
+                among them, the rail set with room on the most nodes first
+                (a single pod: gpu-aware in a claim)
   optimal       the exact best choice with the GPUs known and every free device
                 open (the reference)
 
@@ -75,6 +76,8 @@ and, only when asked with --policies:
                          balances them over the NUMA nodes of the pod's GPUs,
                          or of the offer when the GPUs are not allocated yet):
                          kept to show why
+  job-rails-first-fit    job-rails trying rail sets in the scheduler's order
+                         (the first pod's rails first): strands more pods
 
 The first five answer kubelet's GetPreferredAllocation at allocate time. Kubelet
 allocates a pod's resources in Go map order, so they know the pod's GPUs only
