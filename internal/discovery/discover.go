@@ -47,19 +47,20 @@ func (o Options) Discover(ctx context.Context, root string) (*topology.Topology,
 
 // ReadInventory is the package's ReadInventory with these options.
 func (o Options) ReadInventory(ctx context.Context, root string) (topology.Inventory, error) {
-	inv, err := readInventory(ctx, root)
+	fs := sysfs.New(root)
+	fs.Recorder = o.Recorder
+	inv, err := readInventory(ctx, fs)
 	if err != nil {
 		return inv, err
 	}
 	if o.NCCLTopology != nil {
 		applyNCCLTopology(&inv, o.NCCLTopology, o.NCCLTopologyName)
 	}
-	checkInventory(sysfs.New(root), &inv)
+	checkInventory(fs, &inv)
 	return inv, nil
 }
 
-func readInventory(ctx context.Context, root string) (topology.Inventory, error) {
-	fs := sysfs.New(root)
+func readInventory(ctx context.Context, fs sysfs.FS) (topology.Inventory, error) {
 	r := &reader{fs: fs, inv: topology.Inventory{Root: fs.Root}}
 	if _, err := os.Stat(fs.Path("bus/pci/devices")); err != nil {
 		return topology.Inventory{}, fmt.Errorf("no PCI bus under %s: %w", fs.Root, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/nccltopo"
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -21,6 +22,9 @@ type Options struct {
 	NCCLTopology *nccltopo.System
 	// NCCLTopologyName names the file in warnings ("ndv4-topo.xml").
 	NCCLTopologyName string
+	// Recorder, when set, is told every sysfs path discovery reads
+	// (sysfs.FS.Recorder): what `railyard topo --capture` stores.
+	Recorder sysfs.Recorder
 }
 
 // applyNCCLTopology adds the classes an NCCL topology file gives to the

@@ -30,6 +30,9 @@ type Options struct {
 	// Root says whether the process can read what only root can (PCI
 	// extended config space).
 	Root bool
+	// Recorder, when set, is told every sysfs path the checks and
+	// discovery read (sysfs.FS.Recorder); Host has its own.
+	Recorder sysfs.Recorder
 }
 
 // node is what the checks share.
@@ -41,11 +44,13 @@ type node struct {
 
 // Run runs every check. It fails only when sysfs has no PCI bus.
 func Run(ctx context.Context, opt Options) (Report, error) {
-	topo, err := discovery.Discover(ctx, opt.SysfsRoot)
+	topo, err := discovery.Options{Recorder: opt.Recorder}.Discover(ctx, opt.SysfsRoot)
 	if err != nil {
 		return Report{}, fmt.Errorf("reading the node: %w", err)
 	}
-	n := &node{opt: opt, fs: sysfs.New(opt.SysfsRoot), topo: topo}
+	fs := sysfs.New(opt.SysfsRoot)
+	fs.Recorder = opt.Recorder
+	n := &node{opt: opt, fs: fs, topo: topo}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
 		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,

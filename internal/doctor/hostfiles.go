@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/inputfile"
+	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
 // HostFiles reads host files other than sysfs (/proc, /etc, /lib) below
@@ -13,6 +14,9 @@ import (
 // root there, a generated tree in tests.
 type HostFiles struct {
 	Root string
+	// Recorder, when set, is told every host path read and every path a
+	// glob matched (absolute, without the root).
+	Recorder sysfs.Recorder
 }
 
 // maxHostFile bounds one read: these are small text files.
@@ -37,6 +41,9 @@ func (h HostFiles) Read(p string) ([]byte, error) {
 	full, err := h.path(p)
 	if err != nil {
 		return nil, err
+	}
+	if h.Recorder != nil {
+		h.Recorder.Record(filepath.Clean(p))
 	}
 	return inputfile.Read(full, maxHostFile)
 }
@@ -63,6 +70,9 @@ func (h HostFiles) Glob(pattern string) ([]string, error) {
 			continue
 		}
 		out = append(out, "/"+rel)
+		if h.Recorder != nil {
+			h.Recorder.Record("/" + rel)
+		}
 	}
 	return out, nil
 }

@@ -21,6 +21,16 @@ var ErrNotFound = errors.New("not found")
 // FS is a sysfs tree rooted at Root ("/sys" on a real node).
 type FS struct {
 	Root string
+	// Recorder, when set, is told every path below the root a reader
+	// builds (relative to the root) before it touches it: `railyard topo
+	// --capture` stores exactly what discovery and doctor read.
+	Recorder Recorder
+}
+
+// Recorder collects the paths readers touch. It must be safe for
+// concurrent use (discovery reads in parallel).
+type Recorder interface {
+	Record(path string)
 }
 
 // New returns the sysfs tree at root; "" means "/sys".
@@ -33,6 +43,9 @@ func New(root string) FS {
 
 // Path joins elements below the root.
 func (f FS) Path(elem ...string) string {
+	if f.Recorder != nil {
+		f.Recorder.Record(filepath.Join(elem...))
+	}
 	return filepath.Join(append([]string{f.Root}, elem...)...)
 }
 

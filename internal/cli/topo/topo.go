@@ -113,6 +113,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var asJSON bool
 	var bindings string
 	var wait time.Duration
+	var captureFile, hostRoot string
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Show how the node's GPUs pair with its RDMA NICs on the PCIe fabric",
@@ -141,14 +142,24 @@ Models that have such a file (azure-ndv5) use theirs.
 shows the switch and port each is cabled to, or why there is none (no
 frame: the switch sends none or the NIC's firmware consumes it; a port
 down; InfiniBand, whose neighbor comes from the subnet). Switches send LLDP
-every 30 s by default. It needs CAP_NET_RAW in the host's network namespace.`,
+every 30 s by default. It needs CAP_NET_RAW in the host's network namespace.
+
+--capture FILE writes what discovery and doctor read from this node (the
+sysfs files, directories and symlinks, and the /proc, /etc and /lib files
+doctor reads; never an environment or a command line) as a .tar.gz whose
+sys/ and host/ replay with --sysfs and doctor's --host-root: attach it to a
+bug report, or make a real machine a test fixture.`,
 		Example: `  railyard topo --machine dgx-h100
   railyard topo --machine dgx-a100 --vfs 8 --json
   railyard topo --sysfs /tmp/fake-sys
   railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml
-  railyard topo --neighbors 35s      # which switch port each NIC is cabled to (LLDP)`,
+  railyard topo --neighbors 35s      # which switch port each NIC is cabled to (LLDP)
+  railyard topo --capture node.tar.gz  # what discovery and doctor read, for a bug report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if captureFile != "" {
+				return writeCapture(cmd.Context(), s, src, hostRoot, captureFile)
+			}
 			if bindings != "" {
 				if err := storeDir(bindings); err != nil {
 					return fmt.Errorf("--bindings: %w", err)
@@ -186,6 +197,8 @@ every 30 s by default. It needs CAP_NET_RAW in the host's network namespace.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
 	cmd.Flags().DurationVar(&wait, "neighbors", 0, "listen for LLDP on every RoCE NIC port for up to this long and show each port's switch (e.g. 35s)")
 	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
+	cmd.Flags().StringVar(&captureFile, "capture", "", "write what discovery and doctor read from this node (sysfs, the /proc, /etc and /lib files doctor reads; no environment, no command lines) to this new file, a .tar.gz that --sysfs and doctor's --host-root replay")
+	cmd.Flags().StringVar(&hostRoot, "host-root", "/", "with --capture: where the host's / is (for /proc, /etc, /lib)")
 	return cmd
 }
 
