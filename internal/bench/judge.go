@@ -189,12 +189,7 @@ func (in *JudgeInput) defaults() {
 		t.MaxLatencyFactor = d.MaxLatencyFactor
 	}
 	if in.LinkType == "" {
-		for _, l := range in.Results {
-			if lt := normLinkType(l.Result.Info.LinkType); lt != "" {
-				in.LinkType = lt
-				break
-			}
-		}
+		in.LinkType = LinkTypeOf(in.Results)
 	}
 	dr := DefaultRoles()
 	r := &in.Roles

@@ -30,6 +30,10 @@ type Input struct {
 	GPUsPerNode int
 	Verdicts    []bench.Verdict
 	Thresholds  bench.Thresholds
+	// Profile names the profile whose pass marks judged ("" for the
+	// defaults); ProfileSource says how it was chosen.
+	Profile       string
+	ProfileSource string
 }
 
 // Peak is one row of the table of peaks.
@@ -202,10 +206,11 @@ func jsonReport(in Input) any {
 	return struct {
 		LineRateGbps float64            `json:"line_rate_gbps,omitempty"`
 		NICs         int                `json:"nics,omitempty"`
+		Profile      string             `json:"profile,omitempty"`
 		Results      []jsonScenario     `json:"results"`
 		Scaling      []bench.ScalingRow `json:"scaling,omitempty"`
 		Verdicts     []bench.Verdict    `json:"verdicts"`
-	}{in.LineRateGbps, in.NICs, rs, Scaling(in), in.Verdicts}
+	}{in.LineRateGbps, in.NICs, in.Profile, rs, Scaling(in), in.Verdicts}
 }
 
 //go:embed report.html.tmpl

@@ -38,6 +38,21 @@ type reportFlags struct {
 	th          bench.Thresholds
 	roles       bench.Roles
 	gdrClasses  []string
+	profile     string
+	// changed says whether the user set a flag: a threshold flag set
+	// overrides the profile's mark.
+	changed func(name string) bool
+}
+
+// profileFlags are the threshold flags a profile sets, with their field.
+var profileFlags = []struct {
+	name  string
+	field func(*bench.Thresholds) *float64
+}{
+	{"pass-line-rate", func(t *bench.Thresholds) *float64 { return &t.LineRateFraction }},
+	{"pass-nccl", func(t *bench.Thresholds) *float64 { return &t.NCCLFraction }},
+	{"min-scaling-efficiency", func(t *bench.Thresholds) *float64 { return &t.MinScalingEfficiency }},
+	{"max-latency-factor", func(t *bench.Thresholds) *float64 { return &t.MaxLatencyFactor }},
 }
 
 func newReportCommand(s iostreams.Streams) *cobra.Command {
@@ -105,6 +120,11 @@ func writeReport(s iostreams.Streams, out string, in benchreport.Input) (int, er
 		}
 		fmt.Fprintln(s.Out)
 	}
+	if in.Profile != "" {
+		fmt.Fprintf(s.Out, "profile: %s (%s)\n", in.Profile, in.ProfileSource)
+	} else {
+		fmt.Fprintln(s.Out, "profile: none, the default pass marks (--profile "+strings.Join(bench.ProfileNames(), " | ")+")")
+	}
 	if err := benchreport.PrintVerdicts(s.Out, in.Verdicts); err != nil {
 		return 0, err
 	}
@@ -143,6 +163,9 @@ func (f *reportFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.roles.BareMetal, "bare-metal-scenario", f.roles.BareMetal, "bare-metal reference scenario")
 	fl.StringVar(&f.roles.RDMA, "rdma-scenario", f.roles.RDMA, "scenario compared with TCP")
 	fl.StringVar(&f.roles.TCP, "tcp-scenario", f.roles.TCP, "TCP reference scenario")
+	fl.StringVar(&f.profile, "profile", "", "pass marks of a fabric: "+strings.Join(bench.ProfileNames(), " | ")+" (default from the topology's or the results' link layer)")
+	fl.Float64Var(&f.th.MaxLatencyFactor, "max-latency-factor", f.th.MaxLatencyFactor, "osu_latency passes up to this many times the fabric's expected small-message latency")
+	f.changed = fl.Changed
 	fl.StringSliceVar(&f.gdrClasses, "gpudirect-classes", nil, "NEAR,FAR: the classes of the gpudirect-near and gpudirect-far NICs to their GPU (bench plan prints them), e.g. PIX,PHB")
 }
 
@@ -222,6 +245,14 @@ func (f *reportFlags) validate() []error {
 	if fromTopology && f.lineRate > 0 {
 		errs = append(errs, errors.New("--line-rate-gbps and --sysfs/--machine are mutually exclusive"))
 	}
+	if f.profile != "" {
+		if _, err := bench.ProfileNamed(f.profile); err != nil {
+			errs = append(errs, fmt.Errorf("--profile: %w", err))
+		}
+	}
+	if !(f.th.MaxLatencyFactor >= 1 && f.th.MaxLatencyFactor <= maxSpeedup) {
+		errs = append(errs, fmt.Errorf("--max-latency-factor %g: want a number in [1, %g]", f.th.MaxLatencyFactor, float64(maxSpeedup)))
+	}
 	if len(f.gdrClasses) > 0 {
 		if _, err := gpudirectClasses(f.gdrClasses); err != nil {
 			errs = append(errs, err)
@@ -240,6 +271,7 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 	if f.lineRate > 0 {
 		in.LineRateSource = "--line-rate-gbps"
 	}
+	linkType := ""
 	if f.source.Sysfs != "" || f.source.Machine != "" {
 		t, desc, err := f.source.Load(ctx)
 		if err != nil {
@@ -254,11 +286,60 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 		if in.NICs == 0 {
 			in.NICs = lr.NICs
 		}
+		linkType = railLinkLayer(t)
+	}
+	p, ok, how := f.chooseProfile(linkType, results)
+	if ok {
+		in.Profile, in.ProfileSource = p.Name, how
+		for _, pf := range profileFlags {
+			if v := *pf.field(&p.Thresholds); v > 0 && !f.changed(pf.name) {
+				*pf.field(&in.Thresholds) = v
+			}
+		}
+	}
+	if linkType == "" {
+		linkType = bench.LinkTypeOf(results)
+	}
+	if linkType == "" && ok {
+		linkType = p.LinkType // what the profile's fabric is
 	}
 	gdr, _ := gpudirectClasses(f.gdrClasses) // validated
 	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
-		GPUsPerNode: f.gpusPerNode, Thresholds: f.th, Roles: f.roles, GPUDirect: gdr})
+		GPUsPerNode: f.gpusPerNode, Thresholds: in.Thresholds, Roles: f.roles, GPUDirect: gdr, LinkType: linkType})
 	return in, nil
+}
+
+// chooseProfile is --profile, else the profile of the topology's link
+// layer, else of the results' (perftest states it); how says which.
+func (f *reportFlags) chooseProfile(topoLinkType string, results []bench.Labelled) (p bench.Profile, ok bool, how string) {
+	if f.profile != "" {
+		p, err := bench.ProfileNamed(f.profile)
+		return p, err == nil, "--profile"
+	}
+	if p, ok := bench.ProfileFor(topoLinkType); ok {
+		return p, true, "from the topology's link layer, " + topoLinkType + "; --profile names another"
+	}
+	if lt := bench.LinkTypeOf(results); lt != "" {
+		p, ok := bench.ProfileFor(lt)
+		return p, ok, "from the results' link layer, " + lt + "; --profile names another"
+	}
+	return bench.Profile{}, false, ""
+}
+
+// railLinkLayer is the link layer of the NICs GPUs are railed to (of the
+// first RDMA NIC on a node without GPUs), "" when unknown.
+func railLinkLayer(t *topology.Topology) string {
+	for _, r := range t.Rails {
+		if n, ok := t.NIC(r.NIC); ok && n.LinkLayer != "" {
+			return n.LinkLayer
+		}
+	}
+	for _, n := range t.NICs {
+		if n.LinkLayer != "" {
+			return n.LinkLayer
+		}
+	}
+	return ""
 }
 
 // gpudirectClasses reads --gpudirect-classes NEAR,FAR (none: unknown).

@@ -65,3 +65,33 @@ func TestPlanGPUDirectFarClass(t *testing.T) {
 		}
 	}
 }
+
+// The profile: from the topology's link layer, from the results', or
+// --profile; a threshold flag the user sets overrides the profile's mark;
+// the report says which profile judged.
+func TestReportProfile(t *testing.T) {
+	roce := vectorFile(t, roceBW) // 92.44 of 100 Gb/s, RoCE, MTU 1024
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		want   string
+		failed bool
+	}{
+		{"from the topology", []string{"--machine", "dgx-h100"}, "profile: infiniband (from the topology's link layer, InfiniBand", true},
+		{"from the results", []string{"--line-rate-gbps", "100"}, "profile: roce-lossless (from the results' link layer, Ethernet", false},
+		{"named", []string{"--line-rate-gbps", "100", "--profile", "virtual"}, "profile: virtual (--profile)", false},
+		{"flag over profile", []string{"--line-rate-gbps", "100", "--profile", "virtual", "--pass-line-rate", "0.95"}, "pass at 95%", true},
+		{"profile mark", []string{"--line-rate-gbps", "100", "--profile", "virtual"}, "pass at 70%", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"report", "--result", "rdma=" + roce, "--out", t.TempDir()}, tc.args...)
+			out, _, err := run(t, "", args...)
+			if (err != nil) != tc.failed || !strings.Contains(out, tc.want) {
+				t.Errorf("err = %v (want failed %v), output lacks %q:\n%s", err, tc.failed, tc.want, out)
+			}
+		})
+	}
+	if _, _, err := run(t, "", "report", "--result", "rdma="+roce, "--profile", "lossy"); err == nil || !strings.Contains(err.Error(), "roce-lossless, roce-lossy") {
+		t.Errorf("--profile lossy: %v", err)
+	}
+}
