@@ -13,6 +13,7 @@ import (
 	"github.com/railyard-io/railyard/internal/benchplan"
 	"github.com/railyard-io/railyard/internal/benchrun"
 	"github.com/railyard-io/railyard/internal/benchrun/benchruntest"
+	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
 
@@ -28,7 +29,7 @@ func TestExecuteGPUDirectPairsInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := benchplan.ChooseGPUDirect(topo, "")
+	g, err := benchplan.ChooseGPUDirect(topo, "", topology.ClassUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +73,14 @@ func TestExecuteGPUDirectPairsInOrder(t *testing.T) {
 	if !scenarios[benchplan.ScenarioGPUDirectNear] || !scenarios[benchplan.ScenarioGPUDirectFar] || len(scenarios) != 2 {
 		t.Errorf("runs %+v", scenarios)
 	}
-	// The judge sees both under their scenarios (line-rate checks each).
+	// The judge sees both under their scenarios: a line-rate check each and
+	// the pair's alignment ratio.
 	vs := bench.Judge(bench.JudgeInput{Results: out.Results(), LineRateGbps: 100})
-	if len(vs) != 2 || vs[0].Check != bench.CheckLineRate {
+	checks := map[string]int{}
+	for _, v := range vs {
+		checks[v.Check]++
+	}
+	if len(vs) != 3 || checks[bench.CheckLineRate] != 2 || checks[bench.CheckGPUDirectAlignment] != 1 {
 		t.Errorf("verdicts %+v", vs)
 	}
 }
