@@ -39,6 +39,7 @@ type Fake struct {
 	adminMAC  map[vfRef]bool            // an administrative MAC is set
 	vfNetdevs map[int]vfRef             // ifindex -> the VF it is the netdev of
 	aliases   map[string]string         // namespace path -> the path it names
+	dcb       map[string]netops.DCB     // host netdev -> its DCB settings (a DCB-capable NIC)
 	calls     []string
 	mutations int
 	failAt    int
