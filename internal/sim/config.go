@@ -170,7 +170,7 @@ type Config struct {
 	timeEvery int
 	// trace, when set, sees every placed job of several pods (tests; it
 	// is called from the policies' workers at once).
-	trace func(JobTrace)
+	trace func(jobTrace)
 }
 
 // withDefaults fills zero fields and validates.

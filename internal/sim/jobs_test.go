@@ -17,11 +17,11 @@ import (
 
 // tracing runs cfg and returns its result and every placed job of
 // several pods, by policy.
-func tracing(t *testing.T, cfg Config) (*Result, map[string][]JobTrace) {
+func tracing(t *testing.T, cfg Config) (*Result, map[string][]jobTrace) {
 	t.Helper()
 	var mu sync.Mutex
-	jobs := map[string][]JobTrace{}
-	cfg.trace = func(j JobTrace) {
+	jobs := map[string][]jobTrace{}
+	cfg.trace = func(j jobTrace) {
 		mu.Lock()
 		defer mu.Unlock()
 		jobs[j.Policy] = append(jobs[j.Policy], j)

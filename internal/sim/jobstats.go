@@ -54,9 +54,9 @@ func (s *jobStats) result(horizon float64, clusterGPUs int) *MultiPodResult {
 	return out
 }
 
-// JobTrace is one placed job of several pods as a test sees it: each
+// jobTrace is one placed job of several pods as a test sees it: each
 // pod's node and devices, and what the simulator counted.
-type JobTrace struct {
+type jobTrace struct {
 	Policy              string
 	Nodes               []int
 	Devices             [][]string
@@ -68,7 +68,7 @@ type JobTrace struct {
 // trace hands a placed job to Config.trace.
 func (r *runner) trace(job *jobSpec, consistent, oneLeaf bool) {
 	p := &r.pend
-	t := JobTrace{Policy: r.p.Name, Consistent: consistent, OneLeaf: oneLeaf, Arrive: job.arrive, Start: r.now}
+	t := jobTrace{Policy: r.p.Name, Consistent: consistent, OneLeaf: oneLeaf, Arrive: job.arrive, Start: r.now}
 	for i, node := range p.node {
 		t.Nodes = append(t.Nodes, int(node))
 		var devs, gpus []string
