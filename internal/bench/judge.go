@@ -77,6 +77,9 @@ type Thresholds struct {
 	// this many times the fabric's expected latency (ExpectedLatencies).
 	// Default 2.
 	MaxLatencyFactor float64
+	// BaselineTolerance: a training run's per-GPU throughput may be this
+	// much below the baseline run's. Default 0.05.
+	BaselineTolerance float64
 }
 
 // DefaultThresholds returns the defaults documented on Thresholds.
@@ -84,7 +87,7 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{LineRateFraction: defaultLineRateFr, PodTolerance: defaultPodTol,
 		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes,
 		MinScalingEfficiency: defaultMinScalingEff, MinTrainingGain: defaultMinTrainingGain,
-		MaxLatencyFactor: defaultMaxLatencyFact}
+		MaxLatencyFactor: defaultMaxLatencyFact, BaselineTolerance: defaultBaselineTol}
 }
 
 // Roles name the scenarios the comparisons use.
@@ -113,6 +116,9 @@ type JudgeInput struct {
 	Roles      Roles
 	// GPUDirect names the classes of the gpudirect-near and -far NICs.
 	GPUDirect GPUDirectClasses
+	// Baseline, when set, is a previous training run of the same model
+	// every training run's per-GPU throughput is judged against.
+	Baseline *Result
 }
 
 // Verdict is the outcome of one check with its reason.
@@ -188,6 +194,9 @@ func (in *JudgeInput) defaults() {
 	if !(t.MaxLatencyFactor > 0) || math.IsInf(t.MaxLatencyFactor, 0) {
 		t.MaxLatencyFactor = d.MaxLatencyFactor
 	}
+	if !(t.BaselineTolerance > 0 && t.BaselineTolerance < 1) {
+		t.BaselineTolerance = d.BaselineTolerance
+	}
 	if in.LinkType == "" {
 		in.LinkType = LinkTypeOf(in.Results)
 	}
@@ -224,6 +233,7 @@ func Judge(in JudgeInput) []Verdict {
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
 	out = append(out, judgeGPUDirect(in)...)
 	out = append(out, judgeScaling(in)...)
+	out = append(out, judgeBaseline(in)...)
 	for i := range out {
 		// A ratio of extreme but finite inputs (a speed-up over a TCP run
 		// of 1e-300 Gb/s) can overflow; JSON has no infinity.

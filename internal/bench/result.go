@@ -68,6 +68,7 @@ type Info struct {
 	Ranks         int    `json:"ranks,omitempty"`  // nccl-tests: highest rank seen + 1
 	Nodes         int    `json:"nodes,omitempty"`  // nccl-tests: distinct hosts seen
 	GPUs          int    `json:"gpus,omitempty"`   // training: GPUs the log states
+	CPUs          int    `json:"cpus,omitempty"`   // training: CPU workers the log states (Horovod on CPUs)
 	Model         string `json:"model,omitempty"`  // training: the model trained
 	Unit          string `json:"unit,omitempty"`   // training: img/s or samples/s
 }

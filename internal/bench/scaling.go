@@ -46,7 +46,7 @@ func ScalingPoints(results []Labelled, gpusPerNode int) []ScalingPoint {
 		if !ok || !l.Result.OK {
 			continue
 		}
-		if gpus == 0 && gpusPerNode > 0 && l.Nodes > 0 {
+		if gpus == 0 && l.Result.Info.CPUs == 0 && gpusPerNode > 0 && l.Nodes > 0 { // CPU workers stay CPU
 			gpus = gpusPerNode * l.Nodes
 		}
 		out = append(out, ScalingPoint{Scenario: l.Scenario, Nodes: l.Nodes, GPUs: gpus, Throughput: total,

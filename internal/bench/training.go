@@ -54,6 +54,7 @@ const (
 // Scopes of a training throughput value.
 const (
 	ScopeGPU  = "gpu"  // one GPU (Horovod's per-GPU Iter lines)
+	ScopeCPU  = "cpu"  // one CPU worker (Horovod's per-CPU Iter lines)
 	ScopeRank = "rank" // one process (tf_cnn_benchmarks step rows)
 	ScopeJob  = "job"  // the whole job (DeepSpeed, Megatron-LM)
 )
@@ -64,6 +65,8 @@ const (
 	SumTotalThroughputStddev = "total_throughput_stddev" // as printed (Horovod's +-)
 	SumThroughputPerGPU      = "throughput_per_gpu"
 	SumThroughputPerGPUStdev = "throughput_per_gpu_stddev"
+	SumThroughputPerCPU      = "throughput_per_cpu" // Horovod on CPU workers
+	SumThroughputPerCPUStdev = "throughput_per_cpu_stddev"
 	SumTFLOPsPerGPU          = "tflops_per_gpu" // Megatron-LM, mean over the rows
 )
 
@@ -95,7 +98,8 @@ func trainingMarker(t string) bool {
 
 type trainingState struct {
 	r                  Result
-	perGPU, perGPUStd  *float64
+	perGPU, perGPUStd  *float64 // per CPU when cpu
+	cpu                bool     // Horovod ran on CPU workers ("img/sec per CPU")
 	total, totalStd    *float64
 	tfTotals           []float64
 	dsRunning          *float64
@@ -128,13 +132,18 @@ func (s *trainingState) horovod(t string, complete bool) bool {
 		s.tool(ToolHorovod, "img/s")
 		step, ok1 := parseInt(m[1])
 		v, ok2 := parseFloat(m[2])
+		scope := ScopeGPU
+		if m[3] == "CPU" {
+			s.cpu, scope = true, ScopeCPU
+		}
 		if ok1 && ok2 && complete {
-			s.r.Training = append(s.r.Training, TrainingRow{Step: step, Throughput: v, Scope: ScopeGPU})
+			s.r.Training = append(s.r.Training, TrainingRow{Step: step, Throughput: v, Scope: scope})
 		}
 		return true
 	}
 	if m := hvdPerGPU.FindStringSubmatch(t); m != nil {
 		s.tool(ToolHorovod, "img/s")
+		s.cpu = s.cpu || m[1] == "CPU"
 		if v, ok := parseFloat(m[2]); ok {
 			s.perGPU = &v
 			if sd, ok := parseFloat(m[3]); ok {
@@ -146,7 +155,11 @@ func (s *trainingState) horovod(t string, complete bool) bool {
 	if m := hvdTotal.FindStringSubmatch(t); m != nil {
 		s.tool(ToolHorovod, "img/s")
 		n, _ := strconv.Atoi(m[1])
-		if n > 0 && n < 1<<24 {
+		switch {
+		case n <= 0 || n >= 1<<24:
+		case m[2] == "CPU":
+			s.cpu, s.r.Info.CPUs = true, n // CPU workers stay CPU: not GPUs
+		default:
 			s.r.Info.GPUs = n
 		}
 		if v, ok := parseFloat(m[3]); ok {
@@ -158,7 +171,15 @@ func (s *trainingState) horovod(t string, complete bool) bool {
 		return true
 	}
 	if m := hvdCount.FindStringSubmatch(t); m != nil {
-		if n, err := strconv.Atoi(m[2]); err == nil && n > 0 && n < 1<<24 && s.r.Info.GPUs == 0 {
+		n, err := strconv.Atoi(m[2])
+		switch {
+		case err != nil || n <= 0 || n >= 1<<24:
+		case m[1] == "CPU":
+			s.cpu = true
+			if s.r.Info.CPUs == 0 {
+				s.r.Info.CPUs = n
+			}
+		case s.r.Info.GPUs == 0:
 			s.r.Info.GPUs = n
 		}
 		return true
@@ -288,10 +309,14 @@ func (s *trainingState) finish() Result {
 				s.perGPU = &m
 			}
 		}
+		per, perStd, workers := SumThroughputPerGPU, SumThroughputPerGPUStdev, gpus
+		if s.cpu {
+			per, perStd, workers = SumThroughputPerCPU, SumThroughputPerCPUStdev, float64(r.Info.CPUs)
+		}
 		if s.perGPU != nil {
-			sum[SumThroughputPerGPU] = *s.perGPU
+			sum[per] = *s.perGPU
 			if s.perGPUStd != nil {
-				sum[SumThroughputPerGPUStdev] = *s.perGPUStd
+				sum[perStd] = *s.perGPUStd
 			}
 		}
 		switch {
@@ -300,8 +325,8 @@ func (s *trainingState) finish() Result {
 			if s.totalStd != nil {
 				sum[SumTotalThroughputStddev] = *s.totalStd
 			}
-		case s.perGPU != nil && gpus > 0:
-			sum[SumTotalThroughput] = round(*s.perGPU * gpus)
+		case s.perGPU != nil && workers > 0:
+			sum[SumTotalThroughput] = round(*s.perGPU * workers)
 		}
 	case ToolTFCNN:
 		if len(s.tfTotals) > 0 {

@@ -39,6 +39,7 @@ type reportFlags struct {
 	roles       bench.Roles
 	gdrClasses  []string
 	profile     string
+	baseline    string
 	// changed says whether the user set a flag: a threshold flag set
 	// overrides the profile's mark.
 	changed func(name string) bool
@@ -80,6 +81,8 @@ as raw tool outputs or as bench parse --json output, and:
     count, --result rdma@4=train-rdma-4.log: speed-up and efficiency against
     linear per scenario, runs under --min-scaling-efficiency flagged, and
     RDMA's gain over TCP at the largest size both ran,
+  - judges a training run's per-GPU throughput against --baseline, a
+    previous run of the same model (Horovod on CPU workers counts CPUs),
 
 prints the verdicts, and writes report.html, report.json and PNG/SVG charts
 into --out. The line rate is --line-rate-gbps, or read from a topology
@@ -166,6 +169,8 @@ func (f *reportFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.profile, "profile", "", "pass marks of a fabric: "+strings.Join(bench.ProfileNames(), " | ")+" (default from the topology's or the results' link layer)")
 	fl.Float64Var(&f.th.MaxLatencyFactor, "max-latency-factor", f.th.MaxLatencyFactor, "osu_latency passes up to this many times the fabric's expected small-message latency")
 	f.changed = fl.Changed
+	fl.StringVar(&f.baseline, "baseline", "", "a previous training run of the same model (log or bench parse --json): every training run's per-GPU throughput is judged against it")
+	fl.Float64Var(&f.th.BaselineTolerance, "baseline-tolerance", f.th.BaselineTolerance, "a training run may be this fraction below the baseline's per-GPU throughput")
 	fl.StringSliceVar(&f.gdrClasses, "gpudirect-classes", nil, "NEAR,FAR: the classes of the gpudirect-near and gpudirect-far NICs to their GPU (bench plan prints them), e.g. PIX,PHB")
 }
 
@@ -253,6 +258,12 @@ func (f *reportFlags) validate() []error {
 	if !(f.th.MaxLatencyFactor >= 1 && f.th.MaxLatencyFactor <= maxSpeedup) {
 		errs = append(errs, fmt.Errorf("--max-latency-factor %g: want a number in [1, %g]", f.th.MaxLatencyFactor, float64(maxSpeedup)))
 	}
+	if !(f.th.BaselineTolerance > 0 && f.th.BaselineTolerance < 1) {
+		errs = append(errs, fmt.Errorf("--baseline-tolerance %g: want a fraction in (0, 1)", f.th.BaselineTolerance))
+	}
+	if f.baseline == "-" {
+		errs = append(errs, errors.New("--baseline -: name a file (standard input is for --result)"))
+	}
 	if len(f.gdrClasses) > 0 {
 		if _, err := gpudirectClasses(f.gdrClasses); err != nil {
 			errs = append(errs, err)
@@ -303,9 +314,20 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 	if linkType == "" && ok {
 		linkType = p.LinkType // what the profile's fabric is
 	}
+	var baseline *bench.Result
+	if f.baseline != "" {
+		b, err := loadResult(ctx, f.baseline, nil, f.opts)
+		if err != nil {
+			return in, fmt.Errorf("--baseline: %w", err)
+		}
+		if !b.OK || b.Kind != bench.KindTraining {
+			return in, fmt.Errorf("--baseline %s: want a successful training run, got %s (%s)", f.baseline, b.Tool, orNone(b.Error))
+		}
+		baseline = &b
+	}
 	gdr, _ := gpudirectClasses(f.gdrClasses) // validated
 	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
-		GPUsPerNode: f.gpusPerNode, Thresholds: in.Thresholds, Roles: f.roles, GPUDirect: gdr, LinkType: linkType})
+		GPUsPerNode: f.gpusPerNode, Thresholds: in.Thresholds, Roles: f.roles, GPUDirect: gdr, LinkType: linkType, Baseline: baseline})
 	return in, nil
 }
 
@@ -340,6 +362,13 @@ func railLinkLayer(t *topology.Topology) string {
 		}
 	}
 	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no error"
+	}
+	return s
 }
 
 // gpudirectClasses reads --gpudirect-classes NEAR,FAR (none: unknown).

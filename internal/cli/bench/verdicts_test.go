@@ -95,3 +95,24 @@ func TestReportProfile(t *testing.T) {
 		t.Errorf("--profile lossy: %v", err)
 	}
 }
+
+// A single training run: an info line without --baseline, a verdict with
+// one; a failed or non-training baseline is refused.
+func TestReportTrainingBaseline(t *testing.T) {
+	log := func(per string) string {
+		return "Model: resnet50\nNumber of GPUs: 8\nImg/sec per GPU: " + per + " +-3.0\nTotal img/sec on 8 GPU(s): 1960.0 +-24.0\n"
+	}
+	run1, base := writeFile(t, "run.log", log("200.0")), writeFile(t, "base.log", log("250.0"))
+	out, _, err := run(t, "", "report", "--result", "rdma="+run1, "--out", t.TempDir())
+	if err != nil || !strings.Contains(out, "give --baseline a previous run") {
+		t.Errorf("no baseline: %v\n%s", err, out)
+	}
+	out, _, err = run(t, "", "report", "--result", "rdma="+run1, "--baseline", base, "--out", t.TempDir())
+	if err == nil || !strings.Contains(out, "vs the baseline's 250 img/s") || !strings.Contains(out, "80.0%; pass at 95%") {
+		t.Errorf("slower than the baseline: %v\n%s", err, out)
+	}
+	if _, _, err := run(t, "", "report", "--result", "rdma="+run1, "--baseline", writeFile(t, "bw.txt", perftestGbits("90.00")), "--out", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), "want a successful training run") {
+		t.Errorf("perftest baseline: %v", err)
+	}
+}
