@@ -30,6 +30,9 @@ type Options struct {
 	// Root says whether the process can read what only root can (PCI
 	// extended config space).
 	Root bool
+	// DCB reads RoCE NICs' PFC and trust (netops.Linux on a node); nil
+	// skips the roce-qos checks.
+	DCB DCBReader
 	// Recorder, when set, is told every sysfs path the checks and
 	// discovery read (sysfs.FS.Recorder); Host has its own.
 	Recorder sysfs.Recorder
@@ -53,7 +56,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	n := &node{opt: opt, fs: fs, topo: topo}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
-		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
+		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.roceQoS, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
 		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
 	} {
 		r.Checks = append(r.Checks, check(ctx)...)

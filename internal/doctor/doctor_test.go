@@ -13,6 +13,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
 
@@ -22,6 +23,21 @@ type fakeRDMA struct {
 }
 
 func (f fakeRDMA) RDMANetnsMode(context.Context) (string, error) { return f.mode, f.err }
+
+// fakeDCB answers DCB reads from a map; a netdev not in it has no DCB.
+type fakeDCB map[string]netops.DCB
+
+func (f fakeDCB) DCB(_ context.Context, netdev string) (netops.DCB, error) {
+	d, ok := f[netdev]
+	if !ok {
+		return netops.DCB{}, netops.ErrDCBNotSupported
+	}
+	return d, nil
+}
+
+// lossless is NVIDIA's RoCE configuration: trust dscp (RoCE's DSCP 26 on
+// priority 3), PFC on priority 3.
+var lossless = netops.DCB{PFCCap: 8, PFC: 1 << 3, DSCP: map[uint8]uint8{26: 3}}
 
 // env is a ready node: fakesysfs.SmallNode with 2 IB VFs with unique
 // GUIDs, RoCE netdevs at MTU 9000, ACS off on every bridge, the IOMMU in
@@ -72,7 +88,8 @@ func newEnv(t *testing.T) *env {
 	e.write("/proc/self/limits", strings.Replace(memlockUnlimited, "unlimited            unlimited", "8388608              8388608  ", 1))
 	pol, err := v1alpha1.Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 2\n  linkLayer: InfiniBand\n"))
 	must(err)
-	e.opt = Options{SysfsRoot: e.sys, Host: HostFiles{Root: e.host}, Policy: pol, RDMA: fakeRDMA{mode: "exclusive"}, Root: true}
+	e.opt = Options{SysfsRoot: e.sys, Host: HostFiles{Root: e.host}, Policy: pol, RDMA: fakeRDMA{mode: "exclusive"}, Root: true,
+		DCB: fakeDCB{"ens42np0": lossless, "ens59np0": lossless}}
 	return e
 }
 
@@ -112,7 +129,7 @@ func TestReadyNodePassesEveryCheck(t *testing.T) {
 			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
 		}
 	}
-	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "roce-qos", "roce-qos-consistent", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
@@ -202,6 +219,23 @@ func TestEachFailureIsReported(t *testing.T) {
 			_ = fakesysfs.SetPCIeLink(e.sys, "0000:19:00.0", fakesysfs.Link{Speed: 2.5, MaxSpeed: 16, Width: 16, MaxWidth: 16})
 			_ = fakesysfs.SetPCIeLink(e.sys, "0000:17:00.0", fakesysfs.Link{Speed: 2.5, MaxSpeed: 16, Width: 16, MaxWidth: 16})
 		}, "pcie-link", Warn, "0000:19:00.0 at 2.5 GT/s x16 (of 16 GT/s x16); bridge 0000:17:00.0 at 2.5 GT/s", "nvidia-smi -q -d PCIE"},
+		// RoCE lossless configuration, without a policy's qos.
+		"PFC off": {func(e *env) { e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8} }, "roce-qos", Warn,
+			"PFC is off on every priority: RoCE here is lossy", "mlnx_qos -i ens42np0 --trust dscp --pfc 0,0,0,1,0,0,0,0"},
+		"trust pcp": {func(e *env) { e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8, PFC: 1 << 3} }, "roce-qos", Warn,
+			"trust pcp with PFC on 3: untagged RoCE v2 traffic carries no PCP", "--trust dscp"},
+		"ECN off on the PFC priority": {func(e *env) {
+			_ = fakesysfs.SetECN(e.sys, "ens42np0", fakesysfs.ECN{RP: 0xf7, NP: 0xff, CNPDSCP: 48, CNPPrio: 6})
+		}, "roce-qos", Warn, "ECN off on PFC priority 3 (rp 0,1,2,4,5,6,7, np 0,1,2,3,4,5,6,7)", "ecn/roce_rp/enable/3"},
+		"RoCE NICs differ": {func(e *env) {
+			e.opt.DCB.(fakeDCB)["ens59np0"] = netops.DCB{PFCCap: 8, PFC: 1 << 4, DSCP: map[uint8]uint8{26: 4}}
+		}, "roce-qos-consistent", Warn, "the node's RoCE NICs differ", "the same settings"},
+		"no DCB": {func(e *env) { delete(e.opt.DCB.(fakeDCB), "ens42np0") }, "roce-qos", Skip, "the driver has no DCB", ""},
+		// Against the policy's qos: a failure, fixed by node apply.
+		"policy QoS": {func(e *env) {
+			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:2a:00.0", QoS: &v1alpha1.QoS{Trust: "pcp", PFC: []int{3, 4}, ECN: []int{3}}})
+			_ = fakesysfs.SetECN(e.sys, "ens42np0", fakesysfs.ECN{RP: 0xff, NP: 0xf7})
+		}, "roce-qos", Fail, "ECN off on priority 3 (rp 0,1,2,3,4,5,6,7, np 0,1,2,4,5,6,7), the policy wants it on; PFC on 3, the policy wants 3,4; trust dscp, the policy wants pcp", "railyard node apply"},
 		"IOMMU translating": {func(e *env) {
 			for _, g := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"} {
 				_ = os.WriteFile(filepath.Join(e.sys, "kernel/iommu_groups", g, "type"), []byte("DMA-FQ\n"), 0o644)

@@ -267,6 +267,11 @@ func (g *generator) nic(n *machine.Node, dir string) error {
 			return err
 		}
 		g.sriovPFs = append(g.sriovPFs, n.Address)
+		if n.Netdev != "" && n.LinkLayer == "Ethernet" {
+			if err := SetECN(g.root, n.Netdev, DefaultECN); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -133,3 +133,29 @@ func TestLoadReadsOnlyABoundedRegularFile(t *testing.T) {
 		}
 	}
 }
+
+func TestQoSDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	p, err := Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- netdev: ens1f0np0\n  numVFs: 0\n  linkLayer: Ethernet\n  qos: {pfc: [3]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&QoS{Trust: TrustDSCP, PFC: []int{3}, ECN: []int{3}}, p.PFs[0].QoS); diff != "" {
+		t.Errorf("defaults (-want +got)\n%s", diff)
+	}
+	if b := Bits([]int{3, 5}); b != 0x28 {
+		t.Errorf("Bits = %#x", b)
+	}
+	_, err = Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- netdev: ib0\n  numVFs: 0\n  linkLayer: InfiniBand\n  qos: {trust: tos, pfc: [3, 3, 8], ecn: [-1]}\n"))
+	for _, want := range []string{
+		"pfs[0].qos: Invalid value: \"\": PFC, trust and ECN are RoCE (Ethernet) settings",
+		"pfs[0].qos.trust: Unsupported value: \"tos\"",
+		"pfs[0].qos.pfc[1]: Duplicate value: 3",
+		"pfs[0].qos.pfc[2]: Invalid value: 8",
+		"pfs[0].qos.ecn[0]: Invalid value: -1",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -55,6 +55,14 @@ func Default(p *NodePolicy) {
 		if pf.MACs == "" {
 			pf.MACs = AddressDerived
 		}
+		if q := pf.QoS; q != nil {
+			if q.Trust == "" {
+				q.Trust = TrustDSCP
+			}
+			if q.ECN == nil {
+				q.ECN = append([]int{}, q.PFC...)
+			}
+		}
 		if a, err := pciaddr.Normalize(pf.PCIAddress); err == nil {
 			pf.PCIAddress = a // else Validate says why
 		}
@@ -167,7 +175,43 @@ func validatePF(path *field.Path, pf *PF) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("pkey"), pf.PKey, "a partition key needs InfiniBand"))
 		}
 	}
+	if q := pf.QoS; q != nil {
+		qp := path.Child("qos")
+		if pf.LinkLayer == LinkLayerInfiniBand {
+			errs = append(errs, field.Invalid(qp, "", "PFC, trust and ECN are RoCE (Ethernet) settings"))
+		}
+		if q.Trust != TrustDSCP && q.Trust != TrustPCP {
+			errs = append(errs, field.NotSupported(qp.Child("trust"), q.Trust, []string{TrustDSCP, TrustPCP}))
+		}
+		for _, l := range []struct {
+			name  string
+			prios []int
+		}{{"pfc", q.PFC}, {"ecn", q.ECN}} {
+			seen := map[int]bool{}
+			for i, p := range l.prios {
+				switch {
+				case p < 0 || p > 7:
+					errs = append(errs, field.Invalid(qp.Child(l.name).Index(i), p, "must be a priority 0-7"))
+				case seen[p]:
+					errs = append(errs, field.Duplicate(qp.Child(l.name).Index(i), p))
+				}
+				seen[p] = true
+			}
+		}
+	}
 	return errs
+}
+
+// Bits returns priorities as a bitmap (bit p for priority p), as DCB and
+// the ecn/ files have them.
+func Bits(prios []int) uint8 {
+	var b uint8
+	for _, p := range prios {
+		if p >= 0 && p < 8 {
+			b |= 1 << p
+		}
+	}
+	return b
 }
 
 // ParsePKey parses a partition key "0x8001" (or "8001"): 15 bits of key,

@@ -75,6 +75,28 @@ type PF struct {
 	// GUIDs to add to it (an OpenSM partitions.conf line) and doctor checks
 	// each VF's pkey table; InfiniBand only.
 	PKey string `json:"pkey,omitempty"`
+	// QoS, when set, is the RoCE lossless configuration the PF must have
+	// (doctor checks it, node apply sets it): Ethernet only.
+	QoS *QoS `json:"qos,omitempty"`
+}
+
+// Trust modes: how the NIC classifies received traffic into priorities.
+const (
+	TrustDSCP = "dscp" // the IP header's DSCP (routed RoCE v2: NVIDIA's recommendation)
+	TrustPCP  = "pcp"  // the VLAN tag's 802.1p priority
+)
+
+// QoS is a RoCE PF's lossless configuration, what `mlnx_qos -i <if>
+// --trust dscp --pfc 0,0,0,1,0,0,0,0` and the ecn/ files set.
+type QoS struct {
+	// Trust is "dscp" or "pcp" (default dscp).
+	Trust string `json:"trust,omitempty"`
+	// PFC lists the priorities (0-7) with PFC enabled: RoCE's (3 in
+	// NVIDIA's default configuration). Empty is PFC off: a lossy fabric.
+	PFC []int `json:"pfc"`
+	// ECN lists the priorities on which ECN's reaction and notification
+	// points (DCQCN) are enabled; default: those of PFC.
+	ECN []int `json:"ecn,omitempty"`
 }
 
 // Name is how messages name the PF: its PCI address, else its netdev.

@@ -40,7 +40,10 @@ GPU, ports ACTIVE with the expected link layer, RoCE v2 GIDs, netdev vs RDMA
 MTU, SR-IOV VF counts and link layers against the node policy (--policy),
 InfiniBand VF GUIDs non-zero and unique, the RDMA netns mode, the container
 runtime's memlock limit, nvidia_peermem or DMA-BUF, PCIe ACS on the bridges
-between each GPU and its NIC, and the IOMMU mode. Each check says what it
+between each GPU and its NIC, and the IOMMU mode; each GPU's and NIC's PCIe
+link (and every bridge's above it) trained at its capability; each RoCE
+NIC's lossless configuration (PFC on RoCE's priority, trust mode, ECN),
+alike across the node's NICs and as the policy's qos says. Each check says what it
 read and how to fix what it found.
 
 It runs unprivileged; the ACS check needs root (the kernel gives other users
@@ -59,6 +62,7 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 			}
 			opt.Host = doctor.HostFiles{Root: hostRoot}
 			opt.RDMA = netops.Linux{}
+			opt.DCB = netops.Linux{}
 			opt.Root = os.Geteuid() == 0
 			return run(cmd.Context(), s, opt, jsonOut)
 		},
