@@ -1,0 +1,91 @@
+//go:build e2e
+
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/railyard-io/railyard/test/e2e/framework"
+)
+
+// kubectl runs the cluster's kubectl (admin kubeconfig) with stdin.
+func kubectl(ctx context.Context, c *framework.MultiCluster, stdin string, args ...string) ([]byte, error) {
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(c.Info.Dir, "kubectl-cache")}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Info.K8sBinDir, "kubectl"), full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	return cmd.CombinedOutput()
+}
+
+// railPool is rail r's pool in up.sh's values.
+func railPool(r int) corev1.ResourceName {
+	return corev1.ResourceName("railyard.io/rail" + strconv.Itoa(r))
+}
+
+// poll calls f every interval until it returns true, or fails the test
+// with what f last said when ctx ends.
+func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) (bool, string)) {
+	t.Helper()
+	for {
+		ok, last := f(ctx)
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v (last: %s)", what, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// allocatable returns a node's allocatable count of a resource.
+func allocatable(ctx context.Context, c *framework.MultiCluster, node string, res corev1.ResourceName) (int64, error) {
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	q := n.Status.Allocatable[res]
+	return q.Value(), nil
+}
+
+// fabricCounter returns a fabric port's received packets (from
+// /proc/net/dev in the fabric's network namespace).
+func fabricCounter(ctx context.Context, t *testing.T, c *framework.MultiCluster, port string) int64 {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, "nsenter", "--target", strconv.Itoa(c.Info.FabricPID), "--net", "--", "cat", "/proc/net/dev").Output()
+	if err != nil {
+		t.Fatalf("fabric /proc/net/dev: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || name != port {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			break
+		}
+		n, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			t.Fatalf("fabric port %s: %v", port, err)
+		}
+		return n
+	}
+	t.Fatalf("fabric has no port %s:\n%s", port, out)
+	return 0
+}
+
+// fabricPort names node index i's port on rail r's leaf.
+func fabricPort(node framework.NodeInfo, r int) string { return fmt.Sprintf("n%dr%d", node.Index, r) }
+
+func itoa[T ~int | ~int32 | ~int64](v T) string { return strconv.FormatInt(int64(v), 10) }

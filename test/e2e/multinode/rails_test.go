@@ -1,0 +1,196 @@
+//go:build e2e
+
+package multinode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/railyard-io/railyard/test/e2e/framework"
+)
+
+// railNetwork is the CNI network of rail r on a node: railyard-cni naming
+// the rail's pool by resourceName (containerd's CRI runs it for every pod,
+// as a second network; a pod without the rail's device gets nothing from
+// it), with host-local addresses from the rail's subnet, a range per node
+// so two nodes never hand out the same one.
+func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.RailInfo) map[string]any {
+	_, subnet, _ := net.ParseCIDR(r.Subnet)
+	ip := subnet.IP.To4()
+	first, last := net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20)), net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20+19))
+	return map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "rail" + itoa(r.Index),
+		"plugins": []any{map[string]any{
+			"type":               "railyard-cni",
+			"resourceName":       string(railPool(r.Index)),
+			"podResourcesSocket": "/var/lib/kubelet/pod-resources/kubelet.sock",
+			"bindingDir":         filepath.Join(n.Dir, "no-binding"),
+			"sysfsRoot":          filepath.Join(c.Info.MachineDir, "sysfs"),
+			"stateDir":           filepath.Join(n.Dir, "cni-state"),
+			"rdma":               false,
+			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.Dir, "rail-ipam"),
+				"ranges": [][]map[string]string{{{"subnet": r.Subnet, "rangeStart": first.String(), "rangeEnd": last.String()}}}},
+		}},
+	}
+}
+
+// addRailNetworks writes rails' networks into every GPU node's CNI conf
+// dir (after the pod network: eth1, eth2, ...) and removes them at cleanup.
+func addRailNetworks(t *testing.T, c *framework.MultiCluster, rails ...int) {
+	t.Helper()
+	for _, n := range c.Info.GPUNodes() {
+		for i, r := range rails {
+			data, err := json.Marshal(railNetwork(c, n, c.Info.Rails[r]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(n.CNIConfDir, fmt.Sprintf("%d-rail%d.conflist", 20+i, r))
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Remove(p) })
+		}
+	}
+	// containerd reloads its CNI configuration on the directory's events.
+	time.Sleep(2 * time.Second)
+	t.Cleanup(func() { time.Sleep(2 * time.Second) })
+}
+
+type railPod struct {
+	name, node string
+	rail       int
+	railIP     string // its address on the rail
+	podIP      string // its address on the pod network
+}
+
+// listen starts, in the background, an nc listener writing what it
+// receives to out. Its stdin never ends: busybox's nc quits when its stdin
+// does, dropping the connection.
+func listen(port int, out string) string {
+	return fmt.Sprintf("(sleep 3600 | nc -l -p %d > %s 2>/dev/null) </dev/null >/dev/null 2>&1 &", port, out)
+}
+
+// startRailPod runs a pod on node holding rail r's PF (NET_ADMIN to route
+// through the spine), listening on TCP 5001 (payload to /tmp/got).
+func startRailPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, name, node string, r int) *railPod {
+	t.Helper()
+	pod := framework.WithResourceLimit(framework.BusyboxPod("default", name, "sh", "-c", listen(5001, "/tmp/got")+" sleep 3600"), railPool(r), 1)
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
+	p, err := c.WaitForPodPhase(ctx, "default", name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.NodeName != node {
+		t.Fatalf("pod %s on %s, want %s", name, p.Spec.NodeName, node)
+	}
+	rp := &railPod{name: name, node: node, rail: r, podIP: p.Status.PodIP}
+	out, err := c.Exec(ctx, "default", name, "main", "ip", "-o", "-4", "addr", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, subnet, _ := net.ParseCIDR(c.Info.Rails[r].Subnet)
+	for _, m := range regexp.MustCompile(`inet (\S+)/`).FindAllStringSubmatch(out, -1) {
+		if ip := net.ParseIP(m[1]); ip != nil && subnet.Contains(ip) {
+			rp.railIP = m[1]
+		}
+	}
+	if rp.railIP == "" {
+		t.Fatalf("pod %s has no address on rail %d (%s):\n%s", name, r, subnet, out)
+	}
+	return rp
+}
+
+func (p *railPod) exec(ctx context.Context, c *framework.MultiCluster, cmd string) (string, error) {
+	return c.Exec(ctx, "default", p.name, "main", "sh", "-c", cmd)
+}
+
+// testRails: pods on two GPU nodes holding the PF of rail 0 reach each
+// other through leaf 0 (ping and TCP, the leaf's ports count the packets);
+// a pod on rail 0 cannot reach a pod on rail 1 while the rails are
+// isolated, even routing through its leaf's spine address, and can once
+// the spine joins them. The pod network works across nodes too.
+func testRails(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
+	gpus := c.Info.GPUNodes()
+	if len(gpus) < 2 || len(c.Info.Rails) < 2 {
+		t.Skipf("needs two GPU nodes and two rails (have %d, %d)", len(gpus), len(c.Info.Rails))
+	}
+	addRailNetworks(t, c, 0, 1)
+	a := startRailPod(ctx, t, c, "rail0-a", gpus[0].Name, 0)
+	b := startRailPod(ctx, t, c, "rail0-b", gpus[1].Name, 0)
+	s := startRailPod(ctx, t, c, "rail1-c", gpus[1].Name, 1)
+	t.Logf("rail 0: %s on %s %s, %s on %s %s; rail 1: %s on %s %s", a.name, a.node, a.railIP, b.name, b.node, b.railIP, s.name, s.node, s.railIP)
+
+	t.Run("same rail across nodes", func(t *testing.T) {
+		inA, inB := fabricCounter(ctx, t, c, fabricPort(gpus[0], 0)), fabricCounter(ctx, t, c, fabricPort(gpus[1], 0))
+		if out, err := a.exec(ctx, c, "ping -c 3 -W 2 "+b.railIP); err != nil {
+			t.Fatalf("ping %s over rail 0: %v\n%s", b.railIP, err, out)
+		}
+		if out, err := a.exec(ctx, c, "echo over-rail-0 | nc -w 3 "+b.railIP+" 5001"); err != nil {
+			t.Fatalf("nc to %s: %v %s", b.railIP, err, out)
+		}
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if got, _ = b.exec(ctx, c, "cat /tmp/got"); strings.TrimSpace(got) != "" {
+				break
+			}
+		}
+		if strings.TrimSpace(got) != "over-rail-0" {
+			t.Errorf("%s received %q over TCP, want over-rail-0", b.name, got)
+		}
+		// Both nodes' rail-0 NICs sent into leaf 0.
+		if n := fabricCounter(ctx, t, c, fabricPort(gpus[0], 0)); n < inA+3 {
+			t.Errorf("leaf 0 port of %s received %d packets, want at least 3", gpus[0].Name, n-inA)
+		}
+		if n := fabricCounter(ctx, t, c, fabricPort(gpus[1], 0)); n < inB+3 {
+			t.Errorf("leaf 0 port of %s received %d packets, want at least 3", gpus[1].Name, n-inB)
+		}
+	})
+	t.Run("pod network across nodes", func(t *testing.T) {
+		if out, err := a.exec(ctx, c, "ping -c 2 -W 2 "+b.podIP); err != nil {
+			t.Fatalf("ping %s (%s's pod IP on %s): %v\n%s", b.podIP, b.name, b.node, err, out)
+		}
+	})
+	t.Run("rail and pod network: latency and throughput", func(t *testing.T) { testPaths(ctx, t, c, a, b) })
+	t.Run("isolated rails, then the spine", func(t *testing.T) {
+		// Each pod routes the other's rail through its own leaf's spine address.
+		for _, x := range []struct {
+			p     *railPod
+			other int
+		}{{a, 1}, {s, 0}} {
+			r := c.Info.Rails[x.p.rail]
+			if out, err := x.p.exec(ctx, c, "ip route add "+c.Info.Rails[x.other].Subnet+" via "+r.Spine); err != nil {
+				t.Fatalf("%s: route: %v %s", x.p.name, err, out)
+			}
+		}
+		if out, err := a.exec(ctx, c, "ping -c 2 -W 1 "+s.railIP); err == nil {
+			t.Fatalf("rail 0 reached rail 1 with the spine off:\n%s", out)
+		}
+		if err := framework.SetSpine(ctx, c.Info.Dir, true); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := framework.SetSpine(context.Background(), c.Info.Dir, false); err != nil {
+				t.Error(err)
+			}
+		}()
+		if out, err := a.exec(ctx, c, "ping -c 2 -W 2 "+s.railIP); err != nil {
+			t.Fatalf("rail 0 to rail 1 through the spine: %v\n%s", err, out)
+		}
+	})
+}
