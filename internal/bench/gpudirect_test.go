@@ -78,3 +78,14 @@ func TestGPUDirectAlignmentAbsentWithoutPair(t *testing.T) {
 		}
 	}
 }
+
+// bench plan --bare-metal labels its hostNetwork pair bare-metal and the
+// pods stay rdma: with no pod scenario the rdma runs are compared.
+func TestPodVsBareMetalTakesRDMAWithoutPodScenario(t *testing.T) {
+	t.Parallel()
+	vs := Judge(JudgeInput{Results: []Labelled{{Scenario: "rdma", Result: perftestBW(90)}, {Scenario: "bare-metal", Result: perftestBW(91)}}})
+	v := findVerdict(t, vs, CheckPodBareMetal, "rdma")
+	if v.Status != StatusPass || !strings.Contains(v.Reason, "pod 90 Gb/s vs bare metal 91 Gb/s") {
+		t.Errorf("verdict %+v", v)
+	}
+}

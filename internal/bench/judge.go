@@ -229,7 +229,7 @@ func Judge(in JudgeInput) []Verdict {
 			out = append(out, k.verdict(in, l))
 		}
 	}
-	out = append(out, compare(in, CheckPodBareMetal, in.Roles.Pod, in.Roles.BareMetal)...)
+	out = append(out, compare(in, CheckPodBareMetal, podRole(in), in.Roles.BareMetal)...)
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)
 	out = append(out, judgeGPUDirect(in)...)
 	out = append(out, judgeScaling(in)...)
@@ -240,6 +240,18 @@ func Judge(in JudgeInput) []Verdict {
 		out[i].Measured, out[i].Target = finite(out[i].Measured), finite(out[i].Target)
 	}
 	return out
+}
+
+// podRole is the pod scenario, or the rdma scenario when no result has
+// the pod scenario: bench plan --bare-metal's hostNetwork pair (bare-metal)
+// is the baseline of the rdma pods.
+func podRole(in JudgeInput) string {
+	for _, l := range in.Results {
+		if l.Scenario == in.Roles.Pod {
+			return in.Roles.Pod
+		}
+	}
+	return in.Roles.RDMA
 }
 
 // finite maps ±Inf to the largest float of that sign and NaN to 0.

@@ -159,6 +159,9 @@ func mpiJob(o Options, v Variant, r mpiRun) (*unstructured.Unstructured, error) 
 		},
 	}
 	worker.Labels = workerLabels
+	if len(o.PodResources) > 0 {
+		addPodResources(o.PodResources, &worker.Spec) // the workers carry the traffic; the launcher only starts it
+	}
 	lt, err := toMap(&launcher)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ func Objects(opts Options) ([]runtime.Object, error) {
 			case Perftest:
 				svc, server, client := perftestPair(ov, v)
 				objs = append(objs, svc, server, client)
+				if o.BareMetal && v == RDMA {
+					objs = append(objs, bareMetalPair(o)...)
+				}
 			case GPUDirectTest:
 				if v == RDMA {
 					objs = append(objs, gpudirectPairs(ov)...)
@@ -80,7 +83,7 @@ func Objects(opts Options) ([]runtime.Object, error) {
 			}
 		}
 	}
-	return objs, nil
+	return withPodResources(o, objs), nil
 }
 
 func name(o Options, v Variant, parts ...string) string {

@@ -3,6 +3,7 @@ package benchplan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -120,6 +121,13 @@ type Options struct {
 	// GPUDirect is the GPU and NICs of the GPUDirect pairs (ChooseGPUDirect);
 	// needed by GPUDirectTest.
 	GPUDirect *GPUDirect
+	// PodResources (cpu, memory, hugepages-<size>; ParsePodResources) are
+	// requested, equal to the limits, by every benchmark pod.
+	PodResources corev1.ResourceList
+	// BareMetal adds, with the perftest test, a hostNetwork perftest pair
+	// on the same nodes (scenario bare-metal) for the pod-vs-bare-metal
+	// check.
+	BareMetal bool
 }
 
 // withDefaults fills zero fields and checks the rest; it returns every
@@ -263,6 +271,20 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ServerAddress != "" {
 		if err := validateAddress(o.ServerAddress); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if usesRDMACM(o.PerftestArgs) && o.ServerAddress == "" && slices.Contains(o.Variants, RDMA) &&
+		(slices.Contains(o.Tests, Perftest) || slices.Contains(o.Tests, GPUDirectTest)) {
+		errs = append(errs, errors.New("perftest -R (rdma_cm) connects to the server's address on the RDMA interface, "+
+			"and the server's Service name resolves to its pod-network address: give --server-address, the server's "+
+			"secondary-network address (static IPAM), or drop -R"))
+	}
+	if o.BareMetal && !slices.Contains(o.Tests, Perftest) {
+		errs = append(errs, errors.New("bare metal: the baseline is a perftest pair; add the perftest test"))
+	}
+	for k, q := range o.PodResources {
+		if k != corev1.ResourceCPU && k != corev1.ResourceMemory && !strings.HasPrefix(string(k), corev1.ResourceHugePagesPrefix) || q.Sign() <= 0 {
+			errs = append(errs, fmt.Errorf("pod resource %s=%s: want a positive cpu, memory or hugepages-<size>", k, q.String()))
 		}
 	}
 	// The MPI Operator names pods <job>-launcher and <job>-worker-<i>.

@@ -21,7 +21,7 @@ func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var tests, env, resources, networks []string
 	var resourceCount int
 	var source topo.Source
-	var gpudirectGPU, farClass string
+	var gpudirectGPU, farClass, podResources string
 	cmd := &cobra.Command{
 		Use:   "plan --image IMAGE --nodes A,B [flags]",
 		Short: "Print the Kubernetes manifests that run perftest, nccl-tests, OSU and Horovod on Railyard's resources",
@@ -66,6 +66,17 @@ published 10.5 vs 3.5 GB/s case), every pod taking every GPU of its node;
 bench report judges the pair (gpudirect-near vs gpudirect-far) as a ratio:
   railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --machine dgx-h100
   railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --sysfs /sys --far-class PHB
+
+What published RDMA pods carry: --pod-resources requests hugepages, CPUs
+and memory (limits equal, so the pod is Guaranteed and a Topology Manager
+pins it); --bare-metal adds a hostNetwork perftest pair on the same nodes
+(scenario bare-metal) that bench report compares the rdma pods with;
+perftest -R (rdma_cm) needs --server-address, the server's address on the
+secondary network (the Service name resolves to the pod network):
+  railyard bench plan --image IMAGE --nodes a,b --variant rdma --bare-metal \
+    --pod-resources hugepages-1Gi=4Gi,cpu=6,memory=8Gi
+  railyard bench plan --image IMAGE --nodes a,b --variant rdma --tests perftest \
+    --perftest-args "-R -a -F --report_gbits" --server-address 192.168.111.10
 
 Run the pod pairs with bench run -f (it writes the report), or apply with
 kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
@@ -112,6 +123,11 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 			}
 			if err := errors.Join(errs...); err != nil {
 				return err
+			}
+			if podResources != "" {
+				if o.PodResources, err = benchplan.ParsePodResources(podResources); err != nil {
+					return fmt.Errorf("--pod-resources: %w", err)
+				}
 			}
 			if slices.Contains(o.Tests, benchplan.GPUDirectTest) {
 				if source.Sysfs == "" && source.Machine == "" {
@@ -172,7 +188,9 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringVar(&o.Name, "name", benchplan.DefaultName, "name prefix of the objects")
 	fl.StringVar(&o.Perftest, "perftest", benchplan.DefaultPerftest, "perftest binary (ib_write_bw, ib_read_lat, ...)")
 	fl.StringVar(&perftestArgs, "perftest-args", "-a -F [--report_gbits]", "perftest arguments (server and client)")
-	fl.StringVar(&o.ServerAddress, "server-address", "", "the perftest server's address on the secondary network when fixed (default: its Service name)")
+	fl.StringVar(&o.ServerAddress, "server-address", "", "the perftest server's address on the secondary network when fixed (default: its Service name; perftest -R needs it)")
+	fl.StringVar(&podResources, "pod-resources", "", "cpu, memory and hugepages every benchmark pod requests (limits equal: Guaranteed, so a Topology Manager pins it), e.g. hugepages-1Gi=4Gi,cpu=6,memory=8Gi")
+	fl.BoolVar(&o.BareMetal, "bare-metal", false, "add a hostNetwork perftest pair on the same nodes (scenario bare-metal) as the pods' baseline; privileged, with the host's /dev/infiniband")
 	fl.StringVar(&o.NCCLTest, "nccl-test", benchplan.DefaultNCCLTest, "nccl-tests binary")
 	fl.StringVar(&o.NCCLTestsDir, "nccl-tests-dir", benchplan.DefaultNCCLTestsDir, "directory of the nccl-tests binaries in the image")
 	fl.StringVar(&ncclArgs, "nccl-args", "-b 8 -e 8G -f 2 -g 1", "nccl-tests arguments")

@@ -116,3 +116,23 @@ func TestReportTrainingBaseline(t *testing.T) {
 		t.Errorf("perftest baseline: %v", err)
 	}
 }
+
+func TestPlanPodResourcesBareMetalRDMACM(t *testing.T) {
+	out, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--variant", "rdma", "--tests", "perftest", "--bare-metal",
+		"--pod-resources", "hugepages-1Gi=4Gi,cpu=6,memory=8Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hugepages-1Gi: 4Gi", "hostNetwork: true", "railyard.io/bench-scenario: bare-metal", "medium: HugePages"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	if _, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--pod-resources", "gpu=1"); err == nil || !strings.Contains(err.Error(), "--pod-resources") {
+		t.Errorf("bad --pod-resources: %v", err)
+	}
+	if _, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--variant", "rdma", "--tests", "perftest", "--perftest-args", "-R -a"); err == nil ||
+		!strings.Contains(err.Error(), "give --server-address") {
+		t.Errorf("-R without --server-address: %v", err)
+	}
+}
