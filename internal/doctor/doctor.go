@@ -56,7 +56,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	n := &node{opt: opt, fs: fs, topo: topo}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
-		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.roceQoS, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
+		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.roceQoS, n.firmware, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
 		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
 	} {
 		r.Checks = append(r.Checks, check(ctx)...)

@@ -129,7 +129,7 @@ func TestReadyNodePassesEveryCheck(t *testing.T) {
 			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
 		}
 	}
-	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "roce-qos", "roce-qos-consistent", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "roce-qos", "roce-qos-consistent", "firmware", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
@@ -236,6 +236,12 @@ func TestEachFailureIsReported(t *testing.T) {
 			e.opt.Policy.PFs = append(e.opt.Policy.PFs, v1alpha1.PF{PCIAddress: "0000:2a:00.0", QoS: &v1alpha1.QoS{Trust: "pcp", PFC: []int{3, 4}, ECN: []int{3}}})
 			_ = fakesysfs.SetECN(e.sys, "ens42np0", fakesysfs.ECN{RP: 0xff, NP: 0xf7})
 		}, "roce-qos", Fail, "ECN off on priority 3 (rp 0,1,2,3,4,5,6,7, np 0,1,2,4,5,6,7), the policy wants it on; PFC on 3, the policy wants 3,4; trust dscp, the policy wants pcp", "railyard node apply"},
+		// One firmware release per model: mlx5_1 and mlx5_2 are both
+		// ConnectX-6 Dx (15b3:101d).
+		"firmware differs within a model": {func(e *env) { _ = fakesysfs.SetFirmware(e.sys, "mlx5_2", "22.35.1012") }, "firmware", Warn,
+			"2 firmware versions on one model: 22.35.1012 on mlx5_2; 22.39.1002 on mlx5_1", "mlxfwmanager"},
+		"firmware unreadable": {func(e *env) { _ = os.Remove(filepath.Join(e.sys, "class/infiniband/mlx5_0/fw_ver")) }, "firmware", Skip,
+			"cannot read the firmware version of any NIC of this model", ""},
 		"IOMMU translating": {func(e *env) {
 			for _, g := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"} {
 				_ = os.WriteFile(filepath.Join(e.sys, "kernel/iommu_groups", g, "type"), []byte("DMA-FQ\n"), 0o644)

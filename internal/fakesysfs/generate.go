@@ -251,6 +251,9 @@ func (g *generator) nic(n *machine.Node, dir string) error {
 	if err := writeRDMA(g.root, dir, n.RDMA, ports, state); err != nil {
 		return err
 	}
+	if err := g.write(filepath.Join(dir, "infiniband", n.RDMA, "fw_ver"), firmwareFor(n.Vendor, n.Device)); err != nil {
+		return err
+	}
 	if err := writeUverbs(g.root, dir, fmt.Sprintf("uverbs%d", g.uverbs), n.RDMA); err != nil {
 		return err
 	}

@@ -1,0 +1,62 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// firmware checks that the RDMA NICs of one model (PCI vendor and device
+// ID) run one firmware version across the node: cards of one model on
+// different releases behave differently (congestion control, PCIe
+// relaxed ordering, bugs fixed in one and not the other), and a rail that
+// is slower than its peers slows every collective.
+func (n *node) firmware(context.Context) []Check {
+	type model struct{ vendor, device uint16 }
+	byModel := map[model]map[string][]string{} // model -> fw_ver -> RDMA devices
+	unread := map[model][]string{}
+	var order []model
+	for _, x := range n.topo.NICs {
+		m := model{x.Vendor, x.Device}
+		if _, ok := byModel[m]; !ok {
+			byModel[m] = map[string][]string{}
+			order = append(order, m)
+		}
+		v, err := n.fs.FirmwareVersion(x.RDMA)
+		if err != nil {
+			unread[m] = append(unread[m], fmt.Sprintf("%s: %v", x.RDMA, err))
+			continue
+		}
+		byModel[m][v] = append(byModel[m][v], x.RDMA)
+	}
+	var out []Check
+	for _, m := range order {
+		c := Check{ID: "firmware", Subject: fmt.Sprintf("%04x:%04x", m.vendor, m.device), Status: OK}
+		versions := slices.Sorted(maps.Keys(byModel[m]))
+		var parts []string
+		for _, v := range versions {
+			devs := byModel[m][v]
+			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(devs, ", ")))
+		}
+		c.Read = append(c.Read, "sysfs class/infiniband/<dev>/fw_ver: "+strings.Join(parts, "; "))
+		if len(unread[m]) > 0 {
+			c.Read = append(c.Read, "unreadable: "+strings.Join(unread[m], "; "))
+		}
+		switch {
+		case len(versions) == 0:
+			c.Status, c.Summary = Skip, "cannot read the firmware version of any NIC of this model"
+		case len(versions) > 1:
+			c.Status = Warn
+			c.Summary = fmt.Sprintf("%d firmware versions on one model: %s", len(versions), strings.Join(parts, "; "))
+			c.Fix = "flash one release on every card of the model (mlxfwmanager -u, or mlxup), then mlxfwreset -d <pci> reset or reboot"
+		case len(unread[m]) > 0:
+			c.Status, c.Summary = Skip, fmt.Sprintf("firmware %s where it could be read; not every NIC of the model could be", versions[0])
+		default:
+			c.Summary = fmt.Sprintf("every NIC of the model runs %s", versions[0])
+		}
+		out = append(out, c)
+	}
+	return out
+}
