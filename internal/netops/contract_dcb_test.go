@@ -29,6 +29,12 @@ func TestDCBContract(t *testing.T) {
 			if _, err := o.DCB(ctx, netnstest.Name("nx")); !errors.Is(err, netops.ErrLinkNotFound) {
 				t.Errorf("DCB of a missing link: %v, want ErrLinkNotFound", err)
 			}
+			if err := o.SetDCB(ctx, v, 1<<3, "dscp"); !errors.Is(err, netops.ErrDCBNotSupported) {
+				t.Errorf("SetDCB of a veth: %v, want ErrDCBNotSupported", err)
+			}
+			if err := o.SetDCB(ctx, netnstest.Name("nx"), 1<<3, "dscp"); !errors.Is(err, netops.ErrLinkNotFound) {
+				t.Errorf("SetDCB of a missing link: %v, want ErrLinkNotFound", err)
+			}
 			for _, bad := range []string{"", "a/b", "0123456789abcdef"} {
 				if _, err := o.DCB(ctx, bad); err == nil || errors.Is(err, netops.ErrLinkNotFound) {
 					t.Errorf("DCB(%q): %v, want an invalid-name error", bad, err)

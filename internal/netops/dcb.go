@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // DCB is a netdev's IEEE 802.1Qaz settings as the kernel's DCB netlink
@@ -62,6 +63,9 @@ func (d DCB) String() string {
 // Linux on a node, netopstest.Fake in tests.
 type DCBOps interface {
 	DCB(ctx context.Context, netdev string) (DCB, error)
+	// SetDCB sets the PFC priorities (bit p: priority p) and the trust
+	// mode ("dscp" or "pcp").
+	SetDCB(ctx context.Context, netdev string, pfc uint8, trust string) error
 }
 
 // ErrDCBNotSupported is returned (wrapped) for a netdev whose driver has
@@ -72,6 +76,7 @@ var ErrDCBNotSupported = errors.New("the device does not support DCB")
 const (
 	dcbCmdIEEESet     = 20
 	dcbCmdIEEEGet     = 21
+	dcbCmdIEEEDel     = 25
 	dcbAttrIfname     = 1
 	dcbAttrIEEE       = 13
 	dcbAttrIEEEPFC    = 2
@@ -156,4 +161,68 @@ func ValidIfName(name string) error {
 		return fmt.Errorf("invalid interface name %q", name)
 	}
 	return nil
+}
+
+// DefaultDSCPMap is the DSCP-to-priority map mlx5 and mlnx_qos use by
+// default: DSCP d on priority d>>3 (RoCE's DSCP 26 on priority 3, CNPs'
+// 48 on 6).
+func DefaultDSCPMap() map[uint8]uint8 {
+	m := make(map[uint8]uint8, 64)
+	for d := range uint8(64) {
+		m[d] = d >> 3
+	}
+	return m
+}
+
+// ieeeAttrs encodes a DCB_ATTR_IEEE attribute holding a PFC setting (when
+// pfc is set) and the DSCP entries of dscp as APP entries, in DSCP order.
+func ieeeAttrs(pfcCap int, pfc *uint8, dscp map[uint8]uint8) []byte {
+	var inner []byte
+	if pfc != nil {
+		v := make([]byte, sizeofIEEEPFC)
+		v[0], v[1] = uint8(pfcCap), *pfc
+		inner = append(inner, encodeAttr(dcbAttrIEEEPFC, v)...)
+	}
+	if len(dscp) > 0 {
+		var apps []byte
+		for d := range uint8(64) {
+			p, ok := dscp[d]
+			if !ok {
+				continue
+			}
+			v := []byte{appSelDSCP, p, 0, 0}
+			binary.NativeEndian.PutUint16(v[2:], uint16(d))
+			apps = append(apps, encodeAttr(dcbAttrIEEEApp, v)...)
+		}
+		inner = append(inner, encodeAttr(dcbAttrIEEEApps|nlaFNested, apps)...)
+	}
+	return encodeAttr(dcbAttrIEEE|nlaFNested, inner)
+}
+
+// nlaFNested marks a nested attribute.
+const nlaFNested = 0x8000
+
+// encodeAttr encodes one netlink attribute, padded to 4 bytes.
+func encodeAttr(typ uint16, v []byte) []byte {
+	b := make([]byte, 4, 4+len(v)+3)
+	binary.NativeEndian.PutUint16(b[0:2], uint16(4+len(v)))
+	binary.NativeEndian.PutUint16(b[2:4], typ)
+	b = append(b, v...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// setResult reads the driver's result from a DCB_CMD_IEEE_SET or _DEL
+// reply: DCB_ATTR_IEEE holds it as a u8 (the negative errno, truncated).
+func setResult(msg []byte) error {
+	if len(msg) < sizeofDCBMsg {
+		return fmt.Errorf("DCB reply of %d bytes", len(msg))
+	}
+	v, ok := findAttr(msg[sizeofDCBMsg:], dcbAttrIEEE)
+	if !ok || len(v) < 1 || v[0] == 0 {
+		return nil
+	}
+	return syscall.Errno(-int8(v[0]))
 }

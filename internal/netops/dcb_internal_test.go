@@ -84,3 +84,28 @@ func FuzzParseDCBReply(f *testing.F) {
 		}
 	})
 }
+
+// What SetDCB sends parses back as what it means: the same attribute
+// layout the kernel's dcbnl reads (nla_parse_nested of DCB_ATTR_IEEE), here
+// read by the reply parser. A real ConnectX is needed to see mlx5 take it.
+func TestIEEEAttrsRoundTrip(t *testing.T) {
+	t.Parallel()
+	pfc := uint8(1 << 3)
+	msg := append([]byte{0, dcbCmdIEEEGet, 0, 0}, ieeeAttrs(8, &pfc, DefaultDSCPMap())...)
+	got, err := parseDCBReply(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(DCB{PFCCap: 8, PFC: 1 << 3, DSCP: DefaultDSCPMap()}, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if got.DSCP[26] != 3 || got.DSCP[48] != 6 {
+		t.Errorf("RoCE's DSCP 26 on %d, CNPs' 48 on %d", got.DSCP[26], got.DSCP[48])
+	}
+	if err := setResult(append([]byte{0, dcbCmdIEEESet, 0, 0}, nlAttr(dcbAttrIEEE, []byte{0xea})...)); err == nil || err.Error() != "invalid argument" {
+		t.Errorf("a refused set: %v, want EINVAL", err)
+	}
+	if err := setResult(append([]byte{0, dcbCmdIEEESet, 0, 0}, nlAttr(dcbAttrIEEE, []byte{0})...)); err != nil {
+		t.Errorf("an accepted set: %v", err)
+	}
+}

@@ -44,3 +44,37 @@ func (f *Fake) DCB(_ context.Context, netdev string) (netops.DCB, error) {
 	d.DSCP = maps.Clone(d.DSCP)
 	return d, nil
 }
+
+// SetDCB implements netops.DCBOps: a mutating call (FailAtMutation fails
+// it with no effect). Trust dscp gives the netdev the default DSCP map
+// when it has none, trust pcp removes it, as the kernel's mlx5 does.
+func (f *Fake) SetDCB(_ context.Context, netdev string, pfc uint8, trust string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(true, "SetDCB %s pfc %#02x trust %s", netdev, pfc, trust); err != nil {
+		return err
+	}
+	if err := netops.ValidIfName(netdev); err != nil {
+		return err
+	}
+	if trust != "dscp" && trust != "pcp" {
+		return fmt.Errorf("trust %q: want dscp or pcp", trust)
+	}
+	l := f.lookup(netops.Host, netdev)
+	if l == nil || l.Name != netdev {
+		return fmt.Errorf("DCB of %s: %w", netdev, netops.ErrLinkNotFound)
+	}
+	d, ok := f.dcb[netdev]
+	if !ok {
+		return fmt.Errorf("DCB of %s: %w", netdev, netops.ErrDCBNotSupported)
+	}
+	d.PFC = pfc
+	switch {
+	case trust == "dscp" && len(d.DSCP) == 0:
+		d.DSCP = netops.DefaultDSCPMap()
+	case trust == "pcp":
+		d.DSCP = nil
+	}
+	f.dcb[netdev] = d
+	return nil
+}
