@@ -43,3 +43,13 @@ func SetECN(root, netdev string, e ECN) error {
 	}
 	return g.write(filepath.Join(rel, "roce_np/cnp_802p_prio"), strconv.Itoa(e.CNPPrio))
 }
+
+// RemoveECN removes a netdev's ecn/ directory, as on a kernel whose mlx5
+// has none (upstream's).
+func RemoveECN(root, netdev string) error {
+	dir := filepath.Join(root, "class/net", netdev)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("fakesysfs: netdev %s: %w", netdev, err)
+	}
+	return os.RemoveAll(filepath.Join(dir, "ecn"))
+}

@@ -49,6 +49,10 @@ type Applier struct {
 	FS    sysfs.FS
 	SRIOV SRIOV
 	VF    VFOps
+	// DCB and ECN set the PFC, trust and ECN of PFs whose policy has a
+	// qos (netops.Linux and netops.ECNSysfs on a node).
+	DCB netops.DCBOps
+	ECN ECNOps
 	// Usage are asked which VFs are in use before VFs are destroyed,
 	// rebound or readdressed. When one cannot answer, any VF may be in
 	// use: none is destroyed, and VFs that existed before the run are
@@ -113,6 +117,9 @@ func (a *Applier) Apply(ctx context.Context, p *v1alpha1.NodePolicy) (Result, er
 		err := errs[i]
 		if err == nil {
 			err = a.applyPF(ctx, &p.PFs[i], addrs[i], &res)
+		}
+		if q := p.PFs[i].QoS; q != nil && errs[i] == nil {
+			err = errors.Join(err, a.applyQoS(ctx, q, addrs[i], &res))
 		}
 		if err != nil {
 			failed = append(failed, fmt.Errorf("PF %s: %w", p.PFs[i].Name(), err))

@@ -42,6 +42,7 @@ type applierFunc func(p *v1alpha1.NodePolicy) (*nodesetup.Applier, func(), error
 func realApplier(p *v1alpha1.NodePolicy) (*nodesetup.Applier, func(), error) {
 	fs := sysfs.New(p.SysfsRoot)
 	a := &nodesetup.Applier{FS: fs, SRIOV: netops.SRIOVSysfs{Root: p.SysfsRoot}, VF: netops.Linux{},
+		DCB: netops.Linux{}, ECN: netops.ECNSysfs{Root: p.SysfsRoot},
 		Usage: []nodesetup.UsageSource{nodesetup.SysfsUsage{FS: fs}}}
 	if p.CNIStateDir != "" {
 		a.Usage = append(a.Usage, nodesetup.CNIStateUsage{Dir: p.CNIStateDir})
@@ -69,7 +70,8 @@ func newApplyCommand(s iostreams.Streams, build applierFunc) *cobra.Command {
 		Long: `apply reads a node policy (apiVersion railyard.io/v1alpha1, kind NodePolicy) and
 makes every PF it names match it: the number of VFs (changed through 0, as the
 kernel requires), the VFs' driver (the PF's kernel driver or vfio-pci), and
-deterministic InfiniBand GUIDs or RoCE MACs derived from the PF's node GUID.
+deterministic InfiniBand GUIDs or RoCE MACs derived from the PF's node GUID,
+and, for a RoCE PF with a qos, PFC, trust and ECN (DCB netlink, ecn/ files).
 PFs the policy does not name are never touched. A change that would destroy
 VFs in use by pods is refused, naming them. Running it again changes nothing;
 after a failure it completes what was left half-done.
