@@ -149,7 +149,7 @@ func (n *node) roceQoSOf(ctx context.Context, netdev string, pf *v1alpha1.PF) (C
 			for _, p := range pfc {
 				if !q.ecn.On(p) {
 					problems = append(problems, fmt.Sprintf("ECN off on PFC priority %d (rp %s, np %s): without DCQCN congestion is left to PFC pauses, which spread", p, prios(q.ecn.RP), prios(q.ecn.NP)))
-					c.Fix = strings.TrimPrefix(c.Fix+"; ", "; ") + fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d and roce_np/enable/%d", netdev, p, p)
+					c.Fix = strings.TrimPrefix(c.Fix+"; ", "; ") + fmt.Sprintf("write 1 to class/net/%s/ecn/roce_rp/enable/%d and roce_np/enable/%d in sysfs (or railyard node apply with a qos)", netdev, p, p)
 				}
 			}
 		}
