@@ -39,7 +39,7 @@ func (e ECNSysfs) SetECN(_ context.Context, netdev, point string, prio int, on b
 		v = "1"
 	}
 	rel := filepath.Join("class/net", netdev, "ecn", point, "enable", strconv.Itoa(prio))
-	if err := (SRIOVSysfs{Root: e.Root}).writeAttr(rel, v); err != nil {
+	if err := SRIOVSysfs(e).writeAttr(rel, v); err != nil {
 		return fmt.Errorf("ECN %s priority %d of %s: %w", point, prio, netdev, err)
 	}
 	return nil
