@@ -24,6 +24,7 @@ const (
 	PerGPU DeviceMode = "gpu"
 	// PerPod: one device per pod, whatever its GPUs.
 	PerPod DeviceMode = "pod"
+	// AllPFs (allpfs.go): one device on every rail PF per pod.
 )
 
 // TopologyPolicy is the kubelet Topology Manager policy modelled.
@@ -209,8 +210,22 @@ func (c Config) withDefaults() (Config, error) {
 	if total <= 0 || math.IsInf(total, 0) || math.IsNaN(total) {
 		errs = append(errs, errors.New("mix: total weight must be positive and finite"))
 	}
-	if err := oneOf("devices", &c.Devices, PerGPU, PerPod); err != nil {
+	if err := oneOf("devices", &c.Devices, PerGPU, PerPod, AllPFs); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Devices == AllPFs {
+		// Every pod gets one device on every PF: no policy chooses, so the
+		// run has one contender, all-pfs.
+		if len(c.Policies) > 0 {
+			errs = append(errs, errors.New("devices all-pfs: every pod takes one device on every PF, no policy chooses: give no policies"))
+		} else if p, err := allPFsPolicy(); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.Policies = []Policy{p}
+		}
+		if multiPod(c.Mix) {
+			errs = append(errs, errors.New("devices all-pfs: models single pods only (jobs of several pods place on rail sets)"))
+		}
 	}
 	if c.Load == 0 {
 		c.Load = 0.9

@@ -26,6 +26,9 @@ type podSpec struct {
 // the runner's policy would at its binding time; mask is the Topology
 // Manager's NUMA hint when tmOn.
 func (r *runner) decide(node int, pod *podSpec, gpus, mask uint64, tmOn bool) ([]int32, error) {
+	if r.cfg.Devices == AllPFs {
+		return r.onEveryPF(node)
+	}
 	size := int(pod.devices)
 	switch r.p.Binding {
 	case AtSandbox:

@@ -183,6 +183,8 @@ func (r *runner) commit(id int32) {
 		node, gpus, devs := int(n), p.gpus[i], p.podDevs(i)
 		r.hold(node, gpus, devs, leave)
 		res.PodsPlaced++
+		res.DevicesHeld += len(devs)
+		res.DevicesIdle += m.idleDevices(gpus, devs)
 		podBW := 0.0
 		for g := range m.gpus {
 			if gpus&(1<<g) == 0 {

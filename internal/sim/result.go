@@ -100,9 +100,15 @@ type PolicyResult struct {
 	StrandedMean     float64 `json:"stranded_mean"`
 	StrandedFraction float64 `json:"stranded_fraction"`
 	PodsPlaced       int     `json:"pods_placed"`
-	GPUs             int     `json:"gpus_placed"`
-	GDRGPUs          int     `json:"gdr_gpus"`
-	Events           int     `json:"events"`
+	// DevicesHeld is the devices placed pods held; DevicesIdle those of
+	// them no GPU of the pod would use, on a PF farther from each of its
+	// GPUs than the GPU's nearest (what --devices-per all-pfs strands:
+	// held, unused, kept from other pods).
+	DevicesHeld int `json:"devices_held"`
+	DevicesIdle int `json:"devices_idle"`
+	GPUs        int `json:"gpus_placed"`
+	GDRGPUs     int `json:"gdr_gpus"`
+	Events      int `json:"events"`
 	// PolicyCalls is how often the policy was asked: a pure policy's
 	// answer to a request it answered before is reused (Config.AskEveryPod).
 	PolicyCalls int `json:"policy_calls"`

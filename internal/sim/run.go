@@ -29,6 +29,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	m := newMachine(cfg.Topology)
 	wl := newWorkload(cfg, len(m.gpus))
+	if cfg.Devices == AllPFs {
+		wl.devicesOnEveryPF(m.railPFs())
+	}
 	res := &Result{
 		Machine:  cfg.Machine,
 		Nodes:    cfg.Nodes,

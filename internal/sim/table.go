@@ -44,6 +44,7 @@ func (r *Result) Table() Table {
 	t.Columns = append(t.Columns,
 		Column{"REJECTED", "Rejected pods", ""},
 		Column{"STRANDED", "Stranded devices", "mean free devices (share of all) on PFs whose GPUDirect GPUs are all busy, sampled at every arrival"},
+		Column{"HELD/GPU", "Devices held per GPU", "devices placed pods held per placed GPU, and the share of them that no GPU of their pod used (not its nearest NIC): what one VF on every PF (all-pfs) strands"},
 		Column{"P50 µs", "Decision p50 µs", ""},
 		Column{"P99 µs", "Decision p99 µs", "wall time per pod of the policy's decisions inside the simulator"},
 	)
@@ -65,7 +66,12 @@ func (r *Result) Table() Table {
 			}
 			row = append(row, percent(share))
 		}
+		held, idle := 0.0, 0.0
+		if p.GPUs > 0 && p.DevicesHeld > 0 {
+			held, idle = float64(p.DevicesHeld)/float64(p.GPUs), float64(p.DevicesIdle)/float64(p.DevicesHeld)
+		}
 		row = append(row, fmt.Sprint(p.Rejected), fmt.Sprintf("%.1f (%s)", p.StrandedMean, percent(p.StrandedFraction)),
+			fmt.Sprintf("%.2f (%s idle)", held, percent(idle)),
 			fmt.Sprintf("%.1f", p.AllocP50us), fmt.Sprintf("%.1f", p.AllocP99us))
 		t.Rows = append(t.Rows, row)
 	}
@@ -119,7 +125,7 @@ func (r *Result) Settings() []Setting {
 			mix[i] = fmt.Sprintf("%d pods of %d GPU × %g", m.Pods, m.GPUs, m.Weight)
 		}
 	}
-	devices := map[DeviceMode]string{PerGPU: "one per GPU", PerPod: "one per pod"}[c.Devices]
+	devices := map[DeviceMode]string{PerGPU: "one per GPU", PerPod: "one per pod", AllPFs: "one on every rail PF (all-pfs)"}[c.Devices]
 	out := []Setting{
 		{"Machine", r.Machine},
 		{"Nodes", fmt.Sprint(r.Nodes)},

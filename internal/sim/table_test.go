@@ -25,7 +25,7 @@ func tableResult() *Result {
 		Config: Settings{Seed: 2, Mix: []MixEntry{{GPUs: 1, Weight: 2}, {GPUs: 8, Weight: 0.5}}, Devices: PerGPU, Load: 0.9, TopologyPolicy: "best-effort",
 			Scheduler: "most-allocated", GPUsKnown: 0.5, Bandwidth: "PIX=10.5", GPUsPerNode: 8, DevicesPerNode: 32, PFsPerNode: 4},
 		Policies: []PolicyResult{
-			{Name: "kubelet", Binding: AtAllocate, GDRFraction: 0.25, MeanGbps: 5.25, Rejected: 1, GPUs: 8,
+			{Name: "kubelet", Binding: AtAllocate, GDRFraction: 0.25, MeanGbps: 5.25, Rejected: 1, GPUs: 8, DevicesHeld: 10, DevicesIdle: 2,
 				Classes: map[string]int{"PIX": 2, "SYS": 6}, StrandedMean: 3.25, StrandedFraction: 0.0338, AllocP50us: 1.26, AllocP99us: 9},
 			{Name: "optimal", Binding: InClaim, GDRFraction: 1, MeanGbps: 10.5, GPUs: 8, Classes: map[string]int{"PIX": 8}},
 		},
@@ -42,13 +42,13 @@ func TestTable(t *testing.T) {
 			t.Errorf("column %s has no title", c.Name)
 		}
 	}
-	want := []string{"POLICY", "BINDING", "GDR", "xKUBELET", "xNUMA", "%OPTIMAL", "GB/s", "PIX", "PXB", "PHB", "NODE", "SYS", "REJECTED", "STRANDED", "P50 µs", "P99 µs"}
+	want := []string{"POLICY", "BINDING", "GDR", "xKUBELET", "xNUMA", "%OPTIMAL", "GB/s", "PIX", "PXB", "PHB", "NODE", "SYS", "REJECTED", "STRANDED", "HELD/GPU", "P50 µs", "P99 µs"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("columns %v, want %v", names, want)
 	}
 	rows := [][]string{
-		{"kubelet", "allocate", "25.0%", "×1.00", "–", "25.0%", "5.25", "25.0%", "0.0%", "0.0%", "0.0%", "75.0%", "1", "3.2 (3.4%)", "1.3", "9.0"},
-		{"optimal", "claim", "100.0%", "×4.00", "–", "100.0%", "10.50", "100.0%", "0.0%", "0.0%", "0.0%", "0.0%", "0", "0.0 (0.0%)", "0.0", "0.0"},
+		{"kubelet", "allocate", "25.0%", "×1.00", "–", "25.0%", "5.25", "25.0%", "0.0%", "0.0%", "0.0%", "75.0%", "1", "3.2 (3.4%)", "1.25 (20.0% idle)", "1.3", "9.0"},
+		{"optimal", "claim", "100.0%", "×4.00", "–", "100.0%", "10.50", "100.0%", "0.0%", "0.0%", "0.0%", "0.0%", "0", "0.0 (0.0%)", "0.00 (0.0% idle)", "0.0", "0.0"},
 	}
 	for i, row := range tab.Rows {
 		if !slices.Equal(row, rows[i]) {

@@ -34,6 +34,7 @@ type options struct {
 	gpusKnown    float64
 	bw           string
 	policies     []string
+	policiesSet  bool // --policies given (all-pfs takes none)
 	workers      int
 	suNodes      int
 	maxWait      float64
@@ -105,6 +106,7 @@ docs/alloc.md for the models.`,
   railyard simulate --mix 1:2,2x4:1,4x4:1 --nodes 1024 --su-nodes 32   # jobs of 2 and 4 pods
   railyard simulate --machine dgx-1 --nodes 1000 --pods 100000 --mix small
   railyard simulate --machine dgx-a100 --devices-per pod --json
+  railyard simulate --machine dgx-h100 --devices-per all-pfs   # one VF on every PF per pod
   railyard simulate --machine aws-p5 --vfs 0 --report /tmp/sim-report
   railyard simulate --sysfs /tmp/fake-sys --bw PIX=12,PXB=12,PHB=4,NODE=4,SYS=2`,
 		Args: cobra.NoArgs,
@@ -115,6 +117,7 @@ docs/alloc.md for the models.`,
 			if o.src.Sysfs == "" && o.src.Machine == "" {
 				o.src.Machine = defaultMachine
 			}
+			o.policiesSet = cmd.Flags().Changed("policies")
 			return run(cmd, s, o)
 		},
 	}
@@ -130,7 +133,7 @@ docs/alloc.md for the models.`,
 	f.StringVar(&o.mix, "mix", "uniform", "job shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT (a pod) and PODSxGPUS:WEIGHT (a job of PODS pods), e.g. 1:4,2:2,2x4:1,8:1")
 	f.IntVar(&o.suNodes, "su-nodes", 0, "nodes per scalable unit of the rail-optimized fabric (each unit its own leaf per rail; 0: one unit)")
 	f.Float64Var(&o.maxWait, "max-wait", 1, "how long a job waits for one rail set before it is rejected, in mean pod lifetimes")
-	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU) or pod (one per pod)")
+	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU), pod (one per pod) or all-pfs (one VF on every rail PF, the published answer to kubelet's order: no policy chooses; the table's HELD/GPU says what it strands)")
 	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
 	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort, restricted or single-numa-node")
 	f.StringVar(&o.scheduler, "scheduler", string(sim.MostAllocated), "node scoring: most-allocated (bin packing) or least-allocated")
@@ -236,6 +239,9 @@ func (o options) config() (sim.Config, error) {
 	}
 	var policies []sim.Policy
 	seen := map[string]bool{}
+	if sim.DeviceMode(o.devices) == sim.AllPFs && !o.policiesSet {
+		o.policies = nil // one VF on every PF: no policy chooses
+	}
 	for _, n := range o.policies {
 		n = strings.TrimSpace(n)
 		if seen[n] {
@@ -249,7 +255,7 @@ func (o options) config() (sim.Config, error) {
 		}
 		policies = append(policies, p)
 	}
-	if len(o.policies) == 0 {
+	if len(o.policies) == 0 && sim.DeviceMode(o.devices) != sim.AllPFs {
 		errs = append(errs, errors.New("--policies: none given"))
 	}
 	known := o.gpusKnown
