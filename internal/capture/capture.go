@@ -75,6 +75,9 @@ type Options struct {
 	// Root says whether doctor may read what only root can (PCI config
 	// space), as `railyard doctor` run by the same user would.
 	Root bool
+	// DCB reads RoCE NICs' DCB (netops.Linux on a node) so that doctor
+	// goes on to read their ecn/ files; what it answers is not stored.
+	DCB doctor.DCBReader
 }
 
 // Stats says what a capture holds.
@@ -100,7 +103,7 @@ func Node(ctx context.Context, w io.Writer, opt Options) (Stats, error) {
 	if _, err := (discovery.Options{Recorder: sys}).Discover(ctx, sysRoot); err != nil {
 		return Stats{}, err
 	}
-	if _, err := doctor.Run(ctx, doctor.Options{SysfsRoot: sysRoot, Host: doctor.HostFiles{Root: hostRoot, Recorder: host}, Root: opt.Root, Recorder: sys}); err != nil {
+	if _, err := doctor.Run(ctx, doctor.Options{SysfsRoot: sysRoot, Host: doctor.HostFiles{Root: hostRoot, Recorder: host}, Root: opt.Root, DCB: opt.DCB, Recorder: sys}); err != nil {
 		return Stats{}, err
 	}
 	return Write(w, []Tree{{Dir: SysDir, Root: sysRoot, Rec: sys, ListDirs: true}, {Dir: HostDir, Root: hostRoot, Rec: host, Filter: hostFilter}})

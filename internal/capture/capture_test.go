@@ -19,6 +19,7 @@ import (
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/doctor"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/netops"
 )
 
 // node writes a generated sysfs tree (SmallNode with VFs, one NIC at x8)
@@ -66,12 +67,19 @@ func node(t *testing.T) (sys, host string) {
 	return sys, host
 }
 
+// anyDCB answers every netdev with PFC on priority 3.
+type anyDCB struct{}
+
+func (anyDCB) DCB(context.Context, string) (netops.DCB, error) {
+	return netops.DCB{PFCCap: 8, PFC: 1 << 3}, nil
+}
+
 // replayed captures the node and extracts the tarball as a user would
 // (tar xzf), returning the extracted sys and host roots and the tarball.
 func replayed(t *testing.T, sys, host string) (string, string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	st, err := Node(context.Background(), &buf, Options{SysfsRoot: sys, HostRoot: host, Root: true})
+	st, err := Node(context.Background(), &buf, Options{SysfsRoot: sys, HostRoot: host, Root: true, DCB: anyDCB{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +137,10 @@ func TestCaptureReplaysToTheSameTopologyAndDoctorReport(t *testing.T) {
 	want, got := doctorJSON(t, sys, host), doctorJSON(t, rsys, rhost)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("doctor (-live +replayed):\n%s", diff)
+	}
+	// With a DCB reader, doctor read the RoCE NICs' ecn/ files: captured.
+	if b, err := os.ReadFile(filepath.Join(rsys, "class/net/ens42np0/ecn/roce_rp/enable/3")); err != nil || string(b) != "1\n" {
+		t.Errorf("ecn/ of ens42np0 not captured: %q, %v", b, err)
 	}
 	// The report is not trivially equal: it has the broken link, the ACS
 	// redirect and the limited memlock the live tree has.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/capture"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/netops"
 )
 
 // writeCapture runs discovery and doctor with recorders and writes what
@@ -20,7 +21,7 @@ func writeCapture(ctx context.Context, s iostreams.Streams, src Source, hostRoot
 	if err != nil {
 		return fmt.Errorf("--capture: %w", err)
 	}
-	st, err := capture.Node(ctx, f, capture.Options{SysfsRoot: src.Sysfs, HostRoot: hostRoot, Root: os.Geteuid() == 0})
+	st, err := capture.Node(ctx, f, capture.Options{SysfsRoot: src.Sysfs, HostRoot: hostRoot, Root: os.Geteuid() == 0, DCB: netops.Linux{}})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
