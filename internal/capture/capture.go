@@ -142,11 +142,22 @@ func hostFilter(p string, content []byte) ([]byte, bool) {
 	return content, true
 }
 
-// Write stores the recorded paths of each tree below its Dir.
+// Write stores the recorded paths of each tree below its Dir, within
+// MaxEntries and MaxBytes.
 func Write(w io.Writer, trees []Tree) (Stats, error) {
+	return write(w, trees, limits{entries: MaxEntries, bytes: MaxBytes})
+}
+
+// limits bound one capture.
+type limits struct {
+	entries int
+	bytes   int64
+}
+
+func write(w io.Writer, trees []Tree, lim limits) (Stats, error) {
 	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
-	wr := &writer{tw: tw, done: map[string]bool{}}
+	wr := &writer{tw: tw, done: map[string]bool{}, lim: lim}
 	for _, t := range trees {
 		wr.tree = t
 		for _, p := range t.Rec.sorted() {
@@ -166,6 +177,7 @@ type writer struct {
 	tree Tree
 	done map[string]bool // tarball names written
 	st   Stats
+	lim  limits
 }
 
 // maxLinks bounds the symlinks followed for one path, as the kernel's
@@ -322,11 +334,11 @@ func (w *writer) add(h *tar.Header, content []byte) error {
 	if seen && (prev || h.Typeflag != tar.TypeReg || len(content) == 0) {
 		return nil
 	}
-	if w.st.Files+w.st.Dirs+w.st.Symlinks >= MaxEntries {
-		return fmt.Errorf("more than %d entries: %w", MaxEntries, ErrTooLarge)
+	if w.st.Files+w.st.Dirs+w.st.Symlinks >= w.lim.entries {
+		return fmt.Errorf("more than %d entries: %w", w.lim.entries, ErrTooLarge)
 	}
-	if w.st.Bytes+int64(len(content)) > MaxBytes {
-		return fmt.Errorf("more than %d bytes: %w", MaxBytes, ErrTooLarge)
+	if w.st.Bytes+int64(len(content)) > w.lim.bytes {
+		return fmt.Errorf("more than %d bytes: %w", w.lim.bytes, ErrTooLarge)
 	}
 	h.Name = name
 	if h.Typeflag == tar.TypeDir {

@@ -7,12 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -229,5 +232,53 @@ func TestAbsoluteSymlinkStoredRelative(t *testing.T) {
 	want := map[string]string{"host/lib": "usr/lib", "host/usr/": "", "host/usr/lib/": "", "host/usr/lib/os-release": "ID=x\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// A capture past its bounds fails with ErrTooLarge; a FIFO or a file
+// larger than its reader's bound is not stored, and nothing blocks.
+func TestCaptureIsBounded(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	rec := &Recorder{}
+	for i := range 10 {
+		p := filepath.Join(root, "class/net", fmt.Sprint("eth", i), "mtu")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("1500\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rec.Record(fmt.Sprintf("class/net/eth%d/mtu", i))
+	}
+	tree := []Tree{{Dir: SysDir, Root: root, Rec: rec, ListDirs: true}}
+	if _, err := write(io.Discard, tree, limits{entries: 12, bytes: 1 << 20}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("13+ entries under a bound of 12: %v", err)
+	}
+	if _, err := write(io.Discard, tree, limits{entries: 100, bytes: 20}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("50 bytes under a bound of 20: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "big"), make([]byte, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec.Record("fifo")
+	rec.Record("big")
+	done := make(chan error, 1)
+	var st Stats
+	go func() {
+		var err error
+		st, err = Write(io.Discard, tree)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || st.Files != 10 || st.Unreadable != 1 {
+			t.Errorf("stats %+v, %v: want the 10 mtu files, the 5000-byte file unreadable and the FIFO skipped", st, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO blocked the capture")
 	}
 }
