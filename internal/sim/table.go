@@ -44,7 +44,7 @@ func (r *Result) Table() Table {
 	t.Columns = append(t.Columns,
 		Column{"REJECTED", "Rejected pods", ""},
 		Column{"STRANDED", "Stranded devices", "mean free devices (share of all) on PFs whose GPUDirect GPUs are all busy, sampled at every arrival"},
-		Column{"HELD/GPU", "Devices held per GPU", "devices placed pods held per placed GPU, and the share of them that no GPU of their pod used (not its nearest NIC): what one VF on every PF (all-pfs) strands"},
+		Column{"HELD/GPU", "Devices held per GPU", "devices placed pods held per placed GPU, and the share of them no GPU of their pod would use (on a PF farther from each of its GPUs than that GPU's nearest): what one VF on every PF (all-pfs) strands"},
 		Column{"P50 µs", "Decision p50 µs", ""},
 		Column{"P99 µs", "Decision p99 µs", "wall time per pod of the policy's decisions inside the simulator"},
 	)
