@@ -14,13 +14,15 @@ IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
 all: build
 
-## build: compile railyard, railyard-agent and railyard-cni into bin/
+## build: compile railyard, railyard-agent and railyard-cni into bin/ (railyard version: VERSION and REVISION)
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "-X github.com/railyard-io/railyard/internal/version.version=$(VERSION) -X github.com/railyard-io/railyard/internal/version.revision=$(REVISION)" -o $(BIN)/ ./cmd/...
 
-## demo: build and show the topology of a built-in DGX H100 model
+## demo: build, show the topology of a built-in DGX H100 model, then 32 such nodes under kubelet's random allocation order: kubelet's own NIC choice vs Railyard's (GPUDirect share, modelled GB/s per GPU)
 demo: build
 	$(BIN)/railyard topo --machine dgx-h100
+	@echo
+	$(BIN)/railyard simulate --machine dgx-h100 --nodes 32 --pods 5000 --policies kubelet,gpu-aware,late-bound
 
 ## test: lint, unit tests with the race detector, the end-to-end suite and the real-kernel tests in a VM
 test: lint unit e2e vmtest

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/version"
 )
 
 // NewRootCommand returns the railyard command with every verb attached.
@@ -18,11 +20,23 @@ simulates topology-aware allocation at cluster scale, and parses, judges and
 plots RDMA benchmark results (perftest, nccl-tests, OSU).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(), // --version
 	}
+	root.SetVersionTemplate("railyard {{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.AddCommand(commands(s)...)
+	root.AddCommand(&cobra.Command{
+		Use:     "version",
+		Short:   "Print the release version and the source revision the binary was built from",
+		Example: "  railyard version\n  railyard --version",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(s.Out, "railyard %s\n", version.String())
+			return err
+		},
+	})
 	return root
 }
 

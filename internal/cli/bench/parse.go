@@ -36,6 +36,9 @@ With --json it prints, per file, one JSON object:
   {"source", "tool", "ok", "error", "rows": [...], "summary": {...}, "info": {...}}
 (see docs/bench.md for the row fields). It exits non-zero when any output is
 a failed run (ok false).`,
+		Example: `  railyard bench parse ib_write_bw.txt
+  railyard bench parse --json all_reduce_perf.log osu_bw.txt > results.json
+  kubectl logs railyard-bench-perftest-client-rdma | railyard bench parse -`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			parse, err := parserFor(suite, opts)

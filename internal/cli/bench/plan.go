@@ -80,6 +80,10 @@ secondary network (the Service name resolves to the pod network):
 
 Run the pod pairs with bench run -f (it writes the report), or apply with
 kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
+		Example: `  railyard bench plan --image IMAGE --nodes a,b > plan.yaml
+  railyard bench plan --image IMAGE --nodes a,b --variant rdma --tests perftest --bare-metal \
+    --pod-resources hugepages-1Gi=4Gi,cpu=6,memory=8Gi
+  railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --sysfs /sys --far-class PHB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch variant {

@@ -53,6 +53,8 @@ end.sum_received, error) whose start.version is "railyard-tcp-probe/1": a
 TCP measurement over whatever interface the route to the server takes. It
 exits non-zero when the test failed, after printing the report with its
 error.`,
+		Example: `  railyard bench probe tcp --listen :5201
+  railyard bench probe tcp --connect SERVER:5201 --streams 4 --duration 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (listen == "") == (connect == "") {

@@ -88,6 +88,15 @@ prints the verdicts, and writes report.html, report.json and PNG/SVG charts
 into --out. The line rate is --line-rate-gbps, or read from a topology
 (--sysfs DIR or --machine NAME; --device picks one NIC). It exits non-zero
 when a check fails.`,
+		Example: `  railyard bench report --result rdma=bw.txt --result tcp=iperf3.json --line-rate-gbps 100
+  railyard bench report --result pod=bw-pod.txt --result bare-metal=bw-host.txt --sysfs /sys --device mlx5_0
+  railyard bench report --result rdma=osu_bw.txt --result rdma=osu_latency.txt --line-rate-gbps 100 --profile infiniband
+  railyard bench report --result gpudirect-near=near.txt --result gpudirect-far=far.txt \
+    --line-rate-gbps 100 --gpudirect-classes PIX,PHB
+  railyard bench report --result rdma@1=train-1.log --result rdma@2=train-2.log --result rdma@4=train-4.log \
+    --gpus-per-node 8 --profile virtual
+  railyard bench report --result rdma=train.log --baseline train-last-week.log
+  railyard bench report --result rdma=nccl.txt --machine dgx1-v100 --nics 2   # a DGX-1 cabled with 2 NICs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := f.input(cmd, s)

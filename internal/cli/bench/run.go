@@ -98,6 +98,9 @@ those runs fail with an error saying so and the others still run. An
 MPIJob's result is its launcher pod's log; the launcher's and workers'
 logs are saved under logs/. Its scenario is its variant (rdma, tcp,
 tcp-podnet).`,
+		Example: `  railyard bench plan --image IMAGE --nodes a,b --tests perftest,nccl > plan.yaml
+  railyard bench run -f plan.yaml --line-rate-gbps 100 --out report/
+  railyard bench run -f plan.yaml --machine dgx-h100 --profile infiniband --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.run(cmd, s, &f, connect)

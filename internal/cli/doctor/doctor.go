@@ -51,6 +51,10 @@ only the first 64 bytes of PCI config space) and says so when skipped.
 
 Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 /sys and / (read-only) and pass --sysfs /host/sys --host-root /host.`,
+		Example: `  railyard doctor
+  railyard doctor --policy node-policy.yaml --json
+  # in a pod, with the host's /sys and / mounted read-only
+  railyard doctor --sysfs /host/sys --host-root /host`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if policy != "" {

@@ -80,11 +80,8 @@ and 1024 resources are read.
 Exit status: 0 when everything mapped (notes may remain), 1 when something was
 dropped or skipped (the configuration is still written, unless no resource
 could be converted), 2 when the input is not a configuration the plugin would
-accept (nothing is written).
-
-Example:
-
-  kubectl -n kube-system get configmap sriovdp-config -o yaml \
+accept (nothing is written).`,
+		Example: `  kubectl -n kube-system get configmap sriovdp-config -o yaml \
     | railyard migrate sriovdp --out railyard-agent.yaml
   railyard migrate sriovdp --in config.json --resource-prefix example.com`,
 		Args: cobra.NoArgs,

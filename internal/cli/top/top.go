@@ -48,6 +48,9 @@ out by PCI address. --by-pod adds up each pod's devices.
 
 Counter wraps and device resets are accounted for: a rate is never
 negative, and a port whose counters were reset is marked "reset".`,
+		Example: `  railyard top
+  railyard top --by-pod --interval 5s
+  railyard top -n 1 --sort errors --podresources ""`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.interval < minInterval {
