@@ -49,7 +49,7 @@ const (
 	DefaultName          = "railyard-bench"
 	DefaultResource      = "railyard.io/rdma_vf" // the pool deploy/railyard-agent.yaml ships
 	DefaultGPUResource   = "nvidia.com/gpu"
-	DefaultNetwork       = "railyard-rdma"
+	DefaultNetwork       = "railyard-system/railyard-rdma" // the chart's example NAD, in the namespace docs/install.md installs into
 	DefaultPerftest      = "ib_write_bw"
 	DefaultNCCLTest      = "all_reduce_perf"
 	DefaultNCCLTestsDir  = "/opt/nccl-tests/build"

@@ -139,7 +139,7 @@ func TestPlanBothVariants(t *testing.T) {
 		c := pod.Spec.Containers[0]
 		checkContainerSecurity(t, pod.Name, c)
 		checkRequest(t, pod.Name, c, DefaultResource, 1)
-		if pod.Annotations[NetworksAnnotation] != "railyard-rdma" {
+		if pod.Annotations[NetworksAnnotation] != "railyard-system/railyard-rdma" {
 			t.Errorf("%s: annotations %v", pod.Name, pod.Annotations)
 		}
 		if pod.Namespace != "default" || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
@@ -182,7 +182,7 @@ func TestPlanBothVariants(t *testing.T) {
 		checkContainerSecurity(t, jobName+" worker", wc)
 		checkRequest(t, jobName+" worker", wc, DefaultResource, 1)
 		checkRequest(t, jobName+" worker", wc, DefaultGPUResource, 8)
-		if worker.Annotations[NetworksAnnotation] != "railyard-rdma" {
+		if worker.Annotations[NetworksAnnotation] != "railyard-system/railyard-rdma" {
 			t.Errorf("%s worker annotations %v", jobName, worker.Annotations)
 		}
 		if aff := worker.Spec.Affinity; aff == nil || aff.PodAntiAffinity == nil || aff.NodeAffinity == nil ||

@@ -182,7 +182,7 @@ func TestPlanCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kind: MPIJob", "name: NCCL_IB_DISABLE", "name: NCCL_ALGO", "- IPC_LOCK",
-		"railyard.io/rdma_vf: \"1\"", "k8s.v1.cni.cncf.io/networks: railyard-rdma", "iperf3 --client"} {
+		"railyard.io/rdma_vf: \"1\"", "k8s.v1.cni.cncf.io/networks: railyard-system/railyard-rdma", "iperf3 --client"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q", want)
 		}
