@@ -4,7 +4,7 @@ package multinode
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,17 +17,14 @@ import (
 // pathNumbers are one path's latency and throughput between two pods.
 type pathNumbers struct {
 	rttAvg time.Duration
-	mbps   float64 // MiB/s
+	gbps   float64
 }
 
-var (
-	rttRe  = regexp.MustCompile(`min/avg/max = [0-9.]+/([0-9.]+)/`)
-	realRe = regexp.MustCompile(`real\s+(\d+)m\s*([0-9.]+)s`)
-)
+var rttRe = regexp.MustCompile(`min/avg/max = [0-9.]+/([0-9.]+)/`)
 
-// measurePath pings dst from src 20 times (average round trip) and sends
-// it 256 MiB over TCP with nc (wall time of the send, busybox `time`),
-// checking that every byte arrived.
+// measurePath pings dst from src 20 times (busybox ping, average round
+// trip) and runs Railyard's TCP probe (4 streams, 3 s) from src's probe
+// container to a server started in dst's.
 func measurePath(ctx context.Context, t *testing.T, c *framework.MultiCluster, src, dst *railPod, ip string, port int) pathNumbers {
 	t.Helper()
 	var n pathNumbers
@@ -42,35 +39,31 @@ func measurePath(ctx context.Context, t *testing.T, c *framework.MultiCluster, s
 	ms, _ := strconv.ParseFloat(m[1], 64)
 	n.rttAvg = time.Duration(ms * float64(time.Millisecond))
 
-	const mib = 256
-	got := fmt.Sprintf("/tmp/n%d", port)
-	if out, err := dst.exec(ctx, c, fmt.Sprintf("(sleep 3600 | nc -l -p %d 2>/dev/null | wc -c > %s) </dev/null >/dev/null 2>&1 &", port, got)); err != nil {
-		t.Fatalf("listener: %v %s", err, out)
-	}
-	time.Sleep(300 * time.Millisecond)
-	out, err = src.exec(ctx, c, fmt.Sprintf("time sh -c 'dd if=/dev/zero bs=64k count=%d 2>/dev/null | nc %s %d' 2>&1", mib*16, ip, port))
+	probe := []string{"/usr/local/bin/railyard", "bench", "probe", "tcp"}
+	server := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, "default", dst.name, "probe", append(probe, "--listen", ":"+strconv.Itoa(port), "--wait", "1m")...)
+		server <- err
+	}()
+	out, err = c.Exec(ctx, "default", src.name, "probe", append(probe, "--connect", ip, "--port", strconv.Itoa(port), "--duration", "3s", "--wait", "30s")...)
 	if err != nil {
-		t.Fatalf("send to %s: %v\n%s", ip, err, out)
+		t.Fatalf("probe to %s: %v\n%s", ip, err, out)
 	}
-	m = realRe.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("send to %s: no time in %q", ip, out)
+	if err := <-server; err != nil {
+		t.Fatalf("probe server in %s: %v", dst.name, err)
 	}
-	minutes, _ := strconv.ParseFloat(m[1], 64)
-	secs, _ := strconv.ParseFloat(m[2], 64)
-	secs += 60 * minutes
-	var count string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if count, _ = dst.exec(ctx, c, "cat "+got); strings.TrimSpace(count) != "" {
-			break
-		}
+	var rep struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
 	}
-	if strings.TrimSpace(count) != strconv.Itoa(mib<<20) {
-		t.Fatalf("%s received %q bytes, want %d", dst.name, count, mib<<20)
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rep); err != nil || rep.Error != "" || !(rep.End.SumReceived.BitsPerSecond > 0) {
+		t.Fatalf("probe to %s: %v %q\n%s", ip, err, rep.Error, out)
 	}
-	if secs > 0 {
-		n.mbps = mib / secs
-	}
+	n.gbps = rep.End.SumReceived.BitsPerSecond / 1e9
 	return n
 }
 
@@ -79,15 +72,25 @@ func measurePath(ctx context.Context, t *testing.T, c *framework.MultiCluster, s
 // the nodes' routes, the cluster bridge). Both are veths here, so the
 // ratio measures the paths' hops, not an RDMA fabric.
 func testPaths(ctx context.Context, t *testing.T, c *framework.MultiCluster, a, b *railPod) {
-	rail := measurePath(ctx, t, c, a, b, b.railIP, 5002)
-	pods := measurePath(ctx, t, c, a, b, b.podIP, 5003)
+	rail := measurePath(ctx, t, c, a, b, b.railIP, 5301)
+	pods := measurePath(ctx, t, c, a, b, b.podIP, 5302)
 	ratio := func(x, y float64) float64 {
 		if y == 0 {
 			return 0
 		}
 		return x / y
 	}
-	t.Logf("%s (%s) to %s (%s): rail 0: rtt avg %v, %.0f MiB/s; pod network: rtt avg %v, %.0f MiB/s; rail/pod network: rtt %.2fx, throughput %.2fx",
-		a.name, a.node, b.name, b.node, rail.rttAvg, rail.mbps, pods.rttAvg, pods.mbps,
-		ratio(float64(rail.rttAvg), float64(pods.rttAvg)), ratio(rail.mbps, pods.mbps))
+	t.Logf("%s (%s) to %s (%s): rail 0: rtt avg %v, %.2f Gb/s; pod network: rtt avg %v, %.2f Gb/s; rail/pod network: rtt %.2fx, throughput %.2fx",
+		a.name, a.node, b.name, b.node, rail.rttAvg, rail.gbps, pods.rttAvg, pods.gbps,
+		ratio(float64(rail.rttAvg), float64(pods.rttAvg)), ratio(rail.gbps, pods.gbps))
+}
+
+// railyardImage is the image up.sh imports into every node.
+func railyardImage(t *testing.T) string {
+	t.Helper()
+	repo, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "ghcr.io/railyard-io/railyard:" + imageTag(t, repo)
 }

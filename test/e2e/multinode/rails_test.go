@@ -88,6 +88,11 @@ func startRailPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 	pod := framework.WithResourceLimit(framework.BusyboxPod("default", name, "sh", "-c", listen(5001, "/tmp/got")+" sleep 3600"), railPool(r), 1)
 	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
 	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+	// Railyard's TCP probe, from its image (in every node), for measurements.
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
+		Name: "probe", Image: railyardImage(t), ImagePullPolicy: corev1.PullNever,
+		Command: []string{"/usr/local/bin/railyard", "bench", "probe", "tcp", "--listen", ":5299", "--wait", "1h"},
+	})
 	if _, err := c.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
