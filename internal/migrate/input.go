@@ -75,7 +75,15 @@ type object struct {
 // config.json as it is.
 func docConfigs(doc []byte, where string) ([]config, error) {
 	var o object
-	if err := yaml.Unmarshal(doc, &o); err != nil || o.Kind == "" {
+	if err := yaml.Unmarshal(doc, &o); err != nil {
+		if t := bytes.TrimSpace(doc); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return []config{{name: where, json: doc}}, nil // JSON: the plugin's decoder says what is wrong
+		}
+		// Not JSON, and not YAML either: say so with YAML's line, not
+		// as a JSON error at line 1.
+		return nil, fmt.Errorf("%w: %s: not YAML (a ConfigMap) nor the plugin's JSON: %w", ErrInvalid, where, err)
+	}
+	if o.Kind == "" {
 		return []config{{name: where, json: doc}}, nil
 	}
 	switch {

@@ -30,6 +30,13 @@ type mapped struct {
 func convertResource(r *Report, res resource, opts Options) (v1alpha1.Pool, bool) {
 	n := res.name
 	for _, k := range res.ignored {
+		if strings.EqualFold(k, "isRdma") {
+			// The plugin reads isRdma in selectors only: this one changed
+			// nothing, and neither does it here.
+			r.add(n, k, Dropped, "at the resource's top level the plugin ignores isRdma (it reads selectors.isRdma only): "+
+				"its devices got no RDMA device nodes, and rdmaCapable is not set here either; move it into selectors if RDMA was meant")
+			continue
+		}
 		r.add(n, k, Note, "ignored, as the plugin ignores unknown keys")
 	}
 	switch res.DeviceType {
@@ -90,10 +97,10 @@ func convertResource(r *Report, res resource, opts Options) (v1alpha1.Pool, bool
 	p := v1alpha1.Pool{Name: n, DeviceKind: kind, Policy: v1alpha1.PolicyGPUAware, Selectors: sel}
 	if rdmaDev {
 		p.DeviceNodes = v1alpha1.DeviceNodes{UMAD: true, ISSM: true}
-		r.add(n, "isRdma", Note, "the plugin mounted every char device of the RDMA device (uverbs, umad, issm, rdma_cm): "+
+		r.add(n, "selectors.isRdma", Note, "the plugin mounted every char device of the RDMA device (uverbs, umad, issm, rdma_cm): "+
 			"deviceNodes umad and issm set to match; issm lets a container act on the subnet manager's behalf, turn it off unless needed")
 	} else {
-		r.add(n, "isRdma", Note, "not set: the plugin handed out devices with or without RDMA and mounted no RDMA device; "+
+		r.add(n, "selectors.isRdma", Note, "not set: the plugin handed out devices with or without RDMA and mounted no RDMA device; "+
 			"Railyard advertises a device without a verbs device as unhealthy and always gives the uverbs node and rdma_cm")
 	}
 	kindNotes(r, n, res, p)
