@@ -132,7 +132,7 @@ func TestSRIOVDPHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Example:", "railyard migrate sriovdp --out railyard-agent.yaml", "Exit status: 0", "--device-kind"} {
+	for _, want := range []string{"Examples:", "railyard migrate sriovdp --out railyard-agent.yaml", "Exit status: 0", "--device-kind"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
 		}
