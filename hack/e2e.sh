@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite (`make e2e`): installs and builds what a real single-node
-# Kubernetes needs, then runs the Go e2e tests (build tag e2e) against it.
+# Kubernetes needs, then runs the Go e2e tests (build tag e2e) against it;
+# test/e2e/multinode starts the multi-node cluster of hack/cluster/up.sh.
 # See docs/e2e.md.
 #
 #   hack/e2e.sh                 # everything
@@ -40,6 +41,11 @@ step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
 step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
+# Railyard's image for the multi-node cluster (up.sh imports it into every
+# node); built once here so up.sh does not.
+version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)"
+step "railyard image (multinode)" make -s images VERSION="$version"
+export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env GOARCH).tar"
 
 export RAILYARD_E2E_K8S_BIN="$repo/_output/k8s/bin"
 export RAILYARD_E2E_CONTAINERD_BIN="$repo/_output/containerd/bin"
@@ -60,4 +66,13 @@ fi
 # A test binary that died (go test timeout panic, SIGKILL) skipped its
 # teardown: clean up after it now, by the state it saved.
 go run -tags e2e ./test/e2e/reap || status=1
+# The same for the multi-node suite's cluster (its server outlives a killed
+# test binary): down.sh works from the state the cluster saved.
+for d in "${TMPDIR:-/tmp}"/ry-mn-*; do
+  if [ -f "$d/state.json" ]; then
+    echo "e2e: stopping the multi-node cluster a dead test left in $d"
+    hack/cluster/down.sh "$d" || status=1
+    rm -rf "$d"
+  fi
+done
 exit $status
