@@ -86,6 +86,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	lister := podlist.New(cfg.PodResourcesSocket)
 	a.finder = podresources.NewFinder(lister, resolver, cfg.GPUResourceNames)
 	a.late = newLateBinding(cfg, lister, resolver, log, a.metrics.reg, binding.Options{})
+	a.registerCounters(lister)
 	groups, err := railGroups(cfg, lister)
 	if err != nil {
 		return nil, err

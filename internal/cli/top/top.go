@@ -142,15 +142,9 @@ func isTerminal(w io.Writer) bool {
 // no one device and are left out.
 func owners(pods []podlist.Pod) map[string]rdmacounter.Owner {
 	out := map[string]rdmacounter.Owner{}
-	for _, p := range pods {
-		for _, c := range p.Containers {
-			for _, d := range c.Devices {
-				for _, id := range d.IDs {
-					if pciaddr.IsCanonical(id) {
-						out[id] = rdmacounter.Owner{Namespace: p.Namespace, Pod: p.Name, Container: c.Name}
-					}
-				}
-			}
+	for id, h := range podlist.Holders(pods) {
+		if pciaddr.IsCanonical(id) {
+			out[id] = rdmacounter.Owner{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
 		}
 	}
 	return out

@@ -223,3 +223,24 @@ func fields(b []byte, f func(protowire.Number, []byte) error) error {
 	}
 	return nil
 }
+
+// Holder is the container a device ID is allocated to.
+type Holder struct {
+	Namespace, Pod, Container string
+}
+
+// Holders maps every device ID of pods (of any resource) to the container
+// holding it.
+func Holders(pods []Pod) map[string]Holder {
+	out := map[string]Holder{}
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				for _, id := range d.IDs {
+					out[id] = Holder{Namespace: p.Namespace, Pod: p.Name, Container: c.Name}
+				}
+			}
+		}
+	}
+	return out
+}
