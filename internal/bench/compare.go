@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -118,7 +119,21 @@ func speedupVerdict(in JudgeInput, la Labelled, rdma, tcp Metric) Verdict {
 	return v
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+func num(v float64) string { return FormatValue(v) }
+
+// FormatValue prints a measured value as every verdict and report does:
+// whole numbers as they are (90, 1021), others with two decimals (36.60,
+// never the 36.595218514 a unit conversion gives), below 1 three
+// significant digits (0.0422).
+func FormatValue(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case math.Abs(v) < 1:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
 
 // FormatBytes prints a message size with binary units: 8 B, 64 KiB, 8 MiB.
 func FormatBytes(n int64) string {

@@ -89,3 +89,19 @@ func TestPodVsBareMetalTakesRDMAWithoutPodScenario(t *testing.T) {
 		t.Errorf("verdict %+v", v)
 	}
 }
+
+// A unit conversion's 36.595218514 Gb/s is printed as 36.60, as the
+// line-rate reason prints it, not beside it unrounded.
+func TestReasonsRoundValues(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[float64]string{36.595218514: "36.60", 90: "90", 1021: "1021", 0.04223193: "0.0422", 533.333333: "533.33"} {
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+	vs := Judge(JudgeInput{LineRateGbps: 40, Results: []Labelled{{Scenario: "pod", Result: perftestBW(36.595218514)}, {Scenario: "bare-metal", Result: perftestBW(36.7)}}})
+	pod, line := findVerdict(t, vs, CheckPodBareMetal, "pod"), findVerdict(t, vs, CheckLineRate, "pod")
+	if !strings.Contains(pod.Reason, "pod 36.60 Gb/s vs bare metal 36.70 Gb/s") || !strings.Contains(line.Reason, "36.60 Gb/s at 64 KiB") {
+		t.Errorf("reasons:\n%s\n%s", pod.Reason, line.Reason)
+	}
+}

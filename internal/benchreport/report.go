@@ -66,11 +66,8 @@ func Peaks(in Input) []Peak {
 	return out
 }
 
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.3f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s
-}
+// trimFloat prints a value as the verdicts do (bench.FormatValue).
+func trimFloat(v float64) string { return bench.FormatValue(v) }
 
 // chartFile is a chart written in both formats under one base name.
 type chartFile struct {

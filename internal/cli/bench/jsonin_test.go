@@ -11,7 +11,7 @@ func TestReportReadsToolJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(squash(out), "PASS rdma-vs-tcp rdma ib_write_bw large-message bandwidth: RDMA 92.44 Gb/s vs TCP 0.04223193 Gb/s") {
+	if !strings.Contains(squash(out), "PASS rdma-vs-tcp rdma ib_write_bw large-message bandwidth: RDMA 92.44 Gb/s vs TCP 0.0422 Gb/s") {
 		t.Errorf("output:\n%s", out)
 	}
 }
