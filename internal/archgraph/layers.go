@@ -42,7 +42,8 @@ var Layers = []Layer{
 		"internal/containerdev",
 	}},
 	{ID: "testhelpers", Title: "test helpers", Patterns: []string{
-		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest", "internal/cni/state/statetest",
+		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",
+		"internal/cni/state/statetest", "internal/lldp/lldptest",
 		"internal/deviceplugin/kubelettest", "internal/dra/gpustandin", "internal/netops/netnstest",
 		"internal/netops/netopstest", "internal/podresources/podrestest",
 	}},

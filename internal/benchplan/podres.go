@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // What published RDMA pods carry besides their RDMA device: hugepages, CPU
@@ -24,7 +26,7 @@ const (
 	hugepagesVolume   = "hugepages"
 	hugepagesMount    = "/dev/hugepages"
 	infinibandVolume  = "dev-infiniband"
-	infinibandDir     = "/dev/infiniband"
+	infinibandDir     = containerdev.Dir
 )
 
 // ParsePodResources reads NAME=QUANTITY,... (hugepages-1Gi=4Gi,cpu=6,
