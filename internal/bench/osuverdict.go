@@ -22,7 +22,9 @@ type ExpectedLatency struct {
 }
 
 // ExpectedLatencies is one row per link type and rate class, fastest
-// last; docs/bench.md prints it with its sources.
+// last; docs/bench.md prints it with its basis. The ranges in Source are
+// the order of magnitude those publications report, recalled rather than
+// copied from a retrieved page: the pass mark is a factor over them.
 var ExpectedLatencies = []ExpectedLatency{
 	{"IB", 0, 1.5, "QDR/FDR: MVAPICH2 osu_latency on ConnectX-3 (OSU's published point-to-point results) about 1.1-1.5 us"},
 	{"IB", 100, 1.1, "EDR: MVAPICH2 osu_latency on ConnectX-4/5 EDR (OSU's published point-to-point results) about 1.0-1.1 us"},
