@@ -37,7 +37,7 @@ func logf(f string, a ...any) { fmt.Printf(time.Now().Format("15:04:05 ")+f+"\n"
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: railyard-cluster up|down|spine|node-init DIR ...")
+		return fmt.Errorf("usage: railyard-cluster up|down|spine|node-init DIR [ARGS]")
 	}
 	dir, err := filepath.Abs(args[1])
 	if err != nil {

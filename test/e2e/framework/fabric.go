@@ -4,6 +4,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -102,7 +103,7 @@ func SetSpine(ctx context.Context, dir string, on bool) error {
 	}
 	args, err := procCmdline(info.FabricPID)
 	if err != nil || len(args) == 0 || args[0] != "sleep" {
-		return fmt.Errorf("spine: the fabric's process %d is gone (%v)", info.FabricPID, err)
+		return errors.Join(fmt.Errorf("spine: the fabric's process %d is gone", info.FabricPID), err) // err is nil when it runs something else
 	}
 	v := "0"
 	if on {
