@@ -68,13 +68,18 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 	stream := render(vals)
 	gpus := c.Info.GPUNodes()
 	outer := t // the release outlives the install subtest
+	uninstalled := false
 
 	ok := t.Run("install", func(t *testing.T) {
 		start := time.Now()
 		if out, err := kubectl(ctx, c, stream, "apply", "-f", "-"); err != nil {
 			t.Fatalf("kubectl apply: %v\n%s", err, out)
 		}
-		outer.Cleanup(func() { uninstall(outer, c, stream) })
+		outer.Cleanup(func() {
+			if !uninstalled {
+				uninstall(outer, c, stream)
+			}
+		})
 		ds := waitDaemonSet(ctx, t, c, len(gpus))
 		checkAgentPods(ctx, t, c, ds, gpus)
 		for _, n := range gpus {
@@ -131,6 +136,35 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 	t.Run("upgrade rolls node by node", func(t *testing.T) {
 		vals["agent"] = map[string]any{"logLevel": "debug"} // a changed value: a new pod template
 		testRollout(ctx, t, c, render(vals))
+	})
+	// helm uninstall: the agents go, a running pod keeps its device.
+	t.Run("uninstall", func(t *testing.T) {
+		pod := framework.WithResourceLimit(framework.BusyboxPod("default", "keep", "sleep", "3600"), railPool(2), 1)
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": gpus[0].Name}
+		if _, err := c.CreatePod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", "keep") })
+		p, err := c.WaitForPodPhase(ctx, "default", "keep", corev1.PodRunning)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := c.Exec(ctx, "default", "keep", "main", "ls", "/dev/infiniband")
+		if err != nil || !strings.Contains(before, "uverbs") {
+			t.Fatalf("/dev/infiniband in the pod: %q %v", before, err)
+		}
+		uninstalled = true
+		uninstall(t, c, stream)
+		after, err := c.Client.CoreV1().Pods("default").Get(ctx, "keep", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Status.Phase != corev1.PodRunning || after.Status.ContainerStatuses[0].ContainerID != p.Status.ContainerStatuses[0].ContainerID {
+			t.Fatalf("the pod changed at uninstall: %s %+v", after.Status.Phase, after.Status.ContainerStatuses)
+		}
+		if got, err := c.Exec(ctx, "default", "keep", "main", "ls", "/dev/infiniband"); err != nil || got != before {
+			t.Errorf("/dev/infiniband after uninstall %q (%v), before %q", got, err, before)
+		}
 	})
 }
 
