@@ -33,6 +33,10 @@ const (
 	// finish before bench run creates this one: the far pair waits for the
 	// near pair, since both take every GPU of their nodes.
 	AnnotationAfterRun = "railyard.io/bench-after-run"
+	// LabelGPUDirectClass, on every object of a GPUDirect run, is its
+	// NIC's class to the GPU (PIX, PHB...): bench run hands the pair's
+	// classes to the gpudirect-alignment check.
+	LabelGPUDirectClass = "railyard.io/bench-gpudirect-class"
 	// ScenarioGPUDirectNear and ScenarioGPUDirectFar name the two runs.
 	// bench's gpudirect-alignment check judges them as a pair.
 	ScenarioGPUDirectNear = bench.ScenarioGPUDirectNear
@@ -182,6 +186,7 @@ func gpudirectPairs(o Options) []runtime.Object {
 		run := name(so, RDMA, "perftest")
 		for _, m := range []*metav1.ObjectMeta{&svc.ObjectMeta, &server.ObjectMeta, &client.ObjectMeta} {
 			m.Labels[LabelRun], m.Labels[LabelTest], m.Labels[LabelScenario] = run, string(GPUDirectTest), side.scenario
+			m.Labels[LabelGPUDirectClass] = side.nic.Class.String()
 		}
 		for _, pod := range []*corev1.Pod{server, client} {
 			ct := &pod.Spec.Containers[0]

@@ -141,6 +141,12 @@ func (r *runFlags) run(cmd *cobra.Command, s iostreams.Streams, f *reportFlags, 
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.file, err)
 	}
+	if len(f.gdrClasses) == 0 {
+		f.gdrClasses = planGPUDirectClasses(data) // the classes bench plan chose the NICs by
+		if _, err := gpudirectClasses(f.gdrClasses); err != nil {
+			return fmt.Errorf("%s: %w", r.file, err)
+		}
+	}
 	if r.namespace != "" {
 		plan.SetNamespace(r.namespace)
 	}

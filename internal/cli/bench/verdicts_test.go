@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // writeFile writes text into a file of a temporary directory.
@@ -134,5 +136,25 @@ func TestPlanPodResourcesBareMetalRDMACM(t *testing.T) {
 	if _, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--variant", "rdma", "--tests", "perftest", "--perftest-args", "-R -a"); err == nil ||
 		!strings.Contains(err.Error(), "give --server-address") {
 		t.Errorf("-R without --server-address: %v", err)
+	}
+}
+
+// bench run takes the GPUDirect pair's classes from the plan's labels, so
+// its gpudirect-alignment verdict names them without --gpudirect-classes.
+func TestPlanGPUDirectClassesFromPlan(t *testing.T) {
+	plan, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "gpudirect", "--variant", "rdma",
+		"--machine", "roce-8gpu-4nic", "--far-class", "PHB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"PIX", "PHB"}, planGPUDirectClasses([]byte(plan))); d != "" {
+		t.Errorf("classes (-want +got):\n%s", d)
+	}
+	perftestOnly, _, err := run(t, "", "plan", "--image", "i", "--nodes", "a,b", "--tests", "perftest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := planGPUDirectClasses([]byte(perftestOnly)); got != nil {
+		t.Errorf("a plan without the pair: %v", got)
 	}
 }
