@@ -57,6 +57,12 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 	roce := map[string]string{}
 	for _, n := range gpus {
 		roce[n.Name] = roceCopy(t, filepath.Join(n.Dir, "machine", "sysfs"))
+		// A node's RoCE ports are up (an operator's network configuration);
+		// the cluster leaves its NIC netdevs down until a pod takes one.
+		for _, netdev := range n.Rails {
+			setLink(t, n, netdev, "up")
+			t.Cleanup(func() { setLink(t, n, netdev, "down") })
+		}
 	}
 	// wiring[r] lists the fabric ports lldpd serves as rail r's leaf.
 	wiring := func(swap bool) map[int][]string {
@@ -77,9 +83,11 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 		for _, n := range gpus {
 			cmd := exec.CommandContext(ctx, "nsenter", "--target", itoa(n.PID), "--net", "--", bin, "fabric", "publish",
 				"--node", n.Name, "--sysfs", roce[n.Name], "--wait", "20s", "--kubeconfig", info.Kubeconfig)
-			if out, err := cmd.CombinedOutput(); err != nil {
+			out, err := cmd.CombinedOutput()
+			if err != nil {
 				t.Fatalf("fabric publish on %s: %v\n%s", n.Name, err, out)
 			}
+			t.Logf("%s", bytes.TrimSpace(out))
 		}
 	}
 	report := func(t *testing.T) (fabric.Report, int) {
@@ -158,6 +166,14 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 			t.Errorf("findings %+v; want %s's rails 0 and 1 reported as swapped, and nothing else", rep.Findings, second.Name)
 		}
 	})
+}
+
+// setLink sets a netdev of node n up or down in the node's namespace.
+func setLink(t *testing.T, n framework.NodeInfo, netdev, state string) {
+	t.Helper()
+	if out, err := exec.Command("nsenter", "--target", itoa(n.PID), "--net", "--", "ip", "link", "set", netdev, state).CombinedOutput(); err != nil {
+		t.Errorf("%s: ip link set %s %s: %v: %s", n.Name, netdev, state, err, out)
+	}
 }
 
 // roceCopy copies a node's fake sysfs tree (symlinks as symlinks) and sets
