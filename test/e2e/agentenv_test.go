@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/railyard-io/railyard/machines"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
@@ -93,7 +91,7 @@ func newAgentEnv(t *testing.T, dir string) *agentEnv {
 			e.RDMA[fn.Name()] = r[0].Name()
 		}
 	}
-	if err := e.makeDevNodes(); err != nil {
+	if err := framework.WriteDevNodes(e.SysfsDir, e.DevRoot); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
@@ -135,41 +133,6 @@ func pciAddress(t *testing.T, link string) string {
 		t.Fatal(err)
 	}
 	return filepath.Base(p)
-}
-
-// makeDevNodes creates <DevRoot>/infiniband/uverbsN (numbers from the tree's
-// dev files) and rdma_cm as character devices.
-func (e *agentEnv) makeDevNodes() error {
-	ib := filepath.Join(e.DevRoot, "infiniband")
-	if err := os.MkdirAll(ib, 0o755); err != nil {
-		return err
-	}
-	verbs, err := os.ReadDir(filepath.Join(e.SysfsDir, "class/infiniband_verbs"))
-	if err != nil {
-		return err
-	}
-	mk := func(name string, major, minor uint32) error {
-		if err := unix.Mknod(filepath.Join(ib, name), unix.S_IFCHR|0o666, int(unix.Mkdev(major, minor))); err != nil {
-			return fmt.Errorf("mknod %s: %w", name, err)
-		}
-		return nil
-	}
-	for _, v := range verbs {
-		data, err := os.ReadFile(filepath.Join(e.SysfsDir, "class/infiniband_verbs", v.Name(), "dev"))
-		if err != nil {
-			return err
-		}
-		var major, minor uint32
-		if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d:%d", &major, &minor); err != nil {
-			return fmt.Errorf("%s/dev: %w", v.Name(), err)
-		}
-		if err := mk(v.Name(), major, minor); err != nil {
-			return err
-		}
-	}
-	// The real rdma_cm is a misc device; any number works for a node
-	// nothing opens. 231:255 stays inside the (absent) uverbs range.
-	return mk("rdma_cm", 231, 255)
 }
 
 // startAgent starts bin/railyard-agent on the environment, as a helper the

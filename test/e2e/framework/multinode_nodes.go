@@ -37,7 +37,7 @@ func (m *MultiCluster) writeMachines(ctx context.Context, railNet *net.IPNet) er
 		if err := machines.WriteSysfs(n.Machine, filepath.Join(dir, "sysfs"), 0); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		if err := writeDevNodes(filepath.Join(dir, "sysfs"), filepath.Join(dir, "dev")); err != nil {
+		if err := WriteDevNodes(filepath.Join(dir, "sysfs"), filepath.Join(dir, "dev")); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		t, err := machines.Topology(ctx, n.Machine, 0)
@@ -71,9 +71,11 @@ func (m *MultiCluster) writeMachines(ctx context.Context, railNet *net.IPNet) er
 	return nil
 }
 
-// writeDevNodes creates <devRoot>/infiniband/uverbsN (numbers from the
-// tree's dev files) and rdma_cm as character devices that no driver backs.
-func writeDevNodes(sysfsDir, devRoot string) error {
+// WriteDevNodes creates <devRoot>/infiniband/uverbsN (numbers from the
+// dev files of the sysfs tree at sysfsDir) and rdma_cm as character
+// devices that no driver backs (opening them fails; runc creates them in
+// containers from their numbers).
+func WriteDevNodes(sysfsDir, devRoot string) error {
 	ib := filepath.Join(devRoot, "infiniband")
 	if err := os.MkdirAll(ib, 0o755); err != nil {
 		return err
@@ -101,6 +103,8 @@ func writeDevNodes(sysfsDir, devRoot string) error {
 			return err
 		}
 	}
+	// The real rdma_cm is a misc device; any number works for a node
+	// nothing opens. 231:255 stays inside the (absent) uverbs range.
 	return mk("rdma_cm", 231, 255)
 }
 
