@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/railyard-io/railyard/internal/cni/config"
@@ -54,7 +53,7 @@ var errStdStream = errors.New("is this process's stdout or stderr")
 // openLogFile opens path for appending without blocking on a FIFO, and
 // keeps it only when it is a regular file other than stdout and stderr.
 func openLogFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0o600)
+	f, err := inputfile.OpenRegular(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +61,6 @@ func openLogFile(path string) (*os.File, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w (%s)", path, inputfile.ErrNotRegular, inputfile.TypeName(st.Mode()))
 	}
 	for _, std := range []*os.File{os.Stdout, os.Stderr} {
 		if s, err := std.Stat(); err == nil && os.SameFile(s, st) {

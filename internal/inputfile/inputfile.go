@@ -38,8 +38,14 @@ func Read(path string, max int64) ([]byte, error) {
 // FIFO and without making a terminal the controlling one; anything but a
 // regular file fails with ErrNotRegular before any read. The caller bounds
 // what it reads (ReadLimited).
-func Open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+func Open(path string) (*os.File, error) { return OpenRegular(path, os.O_RDONLY, 0) }
+
+// OpenRegular opens path with flag (and perm when it creates the file),
+// adding O_NONBLOCK and O_NOCTTY, and keeps it only when it is a regular
+// file: a writer (a log file) is refused a FIFO, a device or a socket the
+// same way a reader is.
+func OpenRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm)
 	if err != nil {
 		return nil, err
 	}
