@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -46,15 +45,7 @@ func TestFabricNodePolicyKeepsPublisherToItsNodeAndKeys(t *testing.T) {
 		}
 	})
 	as := func(node string) kubernetes.Interface {
-		cfg := rest.CopyConfig(c.RESTConfig)
-		cfg.Impersonate = rest.ImpersonationConfig{
-			UserName: "system:serviceaccount:railyard-system:railyard-fabric",
-			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:railyard-system", "system:authenticated"},
-		}
-		if node != "" {
-			cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := c.AsServiceAccount("railyard-system", "railyard-fabric", node)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/railyard-io/railyard/internal/helmchart"
@@ -92,17 +91,8 @@ func TestDRASlicePolicyKeepsAgentToItsNode(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	user := "system:serviceaccount:railyard-system:" + sa
 	as := func(node string) kubernetes.Interface {
-		cfg := rest.CopyConfig(c.RESTConfig)
-		cfg.Impersonate = rest.ImpersonationConfig{
-			UserName: user,
-			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:railyard-system", "system:authenticated"},
-		}
-		if node != "" {
-			cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := c.AsServiceAccount("railyard-system", sa, node)
 		if err != nil {
 			t.Fatal(err)
 		}
