@@ -270,6 +270,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{map[string]any{"nodeSetup": map[string]any{"interval": "soon"}}, "/nodeSetup/interval"},
 		{map[string]any{"nodeSetup": map[string]any{"interval": "100ms"}}, "/nodeSetup/interval"}, // node apply refuses under 1s
 		{map[string]any{"nodeSetup": map[string]any{"interval": "0s"}}, "/nodeSetup/interval"},
+		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ens1f0np0", "qos": map[string]any{"trust": "vlan"}}}}}}, "/nodeSetup/policy/pfs/0/qos/trust"},
+		{map[string]any{"nodeSetup": map[string]any{"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ens1f0np0", "qos": map[string]any{"pfc": []any{8}}}}}}}, "/nodeSetup/policy/pfs/0/qos/pfc/0"},
 	} {
 		_, err := Render(ch, Options{Release: "r", Namespace: "n", Values: c.values})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
