@@ -42,46 +42,10 @@ var vfSettings = [...]vfSetting{
 	{apply: applyVLAN, check: checkVLAN, restore: restoreVLAN},
 	{apply: applyGUID, restore: restoreGUID},
 	{restore: restoreVFMAC},
-	{
-		apply: func(ctx context.Context, r vfRef, want config.VF, orig netops.VFSettings) error {
-			if want.SpoofChk == config.Unset || (want.SpoofChk == config.On) == orig.SpoofChk {
-				return nil
-			}
-			return r.o.SetVFSpoofChk(ctx, r.pf, r.vf, want.SpoofChk == config.On)
-		},
-		check: func(want config.VF, _, cur netops.VFSettings) *vfDrift {
-			if want.SpoofChk != config.Unset && cur.SpoofChk != (want.SpoofChk == config.On) {
-				return &vfDrift{"spoofchk", cur.SpoofChk, want.SpoofChk == config.On}
-			}
-			return nil
-		},
-		restore: func(ctx context.Context, r vfRef, rec *state.Record, cur netops.VFSettings) error {
-			if cur.SpoofChk == rec.OrigVF.SpoofChk {
-				return nil
-			}
-			return r.o.SetVFSpoofChk(ctx, r.pf, r.vf, rec.OrigVF.SpoofChk)
-		},
-	},
-	{
-		apply: func(ctx context.Context, r vfRef, want config.VF, orig netops.VFSettings) error {
-			if want.Trust == config.Unset || (want.Trust == config.On) == orig.Trust {
-				return nil
-			}
-			return r.o.SetVFTrust(ctx, r.pf, r.vf, want.Trust == config.On)
-		},
-		check: func(want config.VF, _, cur netops.VFSettings) *vfDrift {
-			if want.Trust != config.Unset && cur.Trust != (want.Trust == config.On) {
-				return &vfDrift{"trust", cur.Trust, want.Trust == config.On}
-			}
-			return nil
-		},
-		restore: func(ctx context.Context, r vfRef, rec *state.Record, cur netops.VFSettings) error {
-			if cur.Trust == rec.OrigVF.Trust {
-				return nil
-			}
-			return r.o.SetVFTrust(ctx, r.pf, r.vf, rec.OrigVF.Trust)
-		},
-	},
+	onOff("spoofchk", func(v config.VF) config.Tri { return v.SpoofChk }, func(v netops.VFSettings) bool { return v.SpoofChk },
+		func(o netops.Ops) func(context.Context, string, int, bool) error { return o.SetVFSpoofChk }),
+	onOff("trust", func(v config.VF) config.Tri { return v.Trust }, func(v netops.VFSettings) bool { return v.Trust },
+		func(o netops.Ops) func(context.Context, string, int, bool) error { return o.SetVFTrust }),
 	{
 		apply: func(ctx context.Context, r vfRef, want config.VF, orig netops.VFSettings) error {
 			if want.LinkState == nil || *want.LinkState == orig.LinkState {
@@ -320,4 +284,32 @@ func restoreRate(ctx context.Context, r vfRef, rec *state.Record, cur netops.VFS
 		return nil
 	}
 	return r.o.SetVFRate(ctx, r.pf, r.vf, want.MinTxRate, want.MaxTxRate)
+}
+
+// onOff is the row of an on/off VF setting: the configuration's value
+// (want), the VF's (have) and the PF operation that sets it (set). ADD
+// sets it when asked and different, CHECK reports it when asked and
+// different, DEL puts the record's original back when different.
+func onOff(name string, want func(config.VF) config.Tri, have func(netops.VFSettings) bool,
+	set func(netops.Ops) func(ctx context.Context, pf string, vf int, on bool) error) vfSetting {
+	return vfSetting{
+		apply: func(ctx context.Context, r vfRef, w config.VF, orig netops.VFSettings) error {
+			if want(w) == config.Unset || (want(w) == config.On) == have(orig) {
+				return nil
+			}
+			return set(r.o)(ctx, r.pf, r.vf, want(w) == config.On)
+		},
+		check: func(w config.VF, _, cur netops.VFSettings) *vfDrift {
+			if want(w) != config.Unset && have(cur) != (want(w) == config.On) {
+				return &vfDrift{name, have(cur), want(w) == config.On}
+			}
+			return nil
+		},
+		restore: func(ctx context.Context, r vfRef, rec *state.Record, cur netops.VFSettings) error {
+			if have(cur) == have(*rec.OrigVF) {
+				return nil
+			}
+			return set(r.o)(ctx, r.pf, r.vf, have(*rec.OrigVF))
+		},
+	}
 }
