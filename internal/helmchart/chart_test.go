@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"encoding/json"
+	"maps"
 	"path"
 	"reflect"
 	"sort"
@@ -191,6 +192,50 @@ func TestNoRBACAndNoToken(t *testing.T) {
 // TestNetworksNameDefaultPoolsAndParseAsRailyardCNI: each example NAD
 // names a pool of the default configuration, and its config, with the
 // deviceID and pciBusID Multus adds, passes railyard-cni's own parser.
+// nad is a rendered NetworkAttachmentDefinition with its config as
+// railyard-cni parses it (deviceID set, as Multus does).
+type nad struct {
+	name, namespace, resource string
+	conf                      map[string]any
+	parsed                    *cniconfig.Config
+}
+
+func nads(t *testing.T, objs objects) []nad {
+	t.Helper()
+	var out []nad
+	for _, doc := range objs.byKind["NetworkAttachmentDefinition"] {
+		var raw struct {
+			Metadata struct {
+				Name        string
+				Namespace   string
+				Annotations map[string]string
+			}
+			Spec struct{ Config string }
+		}
+		if err := yamlUnmarshal(doc, &raw); err != nil {
+			t.Fatal(err)
+		}
+		n := nad{name: raw.Metadata.Name, namespace: raw.Metadata.Namespace, resource: raw.Metadata.Annotations["k8s.v1.cni.cncf.io/resourceName"]}
+		if err := json.Unmarshal([]byte(raw.Spec.Config), &n.conf); err != nil {
+			t.Fatalf("NAD %s config: %v", n.name, err)
+		}
+		conf := maps.Clone(n.conf)
+		conf["deviceID"], conf["pciBusID"] = "0000:18:00.2", "0000:18:00.2"
+		b, _ := json.Marshal(conf)
+		parsed, err := cniconfig.Parse(b)
+		if err != nil {
+			t.Fatalf("NAD %s: railyard-cni refuses its config: %v", n.name, err)
+		}
+		if parsed.Name != n.name || parsed.DeviceID != "0000:18:00.2" {
+			t.Errorf("NAD %s parsed as %+v", n.name, parsed)
+		}
+		n.parsed = parsed
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
 func TestNetworksNameDefaultPoolsAndParseAsRailyardCNI(t *testing.T) {
 	_, objs := render(t, map[string]any{"networks": map[string]any{"create": true}})
 	cfg, err := v1alpha1.Parse([]byte(objs.configMap(t).Data["config.yaml"]))
@@ -201,49 +246,67 @@ func TestNetworksNameDefaultPoolsAndParseAsRailyardCNI(t *testing.T) {
 	for _, p := range cfg.Pools {
 		pools[p.Name] = true
 	}
-	nads := objs.byKind["NetworkAttachmentDefinition"]
-	if len(nads) != 2 {
-		t.Fatalf("%d NADs", len(nads))
-	}
 	var names []string
-	for _, doc := range nads {
-		var nad struct {
-			Metadata struct {
-				Name        string
-				Namespace   string
-				Annotations map[string]string
-			}
-			Spec struct{ Config string }
+	for _, n := range nads(t, objs) {
+		names = append(names, n.name)
+		if !pools[n.resource] {
+			t.Errorf("NAD %s: resourceName %q is no pool of the default config", n.name, n.resource)
 		}
-		if err := yamlUnmarshal(doc, &nad); err != nil {
-			t.Fatal(err)
+		if !n.parsed.RDMA {
+			t.Errorf("NAD %s: rdma off", n.name)
 		}
-		names = append(names, nad.Metadata.Name)
-		res := nad.Metadata.Annotations["k8s.v1.cni.cncf.io/resourceName"]
-		if !pools[res] {
-			t.Errorf("NAD %s: resourceName %q is no pool of the default config", nad.Metadata.Name, res)
+		if n.name == "railyard-roce" && (n.parsed.MTU != 9000 || n.conf["vlan"] != float64(100)) {
+			t.Errorf("RoCE NAD: mtu %d vlan %v", n.parsed.MTU, n.conf["vlan"])
 		}
-		var conf map[string]any
-		if err := json.Unmarshal([]byte(nad.Spec.Config), &conf); err != nil {
-			t.Fatalf("NAD %s config: %v", nad.Metadata.Name, err)
-		}
-		conf["deviceID"], conf["pciBusID"] = "0000:18:00.2", "0000:18:00.2" // as Multus does
-		b, _ := json.Marshal(conf)
-		parsed, err := cniconfig.Parse(b)
-		if err != nil {
-			t.Errorf("NAD %s: railyard-cni refuses its config: %v", nad.Metadata.Name, err)
-			continue
-		}
-		if parsed.Name != nad.Metadata.Name || parsed.DeviceID != "0000:18:00.2" || !parsed.RDMA {
-			t.Errorf("NAD %s parsed as %+v", nad.Metadata.Name, parsed)
-		}
-		if nad.Metadata.Name == "railyard-roce" && (parsed.MTU != 9000 || conf["vlan"] != float64(100)) {
-			t.Errorf("RoCE NAD: mtu %d vlan %v", parsed.MTU, conf["vlan"])
+		if _, ib := n.conf["capabilities"].(map[string]any)["infinibandGUID"]; ib != (n.name == "railyard-rdma") {
+			t.Errorf("NAD %s: infinibandGUID capability %v", n.name, ib)
 		}
 	}
-	sort.Strings(names)
 	if diff := cmp.Diff([]string{"railyard-rdma", "railyard-roce"}, names); diff != "" {
 		t.Fatalf("NADs (-want +got):\n%s", diff)
+	}
+}
+
+// TestNetworksExtraRendersAPFNetworkAndAnyCNIKey: networks.extra renders a
+// PF network, and a network's config map sets any railyard-cni key (here
+// stateDir) over the chart's own: what docs/install.md's readers had to
+// write by hand.
+func TestNetworksExtraRendersAPFNetworkAndAnyCNIKey(t *testing.T) {
+	_, objs := render(t, map[string]any{"networks": map[string]any{
+		"create":     true,
+		"namespace":  "nets",
+		"roce":       map[string]any{"config": map[string]any{"stateDir": "/var/lib/railyard/cni", "mtu": 4200}},
+		"infiniband": map[string]any{"enabled": false},
+		"extra": []any{map[string]any{
+			"name": "railyard-roce-pf", "resourceName": "railyard.io/roce_pf", "rdma": true, "mtu": 9000,
+			"ipam": map[string]any{"type": "host-local", "subnet": "192.168.110.0/24"},
+		}},
+	}})
+	got := nads(t, objs)
+	if len(got) != 2 {
+		t.Fatalf("%d NADs, want railyard-roce and railyard-roce-pf", len(got))
+	}
+	roce, pf := got[0], got[1]
+	if roce.parsed.StateDir != "/var/lib/railyard/cni" || roce.parsed.MTU != 4200 || roce.conf["vlan"] != float64(100) {
+		t.Errorf("railyard-roce: stateDir %q mtu %d vlan %v: config should override the chart's keys and keep the others", roce.parsed.StateDir, roce.parsed.MTU, roce.conf["vlan"])
+	}
+	if pf.name != "railyard-roce-pf" || pf.namespace != "nets" || pf.resource != "railyard.io/roce_pf" || pf.parsed.MTU != 9000 || !pf.parsed.RDMA {
+		t.Errorf("PF network: %+v", pf)
+	}
+	if _, vlan := pf.conf["vlan"]; vlan {
+		t.Error("PF network has a vlan")
+	}
+	if pf.parsed.StateDir != cniconfig.DefaultStateDir {
+		t.Errorf("PF network stateDir %q, want the default", pf.parsed.StateDir)
+	}
+	for _, bad := range []map[string]any{
+		{"name": "Bad_Name", "resourceName": "a.io/b", "ipam": map[string]any{"type": "x"}},
+		{"name": "n", "ipam": map[string]any{"type": "x"}},
+		{"name": "n", "resourceName": "a.io/b", "ipam": map[string]any{"type": "x"}, "config": "stateDir=/x"},
+	} {
+		if _, err := Render(loadChart(t), Options{Release: "r", Namespace: "n", Values: map[string]any{"networks": map[string]any{"extra": []any{bad}}}}); err == nil || !strings.Contains(err.Error(), "/networks/extra/0") {
+			t.Errorf("extra %v: error %v, want one naming /networks/extra/0", bad, err)
+		}
 	}
 }
 
