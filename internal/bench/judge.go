@@ -285,6 +285,61 @@ func LargeMessageBW(rows []PerftestBWRow, minBytes int64) (gbps float64, bytes i
 	return best, bytes, ok
 }
 
+// peakBW is one run's peak bandwidth as the line-rate check judges it; the
+// tool's own verdict function fills it from what it parsed.
+type peakBW struct {
+	// What opens every reason: the peak as the tool states it
+	// ("92.44 Gb/s at 256 KiB", "peak 96.48 Gb/s (12.06 GB/s)").
+	What string
+	// Bidirectional doubles the line rate.
+	Bidirectional bool
+	// Ceiling is the highest share of the line rate the link can carry
+	// (MaxGoodputFraction), 0 when unknown: the line rate itself. Note,
+	// appended after the pass mark, says why.
+	Ceiling float64
+	Note    string
+	// Exempt, when set, makes the verdict info with this appended (the far
+	// NIC of a GPUDirect pair); a TCP scenario is info before it.
+	Exempt string
+}
+
+// judgeLineRate is the line-rate judgement of every tool: v.Measured (Gb/s)
+// of v.Scenario against the line rate (x2 for bidirectional runs) times
+// LineRateFraction. It fills Target, Status and Reason of v, which the
+// caller has filled otherwise.
+func judgeLineRate(in JudgeInput, v Verdict, p peakBW) Verdict {
+	if in.LineRateGbps <= 0 {
+		v.Status, v.Reason = StatusSkip, p.What+"; no line rate given"
+		return v
+	}
+	line, dir := in.LineRateGbps, ""
+	if p.Bidirectional {
+		line, dir = 2*line, " (x2: bidirectional)"
+	}
+	v.Target = line * in.Thresholds.LineRateFraction
+	frac := v.Measured / line
+	v.Reason = fmt.Sprintf("%s = %.1f%% of %g Gb/s line rate%s; pass at %.0f%%",
+		p.What, 100*frac, line, dir, 100*in.Thresholds.LineRateFraction) + p.Note
+	switch {
+	case v.Scenario == in.Roles.TCP:
+		v.Status = StatusInfo
+		v.Reason += "; TCP scenario, not expected to reach line rate"
+	case p.Exempt != "":
+		v.Status = StatusInfo
+		v.Reason += "; " + p.Exempt
+	case p.Ceiling > 0 && frac > p.Ceiling*overLineRateMargin, p.Ceiling == 0 && frac > overLineRateMargin:
+		v.Status = StatusWarn
+		v.Reason += "; above what the link can carry: is the line rate right?"
+	case v.Measured >= v.Target:
+		v.Status = StatusPass
+	default:
+		v.Status = StatusFail
+	}
+	return v
+}
+
+// lineRateVerdict judges perftest's large-message bandwidth against the
+// line rate, capped by what RDMA payload can reach at the run's MTU.
 func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
 	r := l.Result
 	v := Verdict{Check: CheckLineRate, Scenario: l.Scenario, Tool: r.Tool, Unit: "Gb/s"}
@@ -299,44 +354,22 @@ func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
 			bw, FormatBytes(size), FormatBytes(large), large)
 		return v
 	}
-	if in.LineRateGbps <= 0 {
-		v.Status, v.Reason = StatusSkip, fmt.Sprintf("%.2f Gb/s at %s; no line rate given", bw, FormatBytes(size))
-		return v
+	p := peakBW{
+		What:          fmt.Sprintf("%.2f Gb/s at %s", bw, FormatBytes(size)),
+		Bidirectional: r.Info.Bidirectional,
+		Ceiling:       MaxGoodputFraction(r.Info.LinkType, r.Info.MTU),
 	}
-	line := in.LineRateGbps
-	dir := ""
-	if r.Info.Bidirectional {
-		line *= 2
-		dir = " (x2: bidirectional)"
-	}
-	v.Target = line * in.Thresholds.LineRateFraction
-	frac := bw / line
-	v.Reason = fmt.Sprintf("%.2f Gb/s at %s = %.1f%% of %g Gb/s line rate%s; pass at %.0f%%",
-		bw, FormatBytes(size), 100*frac, line, dir, 100*in.Thresholds.LineRateFraction)
-	capFrac := MaxGoodputFraction(r.Info.LinkType, r.Info.MTU)
-	if capFrac > 0 {
+	if p.Ceiling > 0 {
 		proto := "InfiniBand"
 		if strings.EqualFold(r.Info.LinkType, "Ethernet") {
 			proto = "RoCE"
 		}
-		v.Reason += fmt.Sprintf("; %s at MTU %d cannot exceed about %.1f%%", proto, r.Info.MTU, 100*capFrac)
+		p.Note = fmt.Sprintf("; %s at MTU %d cannot exceed about %.1f%%", proto, r.Info.MTU, 100*p.Ceiling)
 	}
-	switch {
-	case l.Scenario == in.Roles.TCP:
-		v.Status = StatusInfo
-		v.Reason += "; TCP scenario, not expected to reach line rate"
-	case l.Scenario == ScenarioGPUDirectFar:
-		v.Status = StatusInfo
-		v.Reason += "; the far NIC of the GPUDirect pair, slow on purpose: judged in the gpudirect-alignment check"
-	case capFrac > 0 && frac > capFrac*overLineRateMargin, capFrac == 0 && frac > overLineRateMargin:
-		v.Status = StatusWarn
-		v.Reason += "; above what the link can carry: is the line rate right?"
-	case bw >= v.Target:
-		v.Status = StatusPass
-	default:
-		v.Status = StatusFail
+	if l.Scenario == ScenarioGPUDirectFar {
+		p.Exempt = "the far NIC of the GPUDirect pair, slow on purpose: judged in the gpudirect-alignment check"
 	}
-	return v
+	return judgeLineRate(in, v, p)
 }
 
 func ncclVerdict(in JudgeInput, l Labelled) Verdict {

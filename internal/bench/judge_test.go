@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func findVerdict(t *testing.T, vs []Verdict, check, scenario string) Verdict {
@@ -137,5 +139,109 @@ func TestFormatBytes(t *testing.T) {
 		if got := FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// The line-rate judgement perftest and osu_bw/osu_bibw share: the same
+// cases give the same statuses, each reason opening with the tool's own
+// statement of the peak.
+func TestLineRateJudgementSharedByPerftestAndOSU(t *testing.T) {
+	t.Parallel()
+	perftest := func(gbps float64, bidirectional bool) Result {
+		r := Result{Tool: "ib_write_bw", Kind: KindPerftestBW, OK: true,
+			PerftestBW: []PerftestBWRow{{Bytes: 1 << 20, Iterations: 5000, BWAvgGbps: gbps}}}
+		r.Info.Bidirectional = bidirectional
+		return r
+	}
+	osu := func(tool string, gbps float64) Result {
+		return Result{Tool: tool, Kind: KindOSUBW, OK: true, Summary: map[string]float64{SumMaxBWGbps: gbps}}
+	}
+	for _, tc := range []struct {
+		name     string
+		scenario string
+		result   Result
+		line     float64
+		want     Verdict
+	}{
+		{
+			name: "perftest pass", scenario: "rdma", result: perftest(95, false), line: 100,
+			want: Verdict{Status: StatusPass, Measured: 95, Target: 90,
+				Reason: "95.00 Gb/s at 1 MiB = 95.0% of 100 Gb/s line rate; pass at 90%"},
+		},
+		{
+			name: "osu_bw pass", scenario: "rdma", result: osu("osu_bw", 95), line: 100,
+			want: Verdict{Status: StatusPass, Measured: 95, Target: 90,
+				Reason: "peak 95.00 Gb/s (11.88 GB/s) = 95.0% of 100 Gb/s line rate; pass at 90%"},
+		},
+		{
+			name: "perftest fail", scenario: "rdma", result: perftest(50, false), line: 100,
+			want: Verdict{Status: StatusFail, Measured: 50, Target: 90,
+				Reason: "50.00 Gb/s at 1 MiB = 50.0% of 100 Gb/s line rate; pass at 90%"},
+		},
+		{
+			name: "osu_bw fail", scenario: "rdma", result: osu("osu_bw", 50), line: 100,
+			want: Verdict{Status: StatusFail, Measured: 50, Target: 90,
+				Reason: "peak 50.00 Gb/s (6.25 GB/s) = 50.0% of 100 Gb/s line rate; pass at 90%"},
+		},
+		{
+			name: "perftest TCP scenario", scenario: "tcp", result: perftest(20, false), line: 100,
+			want: Verdict{Status: StatusInfo, Measured: 20, Target: 90,
+				Reason: "20.00 Gb/s at 1 MiB = 20.0% of 100 Gb/s line rate; pass at 90%; TCP scenario, not expected to reach line rate"},
+		},
+		{
+			name: "osu_bw TCP scenario", scenario: "tcp", result: osu("osu_bw", 20), line: 100,
+			want: Verdict{Status: StatusInfo, Measured: 20, Target: 90,
+				Reason: "peak 20.00 Gb/s (2.50 GB/s) = 20.0% of 100 Gb/s line rate; pass at 90%; TCP scenario, not expected to reach line rate"},
+		},
+		{
+			name: "perftest above the line rate", scenario: "rdma", result: perftest(150, false), line: 100,
+			want: Verdict{Status: StatusWarn, Measured: 150, Target: 90,
+				Reason: "150.00 Gb/s at 1 MiB = 150.0% of 100 Gb/s line rate; pass at 90%; above what the link can carry: is the line rate right?"},
+		},
+		{
+			name: "osu_bw above the line rate", scenario: "rdma", result: osu("osu_bw", 150), line: 100,
+			want: Verdict{Status: StatusWarn, Measured: 150, Target: 90,
+				Reason: "peak 150.00 Gb/s (18.75 GB/s) = 150.0% of 100 Gb/s line rate; pass at 90%; above what the link can carry: is the line rate right?"},
+		},
+		{
+			name: "perftest bidirectional", scenario: "rdma", result: perftest(190, true), line: 100,
+			want: Verdict{Status: StatusPass, Measured: 190, Target: 180,
+				Reason: "190.00 Gb/s at 1 MiB = 95.0% of 200 Gb/s line rate (x2: bidirectional); pass at 90%"},
+		},
+		{
+			name: "osu_bibw bidirectional", scenario: "rdma", result: osu("osu_bibw", 190), line: 100,
+			want: Verdict{Status: StatusPass, Measured: 190, Target: 180,
+				Reason: "peak 190.00 Gb/s (23.75 GB/s) = 95.0% of 200 Gb/s line rate (x2: bidirectional); pass at 90%"},
+		},
+		{
+			name: "perftest bidirectional above twice the line rate", scenario: "rdma", result: perftest(250, true), line: 100,
+			want: Verdict{Status: StatusWarn, Measured: 250, Target: 180,
+				Reason: "250.00 Gb/s at 1 MiB = 125.0% of 200 Gb/s line rate (x2: bidirectional); pass at 90%; above what the link can carry: is the line rate right?"},
+		},
+		{
+			name: "osu_bibw above twice the line rate", scenario: "rdma", result: osu("osu_bibw", 250), line: 100,
+			want: Verdict{Status: StatusWarn, Measured: 250, Target: 180,
+				Reason: "peak 250.00 Gb/s (31.25 GB/s) = 125.0% of 200 Gb/s line rate (x2: bidirectional); pass at 90%; above what the link can carry: is the line rate right?"},
+		},
+		{
+			name: "perftest without a line rate", scenario: "rdma", result: perftest(95, false),
+			want: Verdict{Status: StatusSkip, Measured: 95,
+				Reason: "95.00 Gb/s at 1 MiB; no line rate given"},
+		},
+		{
+			name: "osu_bw without a line rate", scenario: "rdma", result: osu("osu_bw", 95),
+			want: Verdict{Status: StatusSkip, Measured: 95,
+				Reason: "peak 95.00 Gb/s (11.88 GB/s); no line rate given"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := JudgeInput{Results: []Labelled{{Scenario: tc.scenario, Result: tc.result}}, LineRateGbps: tc.line}
+			want := tc.want
+			want.Check, want.Scenario, want.Tool, want.Unit = CheckLineRate, tc.scenario, tc.result.Tool, "Gb/s"
+			if d := cmp.Diff(want, got(findVerdict(t, Judge(in), CheckLineRate, tc.scenario))); d != "" {
+				t.Errorf("verdict (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -68,35 +68,12 @@ func osuBWVerdict(in JudgeInput, l Labelled) Verdict {
 		return v
 	}
 	v.Measured = bw
+	what := fmt.Sprintf("peak %s (%.2f GB/s)", gbs(bw), bw/8)
 	if r.Tool != "osu_bw" && r.Tool != "osu_bibw" {
-		v.Status, v.Reason = StatusInfo, fmt.Sprintf("peak %s (%.2f GB/s) by %s: only osu_bw and osu_bibw are judged against the line rate", gbs(bw), bw/8, r.Tool)
+		v.Status, v.Reason = StatusInfo, what+" by "+r.Tool+": only osu_bw and osu_bibw are judged against the line rate"
 		return v
 	}
-	if in.LineRateGbps <= 0 {
-		v.Status, v.Reason = StatusSkip, fmt.Sprintf("peak %s (%.2f GB/s); no line rate given", gbs(bw), bw/8)
-		return v
-	}
-	line, dir := in.LineRateGbps, ""
-	if r.Tool == "osu_bibw" {
-		line, dir = 2*line, " (x2: bidirectional)"
-	}
-	v.Target = line * in.Thresholds.LineRateFraction
-	frac := bw / line
-	v.Reason = fmt.Sprintf("peak %s (%.2f GB/s) = %.1f%% of %g Gb/s line rate%s; pass at %.0f%%",
-		gbs(bw), bw/8, 100*frac, line, dir, 100*in.Thresholds.LineRateFraction)
-	switch {
-	case l.Scenario == in.Roles.TCP:
-		v.Status = StatusInfo
-		v.Reason += "; TCP scenario, not expected to reach line rate"
-	case frac > overLineRateMargin:
-		v.Status = StatusWarn
-		v.Reason += "; above what the link can carry: is the line rate right?"
-	case bw >= v.Target:
-		v.Status = StatusPass
-	default:
-		v.Status = StatusFail
-	}
-	return v
+	return judgeLineRate(in, v, peakBW{What: what, Bidirectional: r.Tool == "osu_bibw"})
 }
 
 // osuLatVerdict judges osu_latency's lowest average latency (its smallest
