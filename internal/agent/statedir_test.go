@@ -2,54 +2,18 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/railyard-io/railyard/internal/cni/state/statetest"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
-
-// fullTmpfs mounts a 1 MiB tmpfs on dir (root only) with sub, an empty
-// directory, and fills it until the test ends: every write then fails
-// with ENOSPC.
-func fullTmpfs(t *testing.T, dir, sub string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(dir, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, unix.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
 
 // TestFullStateDirIsReportedRootTmpfs starts the agent with a sandbox pool
 // on a full state directory: the view cannot be written, and kubelet was
@@ -59,7 +23,7 @@ func fullTmpfs(t *testing.T, dir, sub string) {
 // Faked: kubelet (Registration stub, PodResources stand-in, the calls).
 func TestFullStateDirIsReportedRootTmpfs(t *testing.T) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
-	fullTmpfs(t, filepath.Join(e.dir, "state"), "binding")
+	statetest.FullTmpfs(t, filepath.Join(e.dir, "state"), "binding")
 	reg := kubelettest.StartRegistrar(t, e.pluginDir)
 	pr := podrestest.Start(t, e.podSock)
 	r := start(t, e.args(e.writeConfig(t, sandboxConfig(e))), nil)

@@ -3,27 +3,12 @@ package binding
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// readOnlyBindMount makes dir read-only (a read-only bind mount of itself)
-// until the test ends. It needs root: permissions do not stop root.
-func readOnlyBindMount(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a read-only bind mount")
-	}
-	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		t.Skipf("bind mount: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-		t.Fatalf("remount read-only: %v", err)
-	}
-}
+	"github.com/railyard-io/railyard/internal/cni/state/statetest"
+)
 
 // TestBindOfBoundTokensOnReadOnlyStateDirRootMount: a container restart's
 // PreStartContainer binds tokens that are already bound, which writes
@@ -42,7 +27,7 @@ func TestBindOfBoundTokensOnReadOnlyStateDirRootMount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnlyBindMount(t, s.Dir())
+	statetest.ReadOnly(t, s.Dir())
 	again, err := s.Bind(ctx, req)
 	if err != nil {
 		t.Fatalf("binding bound tokens again on a read-only state directory: %v", err)
@@ -60,43 +45,13 @@ func TestBindOfBoundTokensOnReadOnlyStateDirRootMount(t *testing.T) {
 	}
 }
 
-// fullTmpfs mounts a 1 MiB tmpfs on dir (root only) and fills it, until the
-// test ends: every write then fails with ENOSPC.
-func fullTmpfs(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	f, err := os.Create(dir + "/fill")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, unix.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
-
 // TestNoViewOnAFullFileSystemSaysSoRootTmpfs: with the state directory's
 // file system full, the agent cannot write the view, and binders were
 // told only "no node view published by railyard-agent yet", which reads
 // like a start-up race. The error must say the directory is full (ENOSPC).
 func TestNoViewOnAFullFileSystemSaysSoRootTmpfs(t *testing.T) {
 	dir := t.TempDir()
-	fullTmpfs(t, dir)
+	statetest.FullTmpfs(t, dir)
 	s := NewStore(dir, Options{})
 	v, _ := testView(t, "dgx-h100", 1)
 	if err := s.Publish(context.Background(), *v); !errors.Is(err, unix.ENOSPC) {
