@@ -47,6 +47,11 @@ type Agent struct {
 	pools    []*poolPlugin
 	late     *lateBinding // nil when no pool binds late
 	dra      *draState    // nil when no pool has delivery dra
+	// tokensMu orders the token lists of sandbox pools: each is computed
+	// and handed to its plugin under it, so a list computed before a bind
+	// never replaces one computed after it (refreshes run concurrently).
+	// Taken after mu, never before.
+	tokensMu sync.Mutex
 
 	mu      sync.Mutex
 	topo    *topology.Topology

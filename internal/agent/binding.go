@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -393,18 +395,48 @@ func (a *Agent) updatePlugin(pp *poolPlugin, topo *topology.Topology, devs []dev
 		return pp.plugin.Update(topo, devs)
 	}
 	a.late.setPool(pp.cfg, topo, devs)
-	return pp.plugin.Update(topo, a.late.tokens(pp.cfg))
+	a.tokensMu.Lock()
+	defer a.tokensMu.Unlock()
+	ts := a.late.tokens(pp.cfg)
+	changed := pp.plugin.Update(topo, ts)
+	if changed {
+		a.logTokens(pp.cfg.Name, ts)
+	}
+	return changed
 }
 
 // refreshTokens recomputes the tokens of every sandbox pool (after binds
 // and releases change which are bound).
 func (a *Agent) refreshTokens() {
 	topo := a.Topology()
+	a.tokensMu.Lock()
+	defer a.tokensMu.Unlock()
 	for _, pp := range a.pools {
-		if pp.cfg.Binding == v1alpha1.BindingSandbox {
-			pp.plugin.Update(topo, a.late.tokens(pp.cfg))
+		if pp.cfg.Binding != v1alpha1.BindingSandbox {
+			continue
+		}
+		ts := a.late.tokens(pp.cfg)
+		if pp.plugin.Update(topo, ts) {
+			a.logTokens(pp.cfg.Name, ts)
 		}
 	}
+}
+
+// logTokens logs (debug) a changed token list: how many are healthy, why
+// each other one is not, and each token with its bound device.
+func (a *Agent) logTokens(resource string, ts []deviceplugin.Device) {
+	healthy := 0
+	var sick, ids []string
+	for _, t := range ts {
+		ids = append(ids, t.ID+"="+t.PF)
+		if t.Healthy {
+			healthy++
+		} else {
+			sick = append(sick, t.ID+": "+t.Reason)
+		}
+	}
+	a.log.Debug("tokens advertised", "resource", resource, "tokens", len(ts), "healthy", healthy, "unhealthy", sick, "list", ids,
+		"inUse", slices.Sorted(maps.Keys(a.late.inUse())))
 }
 
 // publishBindingView publishes the node view for binders.

@@ -30,9 +30,18 @@ type TokenState struct {
 // Unhealthy as exceed the node's healthy free devices: a VF going DOWN
 // makes one unbound token of its node Unhealthy. Tokens that inUse says
 // kubelet already allocated (not yet bound) are marked last, and their
-// Reason says so. A held token its node has no slot for (a bind crossed
-// NUMA nodes) makes one unbound token kubelet does not hold Unhealthy, so
-// the healthy tokens kubelet can still hand out never exceed the devices.
+// Reason says so. So the healthy tokens are exactly as many as the healthy
+// devices, whatever inUse says: kubelet's allocatable is that count, and
+// the scheduler never gives the node more tokens' worth of pods than it.
+//
+// A held token its node has no slot left for (binds crossed NUMA nodes)
+// is not listed (the plugin keeps it, Unhealthy, for its grace period) and
+// binds a free device of another node. Its slot is not taken from another
+// token: doing so hid a free device whenever inUse was out of date (a
+// token kubelet had already released), kubelet then refused a pod the
+// scheduler had placed by its allocatable ("requested number of devices
+// unavailable ... which is unexpected", a failure for good), and the
+// scheduler's count already keeps the pods on the node within the devices.
 func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 	boundDev := map[string]string{} // device -> token
 	boundTok := map[int][]Binding{} // NUMA -> bindings of this pool's tokens
@@ -81,7 +90,6 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 	}
 	slices.Sort(keys)
 	var out []TokenState
-	var orphans []string // held unbound tokens no slot of their node keeps
 	for _, n := range keys {
 		var mine []TokenState
 		taken := map[int]bool{}
@@ -108,8 +116,7 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 				continue
 			}
 			if len(mine) == total {
-				orphans = append(orphans, Token(p.Tag, n, k))
-				continue
+				continue // no slot left: see Health above
 			}
 			taken[k] = true
 			unbound = append(unbound, len(mine))
@@ -147,20 +154,6 @@ func Tokens(p *Pool, bindings []Binding, inUse map[string]bool) []TokenState {
 		ib, _ := ParseToken(b.ID)
 		return cmp.Or(cmp.Compare(a.NUMA, b.NUMA), cmp.Compare(ia.K, ib.K))
 	})
-	// A held token whose node has no slot left is no longer listed, but it
-	// will bind a free device of another node (binding.choose overflows):
-	// as many unbound tokens kubelet does not hold go Unhealthy, highest
-	// indices first, so kubelet cannot hand out more tokens than devices.
-	slices.Sort(orphans)
-	for i := len(out) - 1; i >= 0 && len(orphans) > 0; i-- {
-		ts := &out[i]
-		if ts.Device != "" || !ts.Healthy || inUse[ts.ID] {
-			continue
-		}
-		ts.Healthy = false
-		ts.Reason = fmt.Sprintf("reserved for %s, which kubelet holds and whose NUMA node has no free device left", orphans[0])
-		orphans = orphans[1:]
-	}
 	return out
 }
 
