@@ -10,6 +10,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/machinescmd"
 	"github.com/railyard-io/railyard/internal/cli/migrate"
 	"github.com/railyard-io/railyard/internal/cli/node"
+	"github.com/railyard-io/railyard/internal/cli/rails"
 	"github.com/railyard-io/railyard/internal/cli/simulate"
 	"github.com/railyard-io/railyard/internal/cli/top"
 	"github.com/railyard-io/railyard/internal/cli/topo"
@@ -27,6 +28,7 @@ func commands(s iostreams.Streams) []*cobra.Command {
 		doctor.NewCommand(s),
 		top.NewCommand(s),
 		fabric.NewCommand(s),
+		rails.NewCommand(s),
 		node.NewCommand(s),
 	}
 }

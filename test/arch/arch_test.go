@@ -103,8 +103,8 @@ var rules = []rule{
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources"},
 	},
 	{
-		name:      "DRA slices are a library over the model and pools",
-		packages:  []string{"internal/dra"},
+		name:      "DRA slices and job claims are a library over the model and pools",
+		packages:  []string{"internal/dra", "internal/jobrails"},
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources", "internal/binding"},
 	},
 	{

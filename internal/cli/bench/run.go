@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/benchplan"
 	"github.com/railyard-io/railyard/internal/benchrun"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/kubeclient"
 )
 
 // connectFunc returns the cluster a run talks to, from a kubeconfig path
@@ -49,14 +49,7 @@ func kubeconfigCluster(kubeconfig string) (benchrun.Cluster, error) {
 // benchrun.RequestTimeout: an API server that accepts the connection and
 // never answers fails the request instead of hanging the run.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg.Timeout = benchrun.RequestTimeout
-	return cfg, nil
+	return kubeclient.Config(kubeconfig, benchrun.RequestTimeout)
 }
 
 type runFlags struct {

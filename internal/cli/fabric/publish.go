@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
+	"github.com/railyard-io/railyard/internal/cli/kubeclient"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/lldp"
@@ -155,16 +155,5 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 }
 
 func client(kubeconfig string) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg.Timeout = requestTimeout
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return cs, nil
+	return kubeclient.New(kubeconfig, requestTimeout)
 }
