@@ -47,6 +47,29 @@ func TestTableIsConsistent(t *testing.T) {
 	}
 }
 
+// Health judges error counters only, History only link faults, and every
+// judged kind of the health check has a counter.
+func TestHealthIsOnErrorCounters(t *testing.T) {
+	t.Parallel()
+	judged := map[Health]int{}
+	for _, c := range Counters() {
+		switch {
+		case c.Health != NoHealth && c.Kind != Error:
+			t.Errorf("%s: health %q on a %s counter", c.Name, c.Health, c.Kind)
+		case c.Health == LinkFault && !c.Link:
+			t.Errorf("%s: a link fault on a counter that is not the link's", c.Name)
+		case c.History && c.Health != LinkFault:
+			t.Errorf("%s: history on a counter that is no link fault", c.Name)
+		}
+		judged[c.Health]++
+	}
+	for _, h := range []Health{LinkFault, TransportFailure, Retransmission} {
+		if judged[h] == 0 {
+			t.Errorf("no counter is %q", h)
+		}
+	}
+}
+
 // tree generates the small node and gives its three RDMA devices the
 // counters of mlx5 (mlx5_0, InfiniBand), a legacy PMA (mlx5_1) and rxe
 // (mlx5_2).
@@ -290,6 +313,10 @@ func TestReadKeepsWhatItCanRead(t *testing.T) {
 	s, err := Read(sysfs.New(root), "mlx5_0", 1, true, time.Now())
 	if !errors.Is(err, sysfs.ErrBadCounter) {
 		t.Errorf("error %v, want ErrBadCounter", err)
+	}
+	var ce *CounterError
+	if !errors.As(err, &ce) || ce.Index != Index("port_receive_bytes") {
+		t.Errorf("error %v does not say which counter (CounterError %+v)", err, ce)
 	}
 	if _, ok := s.Raw(Index("port_receive_bytes")); ok {
 		t.Error("the bad counter is in the sample")

@@ -37,12 +37,25 @@ func Index(name string) int {
 	return -1
 }
 
+// CounterError is a counter file Read found in the listing and could not
+// read or parse; Index is its row in Counters. Read's error joins one per
+// such file (errors.As finds the first; a caller wanting every one walks
+// the join's Unwrap() []error).
+type CounterError struct {
+	Index int
+	Err   error
+}
+
+func (e *CounterError) Error() string { return e.Err.Error() }
+func (e *CounterError) Unwrap() error { return e.Err }
+
 // Read reads port port of RDMA device rdma ("mlx5_3", 1): every counter of
 // the table the device has, and the link counters only when link is set
 // (a PF; a VF shares its PF's link). It lists each counter directory once
 // and reads only the table's files in it. A file that cannot be read or
-// parsed is left out of the sample and its error returned, joined with
-// the others'; the sample holds everything that could be read.
+// parsed is left out of the sample and its error (a *CounterError)
+// returned, joined with the others'; the sample holds everything that
+// could be read.
 func Read(fs sysfs.FS, rdma string, port int, link bool, now time.Time) (Sample, error) {
 	s := Sample{Time: now}
 	var errs []error
@@ -64,7 +77,7 @@ func Read(fs sysfs.FS, rdma string, port int, link bool, now time.Time) (Sample,
 		v, err := fs.PortCounter(rdma, port, c.Dir, c.File)
 		if err != nil {
 			if !errors.Is(err, sysfs.ErrNotFound) { // gone since the listing: a device going away
-				errs = append(errs, fmt.Errorf("%s port %d: %w", sysfs.Printable(rdma), port, err))
+				errs = append(errs, &CounterError{Index: i, Err: fmt.Errorf("%s port %d: %w", sysfs.Printable(rdma), port, err)})
 			}
 			continue
 		}
