@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,14 @@ var settings = [...]setting{
 	{"nccl-topo-file", "NCCL topology file (NCCL_TOPO_FILE format) classifying GPU x NIC pairs on VMs that hide the PCIe tree", str(func(c *v1alpha1.AgentConfig) *string { return &c.NCCLTopologyFile })},
 	{"node-name", "this node's name, for logs", str(func(c *v1alpha1.AgentConfig) *string { return &c.NodeName })},
 	{"nccl-ib-hca", "how containers get NCCL_IB_HCA: env (each pool's Allocate) or merged (one NCCL config per container for all its pools) (default env)", str(func(c *v1alpha1.AgentConfig) *string { return &c.NCCLIBHCA })},
+	{"nccl-cross-nic", "every container's NCCL_CROSS_NIC: 0 on isolated rails (a leaf per rail, no spine between them), 1 or 2 where rails are joined (default unset: NCCL decides)", func(c *v1alpha1.AgentConfig, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want 0, 1 or 2: %w", err)
+		}
+		c.NCCLCrossNIC = &n
+		return nil
+	}},
 	{"state-dir", "directory of the merged NCCL config files containers mount (default /var/lib/railyard)", str(func(c *v1alpha1.AgentConfig) *string { return &c.StateDir })},
 	{"cdi-spec-dir", "with --nccl-ib-hca merged, also write a CDI spec per container here (e.g. /var/run/cdi) that sets NCCL_IB_HCA", str(func(c *v1alpha1.AgentConfig) *string { return &c.CDISpecDir })},
 	{"resync-interval", "period of the full rediscovery (default 10s)", func(c *v1alpha1.AgentConfig, v string) error {

@@ -40,9 +40,10 @@ func freeTokens(t testing.TB, s *Store, v *View, numa, n int, taken map[string]b
 // TestBindGivesEachGPUItsRailNIC: on a DGX H100 with 4 VFs per NIC, a pod
 // holding GPU g and one token of g's NUMA node gets a VF of g's rail NIC,
 // for every GPU; the binding records the class and the CDI spec gives the
-// VF's uverbs, rdma_cm and NCCL_IB_HCA.
+// VF's uverbs, rdma_cm, NCCL_IB_HCA and the view's NCCL_CROSS_NIC.
 func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 	v, tp := testView(t, "dgx-h100", 4)
+	v.NCCLCrossNIC = new(0)
 	s := newTestStore(t, v, Options{})
 	taken := map[string]bool{}
 	for i, g := range gpusOf(tp) {
@@ -87,7 +88,7 @@ func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 		if !slices.Equal(nodes, wantNodes) {
 			t.Errorf("device nodes %v, want %v", nodes, wantNodes)
 		}
-		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, containerdev.EnvName(testResource) + "=" + d.ID, containerdev.RDMAEnvName(testResource) + "=" + d.RDMA} {
+		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, "NCCL_CROSS_NIC=0", containerdev.EnvName(testResource) + "=" + d.ID, containerdev.RDMAEnvName(testResource) + "=" + d.RDMA} {
 			if !slices.Contains(edits.Env, e) {
 				t.Errorf("env %v lacks %s", edits.Env, e)
 			}

@@ -37,6 +37,9 @@ type View struct {
 	DevInfoDir string `json:"devInfoDir,omitempty"`
 	// NCCLIBHCA: the CDI spec sets NCCL_IB_HCA to the container's devices.
 	NCCLIBHCA bool `json:"ncclIBHCA"`
+	// NCCLCrossNIC, when set, is the container's NCCL_CROSS_NIC (the
+	// agent's ncclCrossNIC).
+	NCCLCrossNIC *int `json:"ncclCrossNIC,omitempty"`
 }
 
 // Pool is one pool in sandbox binding mode.

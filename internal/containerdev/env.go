@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -87,12 +88,12 @@ type infoEntry struct {
 //	PCIDEVICE_<POOL>_INFO          their device-info JSON: {"<pci>":{"generic":{"deviceID":...},"rdma":{"rdma_dev":...,"uverbs":"/dev/infiniband/uverbs3",...}}}
 //	RAILYARD_RDMA_DEVICES_<POOL>   the RDMA devices (when any)
 //
-// and, with ncclIBHCA, NCCL_IB_HCA "=" and every RDMA device of every
+// and, with o.NCCLIBHCA, NCCL_IB_HCA "=" and every RDMA device of every
 // pool ("=" asks NCCL for exact names: plain mlx5_1 would also match
-// mlx5_10). The device plugin, late binding's CDI specs and the DRA
-// driver's use it, so a container sees the same variables whichever
-// delivered its devices.
-func Env(devs []Device, ncclIBHCA bool) Vars {
+// mlx5_10), and with o.NCCLCrossNIC, NCCL_CROSS_NIC. The device plugin,
+// late binding's CDI specs and the DRA driver's use it, so a container
+// sees the same variables whichever delivered its devices.
+func Env(devs []Device, o EnvOptions) Vars {
 	devs = slices.Clone(devs)
 	slices.SortStableFunc(devs, Compare)
 	perPool := map[string][]Device{}
@@ -133,8 +134,22 @@ func Env(devs []Device, ncclIBHCA bool) Vars {
 			env = append(env, Var{RDMAEnvName(r), strings.Join(rdmas, ",")})
 		}
 	}
-	if ncclIBHCA && len(hcas) > 0 {
+	if o.NCCLIBHCA && len(hcas) > 0 {
 		env = append(env, Var{"NCCL_IB_HCA", "=" + strings.Join(hcas, ",")})
 	}
+	if o.NCCLCrossNIC != nil && len(hcas) > 0 {
+		env = append(env, Var{"NCCL_CROSS_NIC", strconv.Itoa(*o.NCCLCrossNIC)})
+	}
 	return env
+}
+
+// EnvOptions are the NCCL variables Env adds beside the devices'.
+type EnvOptions struct {
+	// NCCLIBHCA sets NCCL_IB_HCA to the container's RDMA devices.
+	NCCLIBHCA bool
+	// NCCLCrossNIC, when set, is NCCL_CROSS_NIC (0, 1 or 2): 0 keeps each
+	// NCCL ring and tree on one rail across nodes, what isolated rails
+	// (a leaf per rail, no spine between them) need (the agent's
+	// ncclCrossNIC, docs/fabric.md).
+	NCCLCrossNIC *int
 }

@@ -1,6 +1,7 @@
 package containerdev
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,18 +32,23 @@ func TestEnv(t *testing.T) {
 		"RAILYARD_RDMA_DEVICES_RAILYARD_IO_RDMA_VF=mlx5_13,mlx5_2",
 		"NCCL_IB_HCA==mlx5_13,mlx5_9,mlx5_2",
 	}
-	env := Env(devs, true)
+	env := Env(devs, EnvOptions{NCCLIBHCA: true})
 	if diff := cmp.Diff(want, env.Strings()); diff != "" {
 		t.Errorf("Env (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want[:len(want)-1], Env(devs, false).Strings()); diff != "" {
+	if diff := cmp.Diff(want[:len(want)-1], Env(devs, EnvOptions{}).Strings()); diff != "" {
 		t.Errorf("Env without NCCL_IB_HCA (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{"NCCL_IB_HCA": "=mlx5_13,mlx5_9,mlx5_2"}, filter(env.Map(), "NCCL_IB_HCA")); diff != "" {
 		t.Errorf("Map (-want +got):\n%s", diff)
 	}
-	if got := Env(nil, true); len(got) != 0 {
+	if got := Env(nil, EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: new(0)}); len(got) != 0 {
 		t.Errorf("no devices: %q", got.Strings())
+	}
+	// NCCL_CROSS_NIC when set, last; 0 is a value, not "unset".
+	got := Env(devs, EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: new(0)}).Strings()
+	if diff := cmp.Diff(append(slices.Clone(want), "NCCL_CROSS_NIC=0"), got); diff != "" {
+		t.Errorf("Env with NCCL_CROSS_NIC (-want +got):\n%s", diff)
 	}
 }
 

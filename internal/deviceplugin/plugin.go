@@ -70,6 +70,8 @@ type Config struct {
 	// configuration for all its pools instead of NCCL_IB_HCA in Allocate's
 	// environment. The agent's pools share one.
 	Groups *RailGroups
+	// NCCLCrossNIC, when set, is every container's NCCL_CROSS_NIC.
+	NCCLCrossNIC *int
 	// Policy chooses preferred allocations.
 	Policy alloc.Policy
 	// GPUs finds the pod's GPUs for gpu-aware (nil: never known).

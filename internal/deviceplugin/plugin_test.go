@@ -218,6 +218,7 @@ func TestAllocateReturnsOnlyTheDevicesOwnNodes(t *testing.T) {
 	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, resource, "spread", nil)
 	p.cfg.CDIKind = "railyard.io/rdma"
+	p.cfg.NCCLCrossNIC = new(0)
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
 	reg.Wait(t)
@@ -252,6 +253,9 @@ func TestAllocateReturnsOnlyTheDevicesOwnNodes(t *testing.T) {
 	}
 	if env["NCCL_IB_HCA"] != "="+d0.RDMA+","+d1.RDMA {
 		t.Errorf("NCCL_IB_HCA = %q", env["NCCL_IB_HCA"])
+	}
+	if v, ok := env["NCCL_CROSS_NIC"]; v != "0" || !ok {
+		t.Errorf("NCCL_CROSS_NIC = %q (set %v), want the pool's 0", v, ok)
 	}
 	var info map[string]struct {
 		Generic map[string]string `json:"generic"`

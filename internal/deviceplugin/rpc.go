@@ -256,7 +256,7 @@ func (p *Plugin) containerResponse(ctx context.Context, devs []Device) (*plugina
 	}
 	// NCCL_IB_HCA here only without rail groups: with them, the merged
 	// NCCL configuration names every pool's devices.
-	car.Envs = containerdev.Env(cds, p.cfg.Groups == nil).Map()
+	car.Envs = containerdev.Env(cds, containerdev.EnvOptions{NCCLIBHCA: p.cfg.Groups == nil, NCCLCrossNIC: p.cfg.NCCLCrossNIC}).Map()
 	if p.cfg.Groups == nil {
 		return car, nil
 	}

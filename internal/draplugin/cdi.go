@@ -35,12 +35,13 @@ func cdiName(uid types.UID, device string) string {
 //	PCIDEVICE_<POOL>_INFO          their device-info JSON, as the device plugin's
 //	RAILYARD_RDMA_DEVICES_<POOL>   their RDMA devices
 //	NCCL_IB_HCA                    "=" and every RDMA device of the claim, rail order
-func renderSpec(devRoot string, pc *preparedClaim) ([]byte, error) {
+//	NCCL_CROSS_NIC                 crossNIC, when set
+func renderSpec(devRoot string, crossNIC *int, pc *preparedClaim) ([]byte, error) {
 	devs := make([]containerdev.Device, 0, len(pc.Devices))
 	for _, pd := range pc.Devices {
 		devs = append(devs, pd.containerDevice())
 	}
-	env := containerdev.Env(devs, true).Strings()
+	env := containerdev.Env(devs, containerdev.EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: crossNIC}).Strings()
 	spec := &cdispec.Spec{Kind: CDIKind}
 	for _, pd := range pc.Devices {
 		dev := cdispec.Device{Name: cdiName(pc.UID, pd.Device)}

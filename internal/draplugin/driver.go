@@ -46,6 +46,8 @@ type Config struct {
 	// the pools, each prepared claim's pods and devices): the binding
 	// directory, which railyard-cni's bindingDir names. "" publishes none.
 	ViewDir string
+	// NCCLCrossNIC, when set, is every claim's NCCL_CROSS_NIC.
+	NCCLCrossNIC *int
 	// OnError receives the errors of the helper's background work
 	// (publishing slices); nil drops them. fatal is true when retrying
 	// will not help (kubeletplugin.ErrRecoverable is not wrapped).

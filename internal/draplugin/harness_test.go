@@ -35,6 +35,7 @@ type fakeNode struct {
 	sysfs, state, cdi, dev string
 	view                   string // the DRA view's directory
 	pools                  []v1alpha1.Pool
+	crossNIC               *int // the driver's NCCLCrossNIC
 }
 
 // newNode generates a built-in machine's tree, or fakesysfs.SmallNode's
@@ -78,7 +79,7 @@ func (n *fakeNode) topo(t testing.TB) *topology.Topology {
 // driver is a driver of the node that has seen its topology once.
 func (n *fakeNode) driver(t testing.TB) *draplugin.Driver {
 	t.Helper()
-	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view})
+	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view, NCCLCrossNIC: n.crossNIC})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	if old, ok := d.claims[c.UID]; ok && !sameDevices(old, pc) {
 		return nil, fmt.Errorf("%w: prepared before with other devices (%s)", ErrClaim, strings.Join(pcis(old), ", "))
 	}
-	spec, err := renderSpec(d.cfg.DevRoot, pc)
+	spec, err := renderSpec(d.cfg.DevRoot, d.cfg.NCCLCrossNIC, pc)
 	if err != nil {
 		return nil, err
 	}

@@ -128,6 +128,24 @@ func TestPrepareFollowsThePoolsDeviceNodes(t *testing.T) {
 	}
 }
 
+// NCCLCrossNIC reaches every CDI device of a claim, after NCCL_IB_HCA.
+func TestPrepareSetsNCCLCrossNICWhenConfigured(t *testing.T) {
+	p := v1alpha1.Pool{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF, Delivery: v1alpha1.DeliveryDRA}
+	n := newNode(t, "small", 0, p)
+	n.crossNIC = new(0)
+	pf := n.topo(t).NICs[0]
+	d := n.driver(t)
+	c := claim(t, uidA, result{driver: dra.DriverName, pool: node + "/rdma-pf", pci: pf.PCI, request: "nic"})
+	res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+	if res[c.UID].Err != nil {
+		t.Fatal(res[c.UID].Err)
+	}
+	env := n.spec(t, c.UID).Devices[0].ContainerEdits.Env
+	if len(env) < 2 || env[len(env)-1] != "NCCL_CROSS_NIC=0" || !strings.HasPrefix(env[len(env)-2], "NCCL_IB_HCA=") {
+		t.Errorf("env %q: want NCCL_IB_HCA then NCCL_CROSS_NIC=0 last", env)
+	}
+}
+
 // Prepare twice answers the same; a restarted driver (a new one on the
 // same state directory) still knows the claim, answers Prepare the same
 // and Unprepares it (spec and record gone); Unprepare again, and of a

@@ -82,3 +82,21 @@ func TestSharedLimitBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestNCCLCrossNICIsZeroOneOrTwo: 0 is a value (isolated rails), not
+// "unset"; anything else than 0, 1 or 2 is refused with the field named.
+func TestNCCLCrossNICIsZeroOneOrTwo(t *testing.T) {
+	base := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\npools: [{name: railyard.io/rdma, selectors: {rdmaCapable: true}}]\n"
+	c, err := Parse([]byte(base + "ncclCrossNIC: 0\n"))
+	if err != nil || c.NCCLCrossNIC == nil || *c.NCCLCrossNIC != 0 {
+		t.Fatalf("ncclCrossNIC 0: %+v, %v", c, err)
+	}
+	if c, err := Parse([]byte(base)); err != nil || c.NCCLCrossNIC != nil {
+		t.Fatalf("unset: %v, %v", c.NCCLCrossNIC, err)
+	}
+	for _, bad := range []string{"3", "-1"} {
+		if _, err := Parse([]byte(base + "ncclCrossNIC: " + bad + "\n")); err == nil || !strings.Contains(err.Error(), "ncclCrossNIC") {
+			t.Errorf("ncclCrossNIC %s: %v", bad, err)
+		}
+	}
+}

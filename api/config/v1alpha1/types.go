@@ -108,6 +108,12 @@ type AgentConfig struct {
 	// NCCLIBHCA is how containers get NCCL_IB_HCA: "env" (default) or
 	// "merged" (see docs/agent.md, "Multi-rail pods").
 	NCCLIBHCA string `json:"ncclIBHCA,omitempty"`
+	// NCCLCrossNIC, when set, is every container's NCCL_CROSS_NIC: 0 on
+	// isolated rails (a leaf per rail and no spine between them: NCCL must
+	// keep each ring and tree on one rail across nodes), 1 or 2 (NCCL's
+	// default) where rails are joined. Unset: NCCL decides. `railyard
+	// fabric` recommends a value from the cabling it sees (docs/fabric.md).
+	NCCLCrossNIC *int `json:"ncclCrossNIC,omitempty"`
 	// StateDir holds the merged NCCL configuration files that containers
 	// mount ("merged" only). It must survive agent and node restarts:
 	// kubelet mounts the same file again when a container restarts.

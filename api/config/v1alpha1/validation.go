@@ -79,6 +79,9 @@ func validateNCCL(c *AgentConfig) field.ErrorList {
 	if !contains(modes, c.NCCLIBHCA) {
 		errs = append(errs, field.NotSupported(field.NewPath("ncclIBHCA"), c.NCCLIBHCA, modes))
 	}
+	if v := c.NCCLCrossNIC; v != nil && (*v < 0 || *v > 2) {
+		errs = append(errs, field.Invalid(field.NewPath("ncclCrossNIC"), *v, "must be 0 (isolated rails), 1 or 2"))
+	}
 	if c.CDISpecDir != "" {
 		if !strings.HasPrefix(c.CDISpecDir, "/") {
 			errs = append(errs, field.Invalid(field.NewPath("cdiSpecDir"), c.CDISpecDir, "must be an absolute path"))

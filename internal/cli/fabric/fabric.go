@@ -189,9 +189,12 @@ func writeTable(w io.Writer, rep fabric.Report, skipped []string) error {
 		return err
 	}
 	if rep.Isolated {
-		fmt.Fprintln(w, "\nRails are isolated (one leaf per rail): a job's pods must use the same rails on every node.")
+		fmt.Fprintln(w, "\nRails are isolated (one leaf per rail): a job's pods must use the same rails on every node")
+		fmt.Fprintln(w, "(railyard rails template), and NCCL must keep each ring on one rail: set the agent's ncclCrossNIC: 0")
+		fmt.Fprintln(w, "(chart: --set config.ncclCrossNIC=0) unless a spine joins the leaves at full rate.")
 	} else {
-		fmt.Fprintln(w, "\nSome leaf serves several rails: traffic between rails does not need the spine there.")
+		fmt.Fprintln(w, "\nSome leaf serves several rails: traffic between rails does not need the spine there;")
+		fmt.Fprintln(w, "NCCL_CROSS_NIC can stay NCCL's default (leave ncclCrossNIC unset).")
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(w, "Not reporting (no %s annotation): %s\n", fabric.PortsAnnotation, strings.Join(skipped, ", "))

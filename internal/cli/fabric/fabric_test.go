@@ -48,7 +48,7 @@ func TestFabricFromFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clean fabric: %v\n%s", err, out)
 	}
-	for _, want := range []string{"RAIL 0", "RAIL 1", "gpu-3", "leaf-1", "Rails are isolated", "No findings."} {
+	for _, want := range []string{"RAIL 0", "RAIL 1", "gpu-3", "leaf-1", "Rails are isolated", "ncclCrossNIC: 0", "No findings."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

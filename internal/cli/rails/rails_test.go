@@ -46,7 +46,7 @@ func cluster(t *testing.T) ([]*resourceapi.ResourceSlice, *resourceapi.ResourceC
 	claim := &resourceapi.ResourceClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"},
-		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
+		Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
 	}
 	for _, s := range rs {
 		if *s.Spec.NodeName != "node-b" || s.Spec.Driver != gpustandin.DriverName {
