@@ -5,7 +5,9 @@
 // VF counts against the node policy, InfiniBand VF GUIDs non-zero and
 // unique, VF pkey tables, the RDMA netns mode, the container runtime's
 // memlock limit, the GPUDirect kernel module (nvidia_peermem) or DMA-BUF,
-// PCIe ACS on the bridges between each GPU and its NIC, and the IOMMU mode.
+// PCIe ACS on the bridges between each GPU and its NIC, the IOMMU mode,
+// and each PF port's error counters (rdma-errors: read twice,
+// Options.CounterWindow apart, judged by internal/rdmacounter's table).
 //
 // Hardware facts come from internal/discovery and internal/sysfs (the only
 // sysfs readers); /proc, /etc and /lib files are read through HostFiles, a

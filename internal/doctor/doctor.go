@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
@@ -36,6 +37,15 @@ type Options struct {
 	// Recorder, when set, is told every sysfs path the checks and
 	// discovery read (sysfs.FS.Recorder); Host has its own.
 	Recorder sysfs.Recorder
+	// CounterWindow is how long rdma-errors waits between its two
+	// readings of each PF port's error counters (the CLI's default is
+	// DefaultCounterWindow); 0 reads them once, and no rise can be seen.
+	// At most MaxCounterWindow (ValidateCounterWindow).
+	CounterWindow time.Duration
+	// Wait waits d, or until ctx is done, and returns ctx's error then
+	// (nil: a timer). Tests change the counter files in it instead of
+	// sleeping.
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // node is what the checks share.
@@ -45,8 +55,14 @@ type node struct {
 	topo *topology.Topology
 }
 
-// Run runs every check. It fails only when sysfs has no PCI bus.
+// Run runs every check. It fails when the counter window is not valid,
+// when sysfs has no PCI bus, and when ctx is done before the checks are
+// (Ctrl-C during the counter window): then with ctx's error and the
+// checks made so far.
 func Run(ctx context.Context, opt Options) (Report, error) {
+	if err := ValidateCounterWindow(opt.CounterWindow); err != nil {
+		return Report{}, err
+	}
 	topo, err := discovery.Options{Recorder: opt.Recorder}.Discover(ctx, opt.SysfsRoot)
 	if err != nil {
 		return Report{}, fmt.Errorf("reading the node: %w", err)
@@ -56,10 +72,13 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	n := &node{opt: opt, fs: fs, topo: topo}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
-		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.linkLayers, n.roceGIDs, n.roceQoS, n.firmware, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
+		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.rdmaErrors, n.linkLayers, n.roceGIDs, n.roceQoS, n.firmware, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
 		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
 	} {
 		r.Checks = append(r.Checks, check(ctx)...)
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("doctor interrupted: %w", err)
+		}
 	}
 	return r, nil
 }

@@ -40,7 +40,7 @@ func (f fakeDCB) DCB(_ context.Context, netdev string) (netops.DCB, error) {
 var lossless = netops.DCB{PFCCap: 8, PFC: 1 << 3, DSCP: map[uint8]uint8{26: 3}}
 
 // env is a ready node: fakesysfs.SmallNode with 2 IB VFs with unique
-// GUIDs, RoCE netdevs at MTU 9000, ACS off on every bridge, the IOMMU in
+// GUIDs, mlx5's counters (all zero) on the PFs, RoCE netdevs at MTU 9000, ACS off on every bridge, the IOMMU in
 // passthrough, nvidia_peermem loaded and containerd unlimited.
 type env struct {
 	t    *testing.T
@@ -81,6 +81,9 @@ func newEnv(t *testing.T) *env {
 		must(fakesysfs.WriteConfig(e.sys, br, fakesysfs.ConfigSpace{Vendor: 0x10b5, ACS: true}))
 	}
 	must(fakesysfs.AddIOMMU(e.sys, "dmar0", "identity"))
+	for _, rdma := range []string{"mlx5_0", "mlx5_1", "mlx5_2"} {
+		must(fakesysfs.WriteCounters(e.sys, rdma, fakesysfs.MLX5))
+	}
 	e.write("/proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on iommu=pt\n")
 	e.write("/proc/modules", "mlx5_ib 462848 0 - Live 0x0000000000000000\nnvidia_peermem 16384 0 - Live 0x0000000000000000\n")
 	e.write("/proc/812/comm", "containerd\n")
@@ -89,7 +92,9 @@ func newEnv(t *testing.T) *env {
 	pol, err := v1alpha1.Parse([]byte("apiVersion: railyard.io/v1alpha1\nkind: NodePolicy\npfs:\n- pciAddress: \"0000:18:00.0\"\n  numVFs: 2\n  linkLayer: InfiniBand\n"))
 	must(err)
 	e.opt = Options{SysfsRoot: e.sys, Host: HostFiles{Root: e.host}, Policy: pol, RDMA: fakeRDMA{mode: "exclusive"}, Root: true,
-		DCB: fakeDCB{"ens42np0": lossless, "ens59np0": lossless}}
+		DCB: fakeDCB{"ens42np0": lossless, "ens59np0": lossless},
+		// Two counter readings, a window apart that takes no time.
+		CounterWindow: DefaultCounterWindow, Wait: func(context.Context, time.Duration) error { return nil }}
 	return e
 }
 
@@ -129,7 +134,7 @@ func TestReadyNodePassesEveryCheck(t *testing.T) {
 			t.Errorf("%s %s says nothing about what it read", c.ID, c.Subject)
 		}
 	}
-	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "link-layer", "roce-gid", "roce-qos", "roce-qos-consistent", "firmware", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
+	for _, id := range []string{"gpus", "nics", "policy-pf", "gpu-nic", "pcie-link", "ports", "rdma-errors", "link-layer", "roce-gid", "roce-qos", "roce-qos-consistent", "firmware", "mtu", "sriov", "vf-guids", "rdma-netns", "memlock", "gpudirect", "acs", "iommu"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
