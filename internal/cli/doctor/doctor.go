@@ -33,7 +33,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var jsonOut bool
 	var policy, hostRoot string
 	cmd := &cobra.Command{
-		Use:   "doctor [--policy FILE] [--json]",
+		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION]",
 		Short: "Tell whether this node is ready for GPU RDMA, and how to fix it",
 		Long: `doctor checks the node: GPUs and RDMA NICs present, a NIC within PXB of each
 GPU, ports ACTIVE with the expected link layer, RoCE v2 GIDs, netdev vs RDMA
@@ -43,8 +43,15 @@ runtime's memlock limit, nvidia_peermem or DMA-BUF, PCIe ACS on the bridges
 between each GPU and its NIC, and the IOMMU mode; each GPU's and NIC's PCIe
 link (and every bridge's above it) trained at its capability; each RoCE
 NIC's lossless configuration (PFC on RoCE's priority, trust mode, ECN),
-alike across the node's NICs and as the policy's qos says. Each check says what it
-read and how to fix what it found.
+alike across the node's NICs and as the policy's qos says; each RDMA NIC port's
+error counters (rdma-errors), read twice --counter-window apart: link errors
+or exhausted transport retries that rose fail, retransmissions that rose and
+link_downed or symbol errors since boot warn (a counter that went down, a wrap
+or a reset, is no rise). Each check says what it read and how to fix what it
+found.
+
+--counter-window is how long doctor watches the counters (default 2s, at
+most 1m); 0 reads them once, which tells their history but no rise.
 
 It runs unprivileged; the ACS check needs root (the kernel gives other users
 only the first 64 bytes of PCI config space) and says so when skipped.
@@ -53,10 +60,15 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 /sys and / (read-only) and pass --sysfs /host/sys --host-root /host.`,
 		Example: `  railyard doctor
   railyard doctor --policy node-policy.yaml --json
+  # watch the NICs' error counters for 30 seconds instead of 2
+  railyard doctor --counter-window 30s
   # in a pod, with the host's /sys and / mounted read-only
   railyard doctor --sysfs /host/sys --host-root /host`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := doctor.ValidateCounterWindow(opt.CounterWindow); err != nil {
+				return fmt.Errorf("--counter-window: %w", err)
+			}
 			if policy != "" {
 				p, err := v1alpha1.Load(policy)
 				if err != nil {
@@ -76,6 +88,8 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 	fl.StringVar(&hostRoot, "host-root", "/", "where the host's / is (for /proc, /etc, /lib)")
 	fl.StringVar(&policy, "policy", "", "node policy (railyard.io/v1alpha1 NodePolicy) to check VF counts and link layers against")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
+	fl.DurationVar(&opt.CounterWindow, "counter-window", doctor.DefaultCounterWindow,
+		"how long to watch the RDMA error counters between two readings (0: read once; at most 1m)")
 	return cmd
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/railyard-io/railyard/internal/cli/clitest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
@@ -84,5 +86,67 @@ func TestDoctorNeverPassesACSItCannotRead(t *testing.T) {
 	}
 	if acs != 8 {
 		t.Errorf("%d ACS checks, want one per GPU (8)", acs)
+	}
+}
+
+// --counter-window: negative and over a minute are refused before
+// anything is read, with what is wrong.
+func TestDoctorCounterWindowIsValidated(t *testing.T) {
+	sys := tree(t)
+	for _, c := range []struct{ arg, want string }{
+		{"-1s", "--counter-window: counter window -1s: negative (0 reads the counters once)"},
+		{"2m", "--counter-window: counter window 2m0s: longer than 1m0s; doctor is a quick look, watch counters for longer with railyard top"},
+		{"soon", `invalid argument "soon" for "--counter-window" flag`},
+	} {
+		out, _, err := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--counter-window", c.arg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--counter-window %s: err = %v, want %q", c.arg, err, c.want)
+		}
+		if out != "" {
+			t.Errorf("--counter-window %s printed a report:\n%s", c.arg, out)
+		}
+	}
+}
+
+// The flag reaches the check: the NICs' counters are read twice the window
+// apart, or once with 0; a link_downed since boot warns either way. Its
+// help has an example.
+func TestDoctorCounterWindow(t *testing.T) {
+	sys := tree(t)
+	for _, rdma := range []string{"mlx5_0", "mlx5_1", "mlx5_2"} {
+		if err := fakesysfs.WriteCounters(sys, rdma, fakesysfs.MLX5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fakesysfs.SetCounter(sys, "mlx5_0", 1, "counters/link_downed", 2); err != nil {
+		t.Fatal(err)
+	}
+	for window, how := range map[string]string{"10ms": "read twice, 10ms apart: none rose", "0": "read once (no counter window: rises not checked)"} {
+		out, _, _ := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--json", "--counter-window", window)
+		var r struct {
+			Checks []struct{ ID, Subject, Status, Summary string } `json:"checks"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("json: %v\n%s", err, out)
+		}
+		got := map[string]string{}
+		for _, c := range r.Checks {
+			if c.ID == "rdma-errors" {
+				got[c.Subject] = c.Status
+				if c.Subject == "mlx5_0/1" && !strings.Contains(c.Summary, "counters/link_downed 2 (history") {
+					t.Errorf("--counter-window %s: mlx5_0/1 %q", window, c.Summary)
+				}
+				if c.Subject == "mlx5_1/1" && !strings.Contains(c.Summary, how) {
+					t.Errorf("--counter-window %s: mlx5_1/1 %q, want %q", window, c.Summary, how)
+				}
+			}
+		}
+		if diff := cmp.Diff(map[string]string{"mlx5_0/1": "warn", "mlx5_1/1": "ok", "mlx5_2/1": "ok"}, got); diff != "" {
+			t.Errorf("--counter-window %s: rdma-errors (-want +got):\n%s", window, diff)
+		}
+	}
+	out, _, err := clitest.Run(t, NewCommand, "", "--help")
+	if err != nil || !strings.Contains(out, "railyard doctor --counter-window 30s") || !strings.Contains(out, "--counter-window duration") {
+		t.Errorf("help (%v):\n%s", err, out)
 	}
 }
