@@ -25,29 +25,9 @@ import (
 // select the "incubating" implementation.
 var schedulerFeatures = structured.Features{AdminAccess: true, PrioritizedList: true}
 
-// classes is a DeviceClassLister over a fixed set of classes.
-type classes map[string]*resourceapi.DeviceClass
+var _ structured.DeviceClassLister = gpustandin.Classes(nil)
 
-var _ structured.DeviceClassLister = classes(nil)
-
-func (c classes) List() ([]*resourceapi.DeviceClass, error) {
-	out := make([]*resourceapi.DeviceClass, 0, len(c))
-	for _, dc := range c {
-		out = append(out, dc)
-	}
-	return out, nil
-}
-
-func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
-	if dc, ok := c[name]; ok {
-		return dc, nil
-	}
-	return nil, fmt.Errorf("device class %q not found", name)
-}
-
-func deviceClasses() classes {
-	return classes{dra.DeviceClassName: dra.DeviceClass(), gpustandin.DeviceClassName: gpustandin.DeviceClass()}
-}
+func deviceClasses() gpustandin.Classes { return gpustandin.NewClasses() }
 
 // filterTimeout is kube-scheduler's default DRA Filter timeout
 // (DynamicResourcesFilterTimeoutDefault, feature DRASchedulerFilterTimeout

@@ -3,7 +3,6 @@ package jobrails_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -23,25 +22,6 @@ import (
 	"github.com/railyard-io/railyard/internal/jobrails"
 	"github.com/railyard-io/railyard/machines"
 )
-
-// classes is a DeviceClassLister over Railyard's class and the stand-in
-// GPU driver's.
-type classes map[string]*resourceapi.DeviceClass
-
-func (c classes) List() ([]*resourceapi.DeviceClass, error) {
-	out := make([]*resourceapi.DeviceClass, 0, len(c))
-	for _, dc := range c {
-		out = append(out, dc)
-	}
-	return out, nil
-}
-
-func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
-	if dc, ok := c[name]; ok {
-		return dc, nil
-	}
-	return nil, fmt.Errorf("device class %q not found", name)
-}
 
 // cluster is nodes of one machine model (Railyard's VF pool, 2 VFs per
 // PF, and the stand-in GPU driver's slices) and the devices claims hold:
@@ -89,7 +69,7 @@ func (c *cluster) schedule(t *testing.T, claim *resourceapi.ResourceClaim, avoid
 		}
 		a, err := structured.NewAllocator(context.Background(), structured.Features{AdminAccess: true, PrioritizedList: true},
 			structured.AllocatedState{AllocatedDevices: c.inUse},
-			classes{dra.DeviceClassName: dra.DeviceClass(), gpustandin.DeviceClassName: gpustandin.DeviceClass()},
+			gpustandin.NewClasses(),
 			c.slices, cel.NewCache(10, cel.Features{}))
 		if err != nil {
 			t.Fatal(err)

@@ -128,3 +128,31 @@ func DeviceClass() *resourceapi.DeviceClass {
 		}}}},
 	}
 }
+
+// Classes is a DeviceClass lister for the scheduler's allocator
+// (structured.DeviceClassLister) over Railyard's class and the stand-in's:
+// what tests and simulations that run the real allocator against the
+// stand-in's slices need.
+type Classes map[string]*resourceapi.DeviceClass
+
+// NewClasses holds dra.DeviceClass() and DeviceClass().
+func NewClasses() Classes {
+	return Classes{dra.DeviceClassName: dra.DeviceClass(), DeviceClassName: DeviceClass()}
+}
+
+// List returns every class.
+func (c Classes) List() ([]*resourceapi.DeviceClass, error) {
+	out := make([]*resourceapi.DeviceClass, 0, len(c))
+	for _, dc := range c {
+		out = append(out, dc)
+	}
+	return out, nil
+}
+
+// Get returns the class named name.
+func (c Classes) Get(name string) (*resourceapi.DeviceClass, error) {
+	if dc, ok := c[name]; ok {
+		return dc, nil
+	}
+	return nil, fmt.Errorf("device class %q not found", name)
+}
