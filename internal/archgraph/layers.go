@@ -25,7 +25,7 @@ var Layers = []Layer{
 	}},
 	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
 	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview", "internal/jobrails"}},
-	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/nodefabric"}},
+	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/ibneighbor", "internal/nodefabric"}},
 	{ID: "prooftools", Title: "proof tools (benchmarks, simulator)", Patterns: []string{
 		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",
 		"internal/chart", "internal/sim", "internal/simreport",
@@ -43,7 +43,7 @@ var Layers = []Layer{
 	}},
 	{ID: "testhelpers", Title: "test helpers", Patterns: []string{
 		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",
-		"internal/cni/state/statetest", "internal/lldp/lldptest",
+		"internal/cni/state/statetest", "internal/lldp/lldptest", "internal/ibneighbor/ibneighbortest",
 		"internal/deviceplugin/kubelettest", "internal/dra/gpustandin", "internal/netops/netnstest",
 		"internal/netops/netopstest", "internal/podresources/podrestest",
 	}},
