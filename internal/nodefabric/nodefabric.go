@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/ibneighbor"
 	"github.com/railyard-io/railyard/internal/lldp"
 )
 
@@ -79,6 +81,10 @@ type Watch struct {
 	// Listen hears LLDP on the named netdevs until ctx ends
 	// (lldp.ReceiveAll in the agent; a fake in tests).
 	Listen func(ctx context.Context, netdevs []string) []lldp.Result
+	// InfiniBand runs smpquery for the InfiniBand ports' neighbors
+	// (ibneighbor.Exec; ibneighbortest.Fake in tests); nil leaves them
+	// unasked.
+	InfiniBand ibneighbor.Runner
 	// Publish writes the ports (Publisher.Publish).
 	Publish func(ctx context.Context, ports []fabric.Port) (bool, error)
 	// Wait bounds one listen: longer than the switches' LLDP transmit
@@ -91,24 +97,80 @@ type Watch struct {
 	Report func(ports []fabric.Port, changed bool, err error)
 }
 
-// Once listens on every port that hears LLDP for up to Wait and publishes.
+// Once fills every port's neighbor (Neighbors: LLDP for up to Wait,
+// InfiniBand ports asked meanwhile) and publishes.
 func (w Watch) Once(ctx context.Context) ([]fabric.Port, bool, error) {
-	ports := w.Ports()
+	ports := Neighbors(ctx, w.Ports(), w.Listen, w.InfiniBand, w.Wait)
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	changed, err := w.Publish(ctx, ports)
+	return ports, changed, err
+}
+
+// ibPort is the RDMA port number Neighbors asks on: fabric.PortsOf gives
+// one port per NIC, its first, and RDMA ports count from 1 (each port of
+// a ConnectX card is its own PCI function and RDMA device).
+const ibPort = 1
+
+// Neighbors fills each port's neighbor, all ports at once: on the ports
+// that hear LLDP (fabric.Port.HearsLLDP) what listen hears within wait;
+// on InfiniBand ports the node at the other end of the cable, asked with
+// smpquery through ib (ibneighbor.Query, bounded by ctx and ib's own
+// timeout, not by wait). A port without a neighbor says why. An
+// InfiniBand port's switch is the switch's node GUID, unique where its
+// NodeDesc need not be (switches left unnamed share a vendor default); a
+// node at hop 1 that is not a switch (a back-to-back cable) is no switch,
+// and the port says what it reaches instead.
+func Neighbors(ctx context.Context, ports []fabric.Port, listen func(ctx context.Context, netdevs []string) []lldp.Result, ib ibneighbor.Runner, wait time.Duration) []fabric.Port {
 	var netdevs []string
 	for _, p := range ports {
 		if p.HearsLLDP() {
 			netdevs = append(netdevs, p.Netdev)
 		}
 	}
-	lctx, cancel := context.WithTimeout(ctx, w.Wait)
-	results := w.Listen(lctx, netdevs)
-	cancel()
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
+	type answer struct {
+		nb  lldp.Neighbor
+		err error
 	}
-	ports = fabric.WithNeighbors(ports, results)
-	changed, err := w.Publish(ctx, ports)
-	return ports, changed, err
+	answers := make([]*answer, len(ports))
+	var wg sync.WaitGroup
+	for i, p := range ports {
+		if p.LinkLayer != "InfiniBand" || ib == nil {
+			continue
+		}
+		answers[i] = &answer{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].nb, answers[i].err = ibneighbor.Query(ctx, ib, p.NIC, ibPort)
+		}()
+	}
+	var results []lldp.Result
+	if listen != nil {
+		lctx, cancel := context.WithTimeout(ctx, wait)
+		results = listen(lctx, netdevs)
+		cancel()
+	}
+	wg.Wait()
+
+	out := fabric.WithNeighbors(ports, results)
+	for i := range out {
+		p := &out[i]
+		if p.LinkLayer != "InfiniBand" {
+			continue
+		}
+		a := answers[i]
+		switch {
+		case a == nil:
+			p.NoNeighbor = "InfiniBand: not asked (no smpquery runner)"
+		case a.err != nil:
+			p.NoNeighbor = a.err.Error()
+		default:
+			p.Switch, p.SwitchPort, p.NoNeighbor = a.nb.ChassisID, a.nb.PortID, ""
+		}
+	}
+	return out
 }
 
 // Run calls Once now and then every Interval until ctx ends; a failed
