@@ -81,6 +81,7 @@ func (n *node) rdmaErrors(ctx context.Context) []Check {
 	}
 	window := n.opt.CounterWindow
 	var interrupted error
+	twice := false
 	if window > 0 && anyErrorCounter(ports) {
 		wait := n.opt.Wait
 		if wait == nil {
@@ -92,14 +93,16 @@ func (n *node) rdmaErrors(ctx context.Context) []Check {
 			for _, cp := range ports {
 				cp.second.s, cp.second.err = rdmacounter.Read(n.fs, cp.rdma, cp.port, true, time.Now())
 			}
+			twice = true
 		}
 	}
 	out := make([]Check, 0, len(ports))
 	for _, cp := range ports {
-		c := judgeCounters(cp, window, interrupted == nil && window > 0)
+		c := judgeCounters(cp, window, twice)
 		if interrupted != nil && c.Status != Skip {
-			c = Check{ID: "rdma-errors", Subject: c.Subject, Status: Skip, Read: c.Read,
-				Summary: fmt.Sprintf("interrupted during the %s counter window (%v): no second reading", window, interrupted)}
+			c = Check{ID: "rdma-errors", Subject: c.Subject, Status: Skip,
+				Summary: fmt.Sprintf("interrupted during the %s counter window (%v): no second reading", window, interrupted),
+				Read:    []string{fmt.Sprintf("sysfs class/infiniband/%s/ports/%d/{counters,hw_counters}: read once, before the window", cp.rdma, cp.port)}}
 		}
 		out = append(out, c)
 	}
