@@ -15,6 +15,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/kubeclient"
 	"github.com/railyard-io/railyard/internal/cli/topo"
 	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/ibneighbor"
 	"github.com/railyard-io/railyard/internal/lldp"
 	"github.com/railyard-io/railyard/internal/nodefabric"
 )
@@ -102,7 +103,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 		}
 		return fabric.PortsOf(t)
 	}
-	w := nodefabric.Watch{Ports: ports, Listen: lldp.ReceiveAll, Wait: o.wait, Interval: o.interval}
+	w := nodefabric.Watch{Ports: ports, Listen: lldp.ReceiveAll, InfiniBand: ibneighbor.Exec{}, Wait: o.wait, Interval: o.interval}
 	if o.dryRun {
 		w.Publish = func(context.Context, []fabric.Port) (bool, error) { return false, nil }
 		got, _, err := w.Once(ctx)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/ibneighbor"
 	"github.com/railyard-io/railyard/internal/lldp"
+	"github.com/railyard-io/railyard/internal/nodefabric"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -17,21 +19,13 @@ import (
 const maxNeighborWait = 10 * time.Minute
 
 // listenNeighbors listens for LLDP on every port of t that can hear it,
-// all at once, for up to wait.
+// all at once, for up to wait, and meanwhile asks each InfiniBand port's
+// neighbor with smpquery (nodefabric.Neighbors).
 func listenNeighbors(ctx context.Context, t *topology.Topology, wait time.Duration) ([]fabric.Port, error) {
 	if wait < 0 || wait > maxNeighborWait {
 		return nil, fmt.Errorf("--neighbors %s: want up to %s", wait, maxNeighborWait)
 	}
-	ports := fabric.PortsOf(t)
-	var netdevs []string
-	for _, p := range ports {
-		if p.HearsLLDP() {
-			netdevs = append(netdevs, p.Netdev)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return fabric.WithNeighbors(ports, lldp.ReceiveAll(ctx, netdevs)), nil
+	return nodefabric.Neighbors(ctx, fabric.PortsOf(t), lldp.ReceiveAll, ibneighbor.Exec{}, wait), nil
 }
 
 // writeNeighbors prints one row per port: its rail, NIC, netdev and the
