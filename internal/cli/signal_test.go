@@ -146,6 +146,7 @@ func TestSIGTERMStopsASimulationPromptly(t *testing.T) {
 	if took >= Grace {
 		t.Errorf("took %v: the simulation did not look at its context", took)
 	}
+	t.Logf("stopped %v after SIGTERM (grace %v)", took.Round(time.Millisecond), Grace)
 }
 
 // A second signal does not wait for the grace period: it kills.

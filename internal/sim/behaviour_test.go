@@ -214,7 +214,7 @@ func TestWorkloadMatchesMixAndLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := newWorkload(cfg, 8).jobs
+	pods := mustWorkload(t, cfg, 8).jobs
 	ones, gpuTime := 0, 0.0
 	for _, p := range pods {
 		if p.gpus == 1 {
@@ -253,4 +253,14 @@ func TestRestrictedRejectsOnlyWhenFragmented(t *testing.T) {
 	if restricted.Rejections[RejectTopology] == 0 {
 		t.Errorf("restricted never rejected a fragmented 4-GPU pod at 90%% load: %v", restricted.Rejections)
 	}
+}
+
+// mustWorkload draws cfg's workload for nodes of gpusPerNode GPUs.
+func mustWorkload(t *testing.T, cfg Config, gpusPerNode int) workload {
+	t.Helper()
+	w, err := newWorkload(context.Background(), cfg, gpusPerNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

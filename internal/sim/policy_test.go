@@ -182,7 +182,7 @@ func TestGPUsKnownIsACoinToss(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, known := range newWorkload(cfg, 8).gpusKnown {
+		for _, known := range mustWorkload(t, cfg, 8).gpusKnown {
 			if known {
 				n++
 			}

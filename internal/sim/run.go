@@ -28,7 +28,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	m := newMachine(cfg.Topology)
-	wl := newWorkload(cfg, len(m.gpus))
+	wl, err := newWorkload(ctx, cfg, len(m.gpus))
+	if err != nil {
+		return nil, fmt.Errorf("sim: drawing the workload: %w", err)
+	}
 	if cfg.Devices == AllPFs {
 		wl.devicesOnEveryPF(m.railPFs())
 	}
@@ -166,15 +169,18 @@ func (r *runner) run(ctx context.Context, w *workload) (PolicyResult, error) {
 	}
 	r.lat = make([]time.Duration, 0, pods/r.timeEvery+1)
 
+	done := ctx.Done()
 	for id := range w.jobs {
 		job := &w.jobs[id]
-		// Every 64 jobs: an uncached decision of the exact policy can take
-		// a millisecond on a busy machine, and Ctrl-C must end the run
-		// well within the CLI's grace period.
-		if id%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return *res, err
-			}
+		// Every job (a channel poll, a few ns): an uncached decision of
+		// the exact policy can take a millisecond, ten times that under
+		// the race detector on a busy machine, and Ctrl-C must end the
+		// run well within the CLI's grace period. Checking every 64 jobs
+		// took over 3 s there (TestSIGTERMStopsASimulationPromptly).
+		select {
+		case <-done:
+			return *res, ctx.Err()
+		default:
 		}
 		if err := r.departUntil(job.arrive); err != nil {
 			return *res, err

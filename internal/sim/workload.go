@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"math/rand/v2"
 )
 
@@ -28,7 +29,7 @@ type workload struct {
 // cfg.Load of the cluster's GPUs, exponential lifetimes of mean 1, shapes
 // from cfg.Mix. A mix of single pods draws exactly what the simulator
 // drew before jobs (the same pods for the same seed).
-func newWorkload(cfg Config, gpusPerNode int) workload {
+func newWorkload(ctx context.Context, cfg Config, gpusPerNode int) (workload, error) {
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5eed_0f_a11))
 	total, mean, meanPods := 0.0, 0.0, 0.0
 	for _, m := range cfg.Mix {
@@ -44,7 +45,17 @@ func newWorkload(cfg Config, gpusPerNode int) workload {
 		gpusKnown: make([]bool, 0, cfg.Pods),
 	}
 	now := 0.0
+	done := ctx.Done()
 	for len(w.gpusKnown) < cfg.Pods {
+		// Drawing millions of pods takes seconds under the race detector
+		// on a busy machine: Ctrl-C must not wait for it.
+		if len(w.jobs)%4096 == 0 {
+			select {
+			case <-done:
+				return workload{}, ctx.Err()
+			default:
+			}
+		}
 		now += r.ExpFloat64() / rate
 		x := r.Float64() * total
 		shape := cfg.Mix[len(cfg.Mix)-1]
@@ -72,5 +83,5 @@ func newWorkload(cfg Config, gpusPerNode int) workload {
 		}
 		w.jobs = append(w.jobs, j)
 	}
-	return w
+	return w, nil
 }
