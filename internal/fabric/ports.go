@@ -43,8 +43,8 @@ func railOrder(r int) int {
 
 // HearsLLDP reports whether LLDP can tell the port's neighbor: an
 // Ethernet (RoCE) port with a netdev. An InfiniBand port's neighbor comes
-// from the subnet (a directed-route query), which Railyard does not read
-// yet.
+// from the subnet instead: a directed-route query (internal/ibneighbor,
+// through nodefabric.Neighbors).
 func (p Port) HearsLLDP() bool { return p.Netdev != "" && p.LinkLayer != "InfiniBand" }
 
 // WithNeighbors fills each port's switch from what LLDP heard on its
@@ -61,7 +61,7 @@ func WithNeighbors(ports []Port, results []lldp.Result) []Port {
 		r, ok := byName[p.Netdev]
 		switch {
 		case p.LinkLayer == "InfiniBand":
-			p.NoNeighbor = "InfiniBand: the neighbor comes from the subnet (ibnetdiscover), which Railyard does not read yet"
+			p.NoNeighbor = "InfiniBand: no LLDP; the neighbor comes from a directed-route query (smpquery), not asked"
 		case p.Netdev == "":
 			p.NoNeighbor = "no netdev to hear LLDP on"
 		case !ok:

@@ -31,7 +31,7 @@ func listenNeighbors(ctx context.Context, t *topology.Topology, wait time.Durati
 // writeNeighbors prints one row per port: its rail, NIC, netdev and the
 // switch and port it reaches, or why none.
 func writeNeighbors(w io.Writer, ports []fabric.Port, wait time.Duration) {
-	fmt.Fprintf(w, "\nNeighbors (LLDP, listened %s):\n", wait)
+	fmt.Fprintf(w, "\nNeighbors (LLDP on Ethernet ports, listened %s; smpquery on InfiniBand ports):\n", wait)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RAIL\tNIC\tNETDEV\tSWITCH\tPORT")
 	for _, p := range ports {
