@@ -274,6 +274,12 @@ func (g *generator) nic(n *machine.Node, dir string) error {
 			if err := SetECN(g.root, n.Netdev, DefaultECN); err != nil {
 				return err
 			}
+			for p := 1; p <= ports; p++ {
+				tc := filepath.Join(dir, "infiniband", n.RDMA, "tc", strconv.Itoa(p), "traffic_class")
+				if err := writeTrafficClass(filepath.Join(g.root, tc), LosslessTrafficClass); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
