@@ -58,7 +58,9 @@ func mlnxQoS(netdev, trust string, pfc uint8) string {
 // roceQoS checks each RoCE NIC's lossless configuration: PFC on the
 // priority RoCE uses, the trust mode, ECN's reaction and notification
 // points on that priority; against the policy's qos where it has one.
-// Then that the node's RoCE NICs agree.
+// Then that the node's RoCE NICs agree; then, from the DCB settings it
+// read, the roce-dscp checks (checks_dscp.go): which DSCP and priority
+// RoCE traffic and CNPs get on each port.
 func (n *node) roceQoS(ctx context.Context) []Check {
 	var out []Check
 	var read []qosOf
@@ -72,9 +74,18 @@ func (n *node) roceQoS(ctx context.Context) []Check {
 			read = append(read, q)
 		}
 	}
-	if len(read) < 2 {
-		return out
+	if len(read) >= 2 {
+		out = append(out, roceQoSConsistent(read))
 	}
+	dcbs := make(map[string]netops.DCB, len(read))
+	for _, q := range read {
+		dcbs[q.netdev] = q.dcb
+	}
+	return append(out, n.roceDSCP(dcbs)...)
+}
+
+// roceQoSConsistent compares what roce-qos read of two or more NICs.
+func roceQoSConsistent(read []qosOf) Check {
 	c := Check{ID: "roce-qos-consistent", Status: OK, Summary: fmt.Sprintf("%d RoCE NICs alike: %s", len(read), read[0])}
 	differ := false
 	for _, q := range read {
@@ -85,7 +96,7 @@ func (n *node) roceQoS(ctx context.Context) []Check {
 		c.Status, c.Summary = Warn, "the node's RoCE NICs differ in trust, PFC or ECN: traffic of one rail is lossless and of another not, or lands on another priority"
 		c.Fix = "give every RoCE NIC the same settings (a node policy's qos and railyard node apply, or mlnx_qos on each)"
 	}
-	return append(out, c)
+	return c
 }
 
 func (n *node) roceQoSOf(ctx context.Context, netdev string, pf *v1alpha1.PF) (Check, qosOf, bool) {
