@@ -4,10 +4,12 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,7 +68,10 @@ func TestDownMultiAfterKilledOwnerKillsTrackedAndRemovesFiles(t *testing.T) {
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the tracked process still runs")
+		// Say what DownMulti saw: its match is on /proc/<pid>/cmdline.
+		args, err := procCmdline(ours.Process.Pid)
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", ours.Process.Pid))
+		t.Fatalf("the tracked process still runs: cmdline %q (%v); %s", args, err, statusLines(status, "State", "SigIgn", "SigBlk"))
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("a process whose command line differs from the recorded one was killed: %v", err)
@@ -128,4 +133,15 @@ func TestRailSubnets(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rail subnets (-want +got):\n%s", diff)
 	}
+}
+
+// statusLines picks the named fields of a /proc/<pid>/status.
+func statusLines(status []byte, fields ...string) string {
+	var out []string
+	for _, l := range strings.Split(string(status), "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok && slices.Contains(fields, name) {
+			out = append(out, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -231,8 +231,7 @@ func killTracked(procs []trackedProcess) error {
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		p := procs[i]
-		args, err := procCmdline(p.PID)
-		if err != nil || !slices.Equal(args, p.Cmdline) {
+		if !stillOurs(p) {
 			continue
 		}
 		_ = syscall.Kill(p.PID, syscall.SIGTERM)
@@ -245,6 +244,24 @@ func killTracked(procs []trackedProcess) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stillOurs reports whether p's PID still runs p's command line. A read
+// of /proc/<pid>/cmdline that fails or comes back empty is asked again a
+// few times before the process counts as gone: a loaded machine's teardown
+// must not leave a tracked process running for one bad read.
+func stillOurs(p trackedProcess) bool {
+	for try := range 5 {
+		args, err := procCmdline(p.PID)
+		if errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+		if err == nil && len(args) > 0 {
+			return slices.Equal(args, p.Cmdline)
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+	}
+	return false
 }
 
 func waitGone(pid int, cmdline []string, timeout time.Duration) bool {
