@@ -78,7 +78,7 @@ func dscpPrio(d netops.DCB, dscp int) (int, string) {
 	if p, ok := d.DSCP[uint8(dscp)]; ok {
 		return int(p), "the APP table"
 	}
-	return dscp >> 3, "not in the APP table: mlx5's default map, DSCP>>3"
+	return int(netops.DefaultDSCPPriority(uint8(dscp))), "not in the APP table: mlx5's default map, DSCP>>3"
 }
 
 // lossyDSCPFix is how to move traffic of DSCP dscp onto a PFC priority of

@@ -163,13 +163,16 @@ func ValidIfName(name string) error {
 	return nil
 }
 
-// DefaultDSCPMap is the DSCP-to-priority map mlx5 and mlnx_qos use by
-// default: DSCP d on priority d>>3 (RoCE's DSCP 26 on priority 3, CNPs'
-// 48 on 6).
+// DefaultDSCPPriority is the priority mlx5 and mlnx_qos give DSCP d by
+// default: d>>3 (RoCE's DSCP 26 on priority 3, CNPs' 48 on 6).
+func DefaultDSCPPriority(d uint8) uint8 { return d >> 3 }
+
+// DefaultDSCPMap is the whole default DSCP-to-priority map
+// (DefaultDSCPPriority of every DSCP).
 func DefaultDSCPMap() map[uint8]uint8 {
 	m := make(map[uint8]uint8, 64)
 	for d := range uint8(64) {
-		m[d] = d >> 3
+		m[d] = DefaultDSCPPriority(d)
 	}
 	return m
 }
