@@ -228,20 +228,18 @@ func Choose(nodes []Node, pods, gpus int) (Choice, error) {
 			return Choice{}, fmt.Errorf("%w: node %s has %d rails, more than %d", ErrInput, n.Name, len(rails), maxRails)
 		}
 		for mask := 1; mask < 1<<len(rails); mask++ {
-			var s Set
+			var sub []int64
 			for i, r := range rails {
 				if mask&(1<<i) != 0 && n.Rails[r].GPUs > 0 {
-					s = append(s, RailGPUs{Rail: r, GPUs: n.Rails[r].GPUs})
+					sub = append(sub, r)
 				}
 			}
+			s := setOn(n, sub)
 			if len(s) == 0 || s.GPUs() != gpus {
 				continue
 			}
 			if c, ok := cands[s.String()]; ok {
-				s = c
-			}
-			for i := range s {
-				s[i].BusIDs = slices.Compact(slices.Sorted(slices.Values(append(s[i].BusIDs, n.Rails[s[i].Rail].BusIDs...))))
+				s = c.withBusIDs(s)
 			}
 			cands[s.String()] = s
 		}
@@ -251,12 +249,7 @@ func Choose(nodes []Node, pods, gpus int) (Choice, error) {
 	}
 	var best Choice
 	for _, s := range cands {
-		var room []string
-		for _, n := range nodes {
-			if s.fits(n) {
-				room = append(room, n.Name)
-			}
-		}
+		room := s.room(nodes)
 		if len(room) > len(best.Nodes) || len(room) == len(best.Nodes) && (best.Set == nil || lower(s, best.Set)) {
 			best = Choice{Set: s, Nodes: room}
 		}
@@ -276,36 +269,59 @@ func ChooseSet(nodes []Node, pods, gpus int, rails []int64) (Choice, error) {
 	}
 	var set Set
 	for _, n := range nodes {
-		s := make(Set, 0, len(rails))
-		for _, r := range rails {
-			if nr := n.Rails[r]; nr != nil && nr.GPUs > 0 {
-				s = append(s, RailGPUs{Rail: r, GPUs: nr.GPUs, BusIDs: nr.BusIDs})
-			}
-		}
-		if len(s) != len(rails) || s.GPUs() != gpus {
+		s := setOn(n, rails)
+		if s == nil || s.GPUs() != gpus {
 			continue
 		}
 		if set == nil {
 			set = s
-			continue
-		}
-		for i := range set {
-			set[i].BusIDs = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(set[i].BusIDs), s[i].BusIDs...))))
+		} else {
+			set = set.withBusIDs(s)
 		}
 	}
 	if set == nil {
 		return Choice{}, fmt.Errorf("%w: no node has rails %v giving a pod exactly %d GPUs", ErrInput, rails, gpus)
 	}
-	c := Choice{Set: set}
-	for _, n := range nodes {
-		if set.fits(n) {
-			c.Nodes = append(c.Nodes, n.Name)
-		}
-	}
+	c := Choice{Set: set, Nodes: set.room(nodes)}
 	if len(c.Nodes) < pods {
 		return c, fmt.Errorf("%w: rails %s have room for a pod on %d nodes, the job has %d pods", ErrNoRoom, set, len(c.Nodes), pods)
 	}
 	return c, nil
+}
+
+// setOn is the rail set rails on node n, each rail with all its GPUs and
+// their addresses (a copy); nil when n lacks one of the rails or one has
+// no GPU.
+func setOn(n Node, rails []int64) Set {
+	s := make(Set, 0, len(rails))
+	for _, r := range rails {
+		nr := n.Rails[r]
+		if nr == nil || nr.GPUs == 0 {
+			return nil
+		}
+		s = append(s, RailGPUs{Rail: r, GPUs: nr.GPUs, BusIDs: slices.Clone(nr.BusIDs)})
+	}
+	return s
+}
+
+// withBusIDs adds to s the GPU addresses of o, the same rails on another
+// node (a heterogeneous cluster's template takes any of them).
+func (s Set) withBusIDs(o Set) Set {
+	for i := range s {
+		s[i].BusIDs = slices.Compact(slices.Sorted(slices.Values(append(s[i].BusIDs, o[i].BusIDs...))))
+	}
+	return s
+}
+
+// room lists the nodes with room for a pod on s, in the nodes' order.
+func (s Set) room(nodes []Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if s.fits(n) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 func lower(a, b Set) bool {
