@@ -426,6 +426,10 @@ func (a *Agent) refreshTokens() {
 // logTokens logs (debug) a changed token list: how many are healthy, why
 // each other one is not, and each token with its bound device.
 func (a *Agent) logTokens(resource string, ts []deviceplugin.Device) {
+	// Refreshes follow every bind: build the lines only for a debug log.
+	if !a.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
 	healthy := 0
 	var sick, ids []string
 	for _, t := range ts {
