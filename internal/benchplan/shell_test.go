@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/railyard-io/railyard/internal/exectest"
 )
 
 // The client's sh -c command keeps hostile values as single arguments: it
@@ -16,9 +18,7 @@ import (
 func TestClientCommandQuotesEverything(t *testing.T) {
 	bin := t.TempDir()
 	stub := "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>\\n' \"$a\"; done\n"
-	if err := os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(stub), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteExecutable(t, filepath.Join(bin, "ib_write_bw"), []byte(stub))
 	o := baseOptions()
 	o.Tests, o.Variants = []Test{Perftest}, []Variant{RDMA}
 	o.ServerAddress = "server.example"

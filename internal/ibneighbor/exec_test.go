@@ -3,13 +3,13 @@ package ibneighbor_test
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/exectest"
 	"github.com/railyard-io/railyard/internal/ibneighbor"
 )
 
@@ -95,9 +95,7 @@ func stub(t *testing.T, body string) inDir {
 	t.Helper()
 	requireSh(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "smpquery"), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, filepath.Join(dir, "smpquery"), body)
 	return inDir(dir)
 }
 

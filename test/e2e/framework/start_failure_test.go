@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/railyard-io/railyard/internal/exectest"
 )
 
 // repoDir finds the repository root from the package directory.
@@ -126,9 +128,7 @@ func TestStartFailureLeavesNothingBehind(t *testing.T) {
 				}
 				if b == tc.failing {
 					script := "#!/bin/sh\necho injected failure >&2\nexit 1\n"
-					if err := os.WriteFile(filepath.Join(bin, b), []byte(script), 0o755); err != nil {
-						t.Fatal(err)
-					}
+					exectest.WriteExecutable(t, filepath.Join(bin, b), []byte(script))
 					continue
 				}
 				if err := os.Symlink(filepath.Join(k8sBin, b), filepath.Join(bin, b)); err != nil {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/exectest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
@@ -160,9 +161,9 @@ func installNetwork(t *testing.T, c *framework.Cluster, n *node, name, resource,
 	if _, err := os.Stat(dst); err != nil {
 		t.Cleanup(func() { _ = os.Remove(dst) }) // the CNI bin dir is shared by runs
 	}
-	if err := os.WriteFile(dst+".tmp", data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// containerd runs it: written by a child process, so no fork of this
+	// test binary holds it open for writing (ETXTBSY).
+	exectest.WriteExecutable(t, dst+".tmp", data)
 	if err := os.Rename(dst+".tmp", dst); err != nil {
 		t.Fatal(err)
 	}
