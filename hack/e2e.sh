@@ -47,6 +47,19 @@ version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Char
 step "railyard image (multinode)" make -s images VERSION="$version"
 export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env GOARCH).tar"
 
+# One e2e at a time on a machine: the suites start kubelets, a bridge and the
+# multi-node cluster, and the clean-up below reaps what a dead run left. A
+# second checkout's `make test` waits here (its lint and unit tests have
+# already run beside the first one's e2e).
+lock="${RAILYARD_E2E_LOCK:-/run/lock/railyard-e2e.lock}"
+exec 9>"$lock"
+if ! flock -n 9; then
+  echo "e2e: another checkout's e2e holds $lock: waiting for it to end"
+  t0=$(date +%s)
+  flock 9
+  echo "e2e: waited $(( $(date +%s) - t0 ))s for $lock"
+fi
+
 export RAILYARD_E2E_K8S_BIN="$repo/_output/k8s/bin"
 export RAILYARD_E2E_CONTAINERD_BIN="$repo/_output/containerd/bin"
 export RAILYARD_E2E_CNI_BIN="$repo/_output/k8s/cni"
