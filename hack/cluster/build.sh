@@ -2,8 +2,8 @@
 # Builds the cluster's pinned binaries from the Go module proxy into a cache
 # directory:
 #
-#   k8s         kube-apiserver, kube-scheduler, kube-controller-manager (the
-#               multi-node cluster's), kubelet, kubectl v1.35.8 (helper module
+#   k8s         kube-apiserver, kube-scheduler, kube-controller-manager and
+#               kube-proxy (the multi-node cluster's), kubelet, kubectl v1.35.8 (helper module
 #               hack/cluster/k8sbin; default out _output/k8s/bin). Cold:
 #               downloads ~90 MB of modules, ~9 min on two idle cores.
 #   containerd  containerd, containerd-shim-runc-v2, ctr v2.4.2 with CRI, CDI
@@ -26,7 +26,7 @@ case "$what" in
     out="${2:-$repo/_output/k8s/bin}"
     mod="$repo/hack/cluster/k8sbin"
     version="v1.35.8"
-    cmds=(kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl)
+    cmds=(kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet kubectl)
     pkg="k8s.io/kubernetes/cmd"
     ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
     tags=""

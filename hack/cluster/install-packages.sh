@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the end-to-end cluster needs, if missing:
-# etcd-server, containerd (with ctr), runc, busybox-static, iproute2.
+# etcd-server, containerd (with ctr), runc, busybox-static, iproute2, and
+# nftables (nft: the multi-node cluster's kube-proxy runs in nftables mode).
 # Idempotent and quick when everything is there. Needs root.
 set -euo pipefail
 
 need=()
-for pkg in etcd-server containerd runc busybox-static iproute2; do
+for pkg in etcd-server containerd runc busybox-static iproute2 nftables; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
 # mount/umount come with util-linux/mount on every Debian system.
 
 if [ ${#need[@]} -eq 0 ]; then
-  echo "install-packages: etcd, containerd, runc, busybox (static), iproute2 present"
+  echo "install-packages: etcd, containerd, runc, busybox (static), iproute2, nftables present"
   exit 0
 fi
 echo "install-packages: installing ${need[*]}"

@@ -204,8 +204,9 @@ func httpOKWithToken(ctx context.Context, hc *http.Client, url, token string) er
 // controllers are the kube-controller-manager controllers a multi-node
 // cluster runs: what a chart install, a Deployment, namespace deletion,
 // service account tokens (the ServiceAccount admission plugin needs the
-// account and kube-root-ca.crt in every namespace) and ResourceClaims made
-// from templates need. The node lifecycle controller is left out: on two
+// account and kube-root-ca.crt in every namespace), ResourceClaims made
+// from templates and Services (the EndpointSlices kube-proxy routes to)
+// need. The node lifecycle controller is left out: on two
 // loaded cores it would mark a slow node NotReady and evict its pods.
 var controllers = []string{
 	"daemonset-controller",
@@ -217,6 +218,7 @@ var controllers = []string{
 	"serviceaccount-token-controller",
 	"root-ca-certificate-publisher-controller",
 	"resourceclaim-controller",
+	"endpointslice-controller",
 }
 
 func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string) (*Process, error) {

@@ -144,7 +144,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	apiURL := "https://" + net.JoinHostPort(host, strconv.Itoa(apiPort))
 	m.Info.APIServer = apiURL
 	kubeconfigs := []struct{ name, token string }{
-		{"admin", p.AdminToken}, {"scheduler", p.SchedulerToken}, {"kubelet", p.KubeletToken}, {"controller-manager", p.AdminToken},
+		{"admin", p.AdminToken}, {"scheduler", p.SchedulerToken}, {"kubelet", p.KubeletToken}, {"controller-manager", p.AdminToken}, {"kube-proxy", p.AdminToken},
 	}
 	for _, kc := range kubeconfigs {
 		if err := writeKubeconfig(filepath.Join(dir, kc.name+".kubeconfig"), apiURL, p.CAFile, kc.token); err != nil {
@@ -270,7 +270,19 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 	} else {
 		n.kubelt.Labels = "railyard.io/rdma=true,railyard.io/machine=" + n.Machine
 	}
-	return m.track(startKubelet(ctx, n.kubelt))
+	if err := m.track(startKubelet(ctx, n.kubelt)); err != nil {
+		return err
+	}
+	return m.track(startKubeProxy(ctx, kubeProxyOptions{
+		BinDir:      m.cfg.K8sBinDir,
+		Kubeconfig:  filepath.Join(m.cfg.Dir, "kube-proxy.kubeconfig"),
+		NodeName:    n.Name,
+		NodeIP:      n.IP,
+		ClusterCIDR: m.cfg.PodCIDR,
+		Dir:         n.Dir,
+		LogPath:     logPath("kube-proxy"),
+		Enter:       n.enter("mount", "net", "pid"),
+	}))
 }
 
 // writePodNetwork writes the node's pod network: the CNI bridge plugin on

@@ -159,7 +159,11 @@ func (n *nsNode) mountPrivate(ctx context.Context, shared map[string]string) err
 // setupNetwork cables the node to the cluster bridge (hostLink on the
 // host, eth0 in the node) and configures the node's side: loopback, its
 // IP, a default route through the bridge's address, forwarding (pods route
-// through the node) and a route to every other node's pod CIDR.
+// through the node), bridged pod traffic through the node's netfilter (so
+// kube-proxy's rules see a pod reaching a Service whose endpoint is on the
+// same bridge) and a route to every other node's pod CIDR. The host routes
+// the node's pod CIDR to it: Service traffic that kube-proxy sends to the
+// apiserver on the host keeps its pod source address.
 func (n *nsNode) setupNetwork(ctx context.Context, bridge, gateway string, prefix int, others []NodeInfo) error {
 	host := exec.CommandContext(ctx, "ip", "link", "add", "name", n.HostLink, "type", "veth", "peer", "name", "eth0", "netns", strconv.Itoa(n.pid))
 	if out, err := host.CombinedOutput(); err != nil {
@@ -168,6 +172,7 @@ func (n *nsNode) setupNetwork(ctx context.Context, bridge, gateway string, prefi
 	for _, args := range [][]string{
 		{"ip", "link", "set", n.HostLink, "master", bridge},
 		{"ip", "link", "set", n.HostLink, "up"},
+		{"ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", bridge},
 	} {
 		if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("node %s: %s: %w: %s", n.Name, strings.Join(args, " "), err, out)
@@ -179,6 +184,7 @@ func (n *nsNode) setupNetwork(ctx context.Context, bridge, gateway string, prefi
 		{"ip", "link", "set", "eth0", "up"},
 		{"ip", "route", "add", "default", "via", gateway},
 		{"sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		{"sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"},
 	}
 	for _, o := range others {
 		if o.Name != n.Name {
