@@ -16,6 +16,15 @@ import (
 	"time"
 )
 
+// serviceCIDR is the clusters' Service range. Its first address,
+// kubernetesServiceIP, is the `kubernetes` Service's ClusterIP: in-cluster
+// clients (the chart's DRA plugin) dial it, so the multi-node cluster's
+// apiserver certificate names it.
+const (
+	serviceCIDR         = "10.0.0.0/24"
+	kubernetesServiceIP = "10.0.0.1"
+)
+
 // freePorts asks the kernel for n distinct free TCP ports on 127.0.0.1.
 func freePorts(n int) ([]int, error) {
 	// Hold every listener until all are chosen so the ports differ.
@@ -106,7 +115,7 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", o.PKI.SAPubFile,
 		"--service-account-signing-key-file", o.PKI.SAKeyFile,
-		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--service-cluster-ip-range", serviceCIDR,
 		admission[0], admission[1],
 		"--allow-privileged=true",
 		// The node's hostname is not resolvable: reach the kubelet by IP.

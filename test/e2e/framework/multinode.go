@@ -105,11 +105,13 @@ type ClusterInfo struct {
 	Kubeconfig string `json:"kubeconfig"`
 	K8sBinDir  string `json:"k8sBinDir"`
 	APIServer  string `json:"apiServer"`
-	// MachineDir and CNIBinDir are the same paths on every node, each a
-	// bind mount of the node's own directory: the fake machine
-	// (sysfs/, dev/) and the CNI bin dir.
+	// MachineDir, CNIBinDir and CDIDir are the same paths on every node,
+	// each a bind mount of the node's own directory: the fake machine
+	// (sysfs/, dev/), the CNI bin dir and the CDI spec directory its
+	// containerd reads (a DaemonSet's one cdiSpecDir serves every node).
 	MachineDir string     `json:"machineDir"`
 	CNIBinDir  string     `json:"cniBinDir"`
+	CDIDir     string     `json:"cdiDir"`
 	Nodes      []NodeInfo `json:"nodes"`
 	Rails      []RailInfo `json:"rails"`
 	FabricPID  int        `json:"fabricPID"`
@@ -246,6 +248,7 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 		Dir: cfg.Dir, K8sBinDir: cfg.K8sBinDir,
 		Kubeconfig: filepath.Join(cfg.Dir, "admin.kubeconfig"),
 		MachineDir: filepath.Join(cfg.Dir, "machine"),
+		CDIDir:     filepath.Join(cfg.Dir, "cdi"),
 		CNIBinDir:  filepath.Join(cfg.Dir, "cni-bin"),
 	}
 	defer func() {
@@ -319,7 +322,7 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 	}
 	var p *pki
 	if err := step("pki", func() error {
-		p, err = writePKI(filepath.Join(cfg.Dir, "pki"), []net.IP{net.IPv4(127, 0, 0, 1), bridge.NodeIP})
+		p, err = writePKI(filepath.Join(cfg.Dir, "pki"), []net.IP{net.IPv4(127, 0, 0, 1), bridge.NodeIP, net.ParseIP(kubernetesServiceIP)})
 		return err
 	}); err != nil {
 		return nil, err

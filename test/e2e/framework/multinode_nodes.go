@@ -183,7 +183,7 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 			m.state.CreatedDirs = append(m.state.CreatedDirs, d.host)
 		}
 	}
-	for _, d := range []string{m.Info.MachineDir, m.Info.CNIBinDir, n.CNIBinDir, n.CNIConfDir} {
+	for _, d := range []string{m.Info.MachineDir, m.Info.CNIBinDir, m.Info.CDIDir, n.CNIBinDir, n.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 		return err
 	}
 	n.PID = n.pid
-	if err := n.mountPrivate(ctx, map[string]string{m.Info.MachineDir: "machine", m.Info.CNIBinDir: "cni-bin"}); err != nil {
+	if err := n.mountPrivate(ctx, map[string]string{m.Info.MachineDir: "machine", m.Info.CNIBinDir: "cni-bin", m.Info.CDIDir: "cdi"}); err != nil {
 		return err
 	}
 	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
@@ -236,7 +236,7 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 	n.ctrd.CNINetworks = 1 + len(m.Info.Rails)
 	n.ctrd.Enter = n.enter("mount", "net", "pid")
 	if m.cfg.ContainerdBinDir != "" {
-		n.ctrd.BinDir, n.ctrd.CDIDir = m.cfg.ContainerdBinDir, filepath.Join(n.Dir, "cdi")
+		n.ctrd.BinDir, n.ctrd.CDIDir = m.cfg.ContainerdBinDir, m.Info.CDIDir
 	}
 	if l := len(n.ctrd.Socket + ".ttrpc"); l > 107 {
 		return fmt.Errorf("node %s: %s is too long for a unix socket (%d bytes); use a shorter directory", n.Name, n.ctrd.Socket, l)

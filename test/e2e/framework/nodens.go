@@ -31,12 +31,15 @@ import (
 // privateDirs are the host paths each node sees as a directory of its own
 // (a bind mount in its mount namespace): kubelet's fixed directories
 // (device-plugins/ whatever --root-dir says), the CNI library's cache,
-// containerd's shim sockets under /run and the pods' logs.
+// containerd's shim sockets under /run, the pods' logs, and Railyard's
+// own state (the agent's and railyard-cni's defaults: checkpoints and the
+// binding view are a node's, never shared).
 var privateDirs = []struct{ host, sub string }{
 	{"/var/lib/kubelet", "kubelet"},
 	{"/var/lib/cni", "cni-lib"},
 	{"/run", "run"},
 	{"/var/log", "log"},
+	{"/var/lib/railyard", "railyard"},
 }
 
 // NodeInit is the node's PID 1 (the cluster command's node-init): it reaps

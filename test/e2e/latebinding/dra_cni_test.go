@@ -66,11 +66,11 @@ func TestDRAClaimNetdevMovedByRailyardCNI(t *testing.T) {
 	}
 	installNetwork(t, c, n, "rdma-dra", draPFRes, viewDir, "10.58.0.0/24")
 
-	gpu := &standinGPUDRA{topo: n.topo, cdiDir: c.CDISpecDir}
-	if err := gpu.start(ctx, c); err != nil {
+	gpu, err := framework.StartStandinGPUDRA(ctx, c.Client, c.NodeName, c.KubeletRootDir, c.CDISpecDir, n.topo)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(gpu.helper.Stop)
+	t.Cleanup(gpu.Stop)
 	startDRAAgent(t, c, n)
 	t.Cleanup(func() { _ = c.StopHelper("railyard-agent", 10*time.Second) })
 	roots := waitDRASlices(ctx, t, c, len(n.topo.NICs), len(n.topo.GPUs))

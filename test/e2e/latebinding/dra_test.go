@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +16,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/dynamic-resource-allocation/kubeletplugin"
-	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/utils/ptr"
-	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
 	"github.com/railyard-io/railyard/internal/draplugin"
-	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -34,90 +28,6 @@ const (
 	draRes = "railyard.io/e2e_dra"
 	draEnv = "PCIDEVICE_RAILYARD_IO_E2E_DRA"
 )
-
-// standinGPUDRA is a STAND-IN for NVIDIA's GPU DRA kubelet plugin, named
-// so: the real kubeletplugin helper in the test process, driver
-// gpu.nvidia.com, publishing the fake tree's GPUs as internal/dra/gpustandin
-// shapes them; Prepare gives the container STANDIN_GPUS=<PCI addresses>
-// through a CDI spec of its own.
-type standinGPUDRA struct {
-	topo   *topology.Topology
-	cdiDir string
-	helper *kubeletplugin.Helper
-}
-
-func (g *standinGPUDRA) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	pci := map[string]string{}
-	for _, d := range gpustandin.Devices(g.topo) {
-		pci[d.Name] = *d.Attributes[dra.AttrPCIBusID].StringValue
-	}
-	out := map[types.UID]kubeletplugin.PrepareResult{}
-	for _, c := range claims {
-		var devs []kubeletplugin.Device
-		var addrs []string
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver != gpustandin.DriverName {
-				continue
-			}
-			addrs = append(addrs, pci[r.Device])
-			devs = append(devs, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device,
-				CDIDeviceIDs: []string{"standin.railyard.io/gpu=" + string(c.UID)}})
-		}
-		spec := cdispec.Spec{Kind: "standin.railyard.io/gpu", Devices: []cdispec.Device{{
-			Name: string(c.UID), ContainerEdits: cdispec.ContainerEdits{Env: []string{"STANDIN_GPUS=" + strings.Join(addrs, ",")}}}}}
-		// A device name starting with a digit (half of all UIDs) needs 0.5.0.
-		ver, err := cdispec.MinimumRequiredVersion(&spec)
-		if err != nil {
-			out[c.UID] = kubeletplugin.PrepareResult{Err: err}
-			continue
-		}
-		spec.Version = ver
-		b, _ := json.Marshal(spec)
-		if err := os.WriteFile(g.specPath(c.UID), b, 0o644); err != nil {
-			out[c.UID] = kubeletplugin.PrepareResult{Err: err}
-			continue
-		}
-		out[c.UID] = kubeletplugin.PrepareResult{Devices: devs}
-	}
-	return out, nil
-}
-
-func (g *standinGPUDRA) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
-	out := map[types.UID]error{}
-	for _, c := range claims {
-		if err := os.Remove(g.specPath(c.UID)); err != nil && !os.IsNotExist(err) {
-			out[c.UID] = err
-			continue
-		}
-		out[c.UID] = nil
-	}
-	return out, nil
-}
-
-func (g *standinGPUDRA) HandleError(_ context.Context, err error, msg string) {
-	fmt.Printf("stand-in GPU DRA plugin: %s: %v\n", msg, err)
-}
-
-func (g *standinGPUDRA) specPath(uid types.UID) string {
-	return filepath.Join(g.cdiDir, "standin.railyard.io-gpu_"+string(uid)+".json")
-}
-
-func (g *standinGPUDRA) start(ctx context.Context, c *framework.Cluster) error {
-	dir := filepath.Join(c.KubeletRootDir, "plugins", gpustandin.DriverName)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	h, err := kubeletplugin.Start(ctx, g, kubeletplugin.DriverName(gpustandin.DriverName), kubeletplugin.NodeName(c.NodeName),
-		kubeletplugin.KubeClient(c.Client), kubeletplugin.PluginDataDirectoryPath(dir),
-		kubeletplugin.RegistrarDirectoryPath(filepath.Join(c.KubeletRootDir, "plugins_registry")))
-	if err != nil {
-		return err
-	}
-	g.helper = h
-	return h.PublishResources(ctx, resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
-		c.NodeName: {Slices: []resourceslice.Slice{{Devices: gpustandin.Devices(g.topo)}}},
-	}})
-}
 
 // startDRAAgent starts railyard-agent with a DRA pool of the fake tree's
 // VFs (admin kubeconfig: the chart's ClusterRole is tested in
@@ -240,11 +150,11 @@ func TestDRAGPUAndNICOnOneRootWithRealScheduler(t *testing.T) {
 	defer cancel()
 	n := newNode(t, c, "vf")
 	stateDir := writeDRAConfig(ctx, t, c, n, "vf", draRes)
-	gpu := &standinGPUDRA{topo: n.topo, cdiDir: c.CDISpecDir}
-	if err := gpu.start(ctx, c); err != nil {
+	gpu, err := framework.StartStandinGPUDRA(ctx, c.Client, c.NodeName, c.KubeletRootDir, c.CDISpecDir, n.topo)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(gpu.helper.Stop)
+	t.Cleanup(gpu.Stop)
 	startDRAAgent(t, c, n)
 	t.Cleanup(func() { _ = c.StopHelper("railyard-agent", 10*time.Second) })
 

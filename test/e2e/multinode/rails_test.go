@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,35 +22,39 @@ import (
 // the rail's pool by resourceName (containerd's CRI runs it for every pod,
 // as a second network; a pod without the rail's device gets nothing from
 // it), with host-local addresses from the rail's subnet, a range per node
-// so two nodes never hand out the same one.
-func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.RailInfo) map[string]any {
+// so two nodes never hand out the same one. A device plugin pool's device
+// is found through kubelet's PodResources; a DRA pool's (dra) through the
+// view the agent publishes in its binding directory (the default,
+// /var/lib/railyard/binding, each node's own).
+func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.RailInfo, dra bool) map[string]any {
 	_, subnet, _ := net.ParseCIDR(r.Subnet)
 	ip := subnet.IP.To4()
 	first, last := net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20)), net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20+19))
-	return map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       "rail" + itoa(r.Index),
-		"plugins": []any{map[string]any{
-			"type":               "railyard-cni",
-			"resourceName":       string(railPool(r.Index)),
-			"podResourcesSocket": "/var/lib/kubelet/pod-resources/kubelet.sock",
-			"bindingDir":         filepath.Join(n.Dir, "no-binding"),
-			"sysfsRoot":          filepath.Join(c.Info.MachineDir, "sysfs"),
-			"stateDir":           filepath.Join(n.Dir, "cni-state"),
-			"rdma":               false,
-			"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.Dir, "rail-ipam"),
-				"ranges": [][]map[string]string{{{"subnet": r.Subnet, "rangeStart": first.String(), "rangeEnd": last.String()}}}},
-		}},
+	plugin := map[string]any{
+		"type":               "railyard-cni",
+		"resourceName":       string(railPool(r.Index)),
+		"podResourcesSocket": "/var/lib/kubelet/pod-resources/kubelet.sock",
+		"bindingDir":         filepath.Join(n.Dir, "no-binding"),
+		"sysfsRoot":          filepath.Join(c.Info.MachineDir, "sysfs"),
+		"stateDir":           filepath.Join(n.Dir, "cni-state"),
+		"rdma":               false,
+		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.Dir, "rail-ipam"),
+			"ranges": [][]map[string]string{{{"subnet": r.Subnet, "rangeStart": first.String(), "rangeEnd": last.String()}}}},
 	}
+	if dra {
+		delete(plugin, "bindingDir")
+		delete(plugin, "podResourcesSocket")
+	}
+	return map[string]any{"cniVersion": "1.0.0", "name": "rail" + itoa(r.Index), "plugins": []any{plugin}}
 }
 
-// addRailNetworks writes rails' networks into every GPU node's CNI conf
+// addRailNetworks writes rails' networks (of DRA pools: dra) into every GPU node's CNI conf
 // dir (after the pod network: eth1, eth2, ...) and removes them at cleanup.
-func addRailNetworks(t *testing.T, c *framework.MultiCluster, rails ...int) {
+func addRailNetworks(t *testing.T, c *framework.MultiCluster, dra bool, rails ...int) {
 	t.Helper()
 	for _, n := range c.Info.GPUNodes() {
 		for i, r := range rails {
-			data, err := json.Marshal(railNetwork(c, n, c.Info.Rails[r]))
+			data, err := json.Marshal(railNetwork(c, n, c.Info.Rails[r], dra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,21 +107,7 @@ func startRailPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 	if p.Spec.NodeName != node {
 		t.Fatalf("pod %s on %s, want %s", name, p.Spec.NodeName, node)
 	}
-	rp := &railPod{name: name, node: node, rail: r, podIP: p.Status.PodIP}
-	out, err := c.Exec(ctx, "default", name, "main", "ip", "-o", "-4", "addr", "show")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, subnet, _ := net.ParseCIDR(c.Info.Rails[r].Subnet)
-	for _, m := range regexp.MustCompile(`inet (\S+)/`).FindAllStringSubmatch(out, -1) {
-		if ip := net.ParseIP(m[1]); ip != nil && subnet.Contains(ip) {
-			rp.railIP = m[1]
-		}
-	}
-	if rp.railIP == "" {
-		t.Fatalf("pod %s has no address on rail %d (%s):\n%s", name, r, subnet, out)
-	}
-	return rp
+	return &railPod{name: name, node: node, rail: r, podIP: p.Status.PodIP, railIP: railAddress(ctx, t, c, name, r)}
 }
 
 func (p *railPod) exec(ctx context.Context, c *framework.MultiCluster, cmd string) (string, error) {
@@ -135,7 +124,7 @@ func testRails(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
 	if len(gpus) < 2 || len(c.Info.Rails) < 2 {
 		t.Skipf("needs two GPU nodes and two rails (have %d, %d)", len(gpus), len(c.Info.Rails))
 	}
-	addRailNetworks(t, c, 0, 1)
+	addRailNetworks(t, c, false, 0, 1)
 	a := startRailPod(ctx, t, c, "rail0-a", gpus[0].Name, 0)
 	b := startRailPod(ctx, t, c, "rail0-b", gpus[1].Name, 0)
 	s := startRailPod(ctx, t, c, "rail1-c", gpus[1].Name, 1)

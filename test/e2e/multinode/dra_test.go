@@ -1,0 +1,314 @@
+//go:build e2e
+
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/dra/gpustandin"
+	"github.com/railyard-io/railyard/internal/helmchart"
+	"github.com/railyard-io/railyard/test/e2e/framework"
+)
+
+const draNS = "railyard-dra"
+
+// TestDRAJobOnOneRailSetAcrossNodes: the chart with a DRA pool of every
+// rail's PF runs its agent on every GPU node through the real DaemonSet
+// controller; each agent's DRA plugin, reaching the apiserver through the
+// `kubernetes` Service with its pod's own token, publishes its node's NICs
+// with their rails. A STAND-IN GPU DRA driver (the test process, one
+// kubelet plugin per node) publishes the GPUs. `railyard rails template`
+// reads the slices and writes the job's ResourceClaimTemplate; the real
+// resourceclaim controller makes each pod's claim from it, the real
+// scheduler allocates GPU and NIC on one PCIe root on each node, both
+// nodes' kubelets have both drivers prepare, and each container gets its
+// NIC (NCCL_IB_HCA) and GPU. Both pods are on the same rail: the leaf
+// their peers are cabled to.
+func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
+	c := mc(t)
+	ctx := framework.Context(t, 8*time.Minute)
+	gpus := c.Info.GPUNodes()
+	if len(gpus) < 2 {
+		t.Skip("needs two GPU nodes")
+	}
+	repo, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(envOr("RAILYARD_E2E_BIN", filepath.Join(repo, "bin")), "railyard")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v (make build)", err)
+	}
+
+	// The chart: up.sh's values, each rail's pool delivered by DRA.
+	ch, err := helmchart.Load(filepath.Join(repo, "deploy/helm/railyard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(c.Info.Dir, "railyard-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(data, &vals); err != nil {
+		t.Fatal(err)
+	}
+	cfg := vals["config"].(map[string]any)
+	for _, p := range cfg["pools"].([]any) {
+		p.(map[string]any)["delivery"] = "dra"
+	}
+	cfg["cdiSpecDir"] = c.Info.CDIDir
+	vals["createNamespace"] = true
+	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard-dra", Namespace: draNS, Values: vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := helmchart.Stream(ms)
+	start := time.Now()
+	if out, err := kubectl(ctx, c, stream, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { uninstallDRA(t, c, stream) })
+
+	// The stand-in GPU driver, one kubelet plugin per GPU node.
+	gpuClass := gpustandin.DeviceClass()
+	if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, gpuClass, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.ResourceV1().DeviceClasses().Delete(context.Background(), gpuClass.Name, metav1.DeleteOptions{})
+	})
+	nics := map[string]int{}
+	for _, n := range gpus {
+		topo, err := discovery.Discover(ctx, filepath.Join(n.Dir, "machine", "sysfs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := framework.StartStandinGPUDRA(ctx, c.Client, n.Name, filepath.Join(n.Dir, "kubelet"), filepath.Join(n.Dir, "cdi"), topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			g.Stop()
+			_ = c.Client.ResourceV1().ResourceSlices().DeleteCollection(context.Background(), metav1.DeleteOptions{},
+				metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + gpustandin.DriverName})
+		})
+		nics[n.Name] = len(n.Rails)
+	}
+
+	// Every GPU node's NICs published by its own agent, with their rails.
+	poll(ctx, t, "every GPU node's NICs in rdma.railyard.io slices", func(ctx context.Context) (bool, string) {
+		list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]int{}
+		for _, s := range list.Items {
+			if s.Spec.NodeName == nil {
+				continue
+			}
+			for _, d := range s.Spec.Devices {
+				if _, ok := d.Attributes[dra.AttrRail]; ok {
+					got[*s.Spec.NodeName]++
+				}
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(nics), fmt.Sprintf("NICs with a rail by node %v, want %v", got, nics)
+	})
+	t.Logf("chart applied to every GPU node's NICs in ResourceSlices: %v", time.Since(start).Round(time.Millisecond))
+
+	// The job's template, from the cluster's slices.
+	cmd := exec.CommandContext(ctx, bin, "rails", "template", "job", "--pods", "2", "--gpus", "1", "--kubeconfig", c.Kubeconfig)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	tmpl, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("railyard rails template: %v\n%s", err, stderr.String())
+	}
+	t.Logf("railyard rails template: %s", strings.TrimSpace(stderr.String()))
+	if out, err := kubectl(ctx, c, string(tmpl), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply the template: %v\n%s\n%s", err, out, tmpl)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.ResourceV1().ResourceClaimTemplates("default").Delete(context.Background(), "job", metav1.DeleteOptions{})
+	})
+
+	// Every rail's network on every GPU node: railyard-cni attaches the
+	// NIC a pod's claim holds, from the agent's view.
+	all := make([]int, len(c.Info.Rails))
+	for r := range all {
+		all[r] = r
+	}
+	addRailNetworks(t, c, true, all...)
+
+	// Two pods of the job, one per GPU node.
+	for i, n := range gpus[:2] {
+		name := "job-" + strconv.Itoa(i)
+		pod := framework.BusyboxPod("default", name, "sleep", "3600")
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.Name}
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To("job")}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
+		if _, err := c.CreatePod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
+	}
+	rails := map[string]int64{}
+	for i, n := range gpus[:2] {
+		name := "job-" + strconv.Itoa(i)
+		p, err := c.WaitForPodPhase(ctx, "default", name, corev1.PodRunning)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			t.Fatalf("pod %s: claim statuses %+v", name, p.Status.ResourceClaimStatuses)
+		}
+		claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner := metav1.GetControllerOf(claim); owner == nil || owner.UID != p.UID {
+			t.Errorf("claim %s is not controlled by pod %s (the resourceclaim controller's): %+v", claim.Name, name, claim.OwnerReferences)
+		}
+		gpu, nic := allocatedOn(ctx, t, c, claim, n.Name)
+		if gpu.root != nic.root {
+			t.Errorf("pod %s: GPU %s on %s, NIC %s on %s: not one PCIe root", name, gpu.name, gpu.root, nic.name, nic.root)
+		}
+		rails[name] = nic.rail
+		env, err := c.Exec(ctx, "default", name, "main", "env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// "=mlx5_0": NCCL matches the name exactly, not as a prefix.
+		for _, want := range []string{"NCCL_IB_HCA==" + nic.rdma, "STANDIN_GPUS=" + gpu.pci} {
+			if !strings.Contains(env, want+"\n") {
+				t.Errorf("pod %s: the container's environment lacks %s:\n%s", name, want, env)
+			}
+		}
+		t.Logf("pod %s on %s: GPU %s and NIC %s (%s, rail %d) under %s", name, n.Name, gpu.pci, nic.name, nic.rdma, nic.rail, gpu.root)
+	}
+	if rails["job-0"] != rails["job-1"] {
+		t.Fatalf("the job's pods are on rails %v: not one rail set", rails)
+	}
+
+	// The two pods reach each other over their rail's leaf.
+	r := int(rails["job-0"])
+	ips := map[string]string{}
+	for _, name := range []string{"job-0", "job-1"} {
+		ips[name] = railAddress(ctx, t, c, name, r)
+	}
+	before := fabricCounter(ctx, t, c, fabricPort(gpus[1], r))
+	if out, err := c.Exec(ctx, "default", "job-0", "main", "ping", "-c", "3", "-W", "2", ips["job-1"]); err != nil {
+		t.Fatalf("job-0 (%s) pinging job-1 (%s) over rail %d: %v\n%s", ips["job-0"], ips["job-1"], r, err, out)
+	}
+	if after := fabricCounter(ctx, t, c, fabricPort(gpus[1], r)); after < before+3 {
+		t.Errorf("leaf %d's port to %s counted %d packets during the ping, want at least 3", r, gpus[1].Name, after-before)
+	}
+	t.Logf("job-0 %s and job-1 %s reach each other through leaf %d", ips["job-0"], ips["job-1"], r)
+}
+
+// railAddress is a pod's address on rail r's subnet (its claimed NIC's
+// netdev, moved into the pod by railyard-cni).
+func railAddress(ctx context.Context, t *testing.T, c *framework.MultiCluster, pod string, r int) string {
+	t.Helper()
+	out, err := c.Exec(ctx, "default", pod, "main", "ip", "-o", "-4", "addr", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, subnet, _ := net.ParseCIDR(c.Info.Rails[r].Subnet)
+	for _, m := range regexp.MustCompile(`inet (\S+)/`).FindAllStringSubmatch(out, -1) {
+		if ip := net.ParseIP(m[1]); ip != nil && subnet.Contains(ip) {
+			return m[1]
+		}
+	}
+	t.Fatalf("pod %s has no address on rail %d (%s):\n%s", pod, r, subnet, out)
+	return ""
+}
+
+type allocated struct {
+	name, root, pci, rdma string
+	rail                  int64
+}
+
+// allocatedOn returns the GPU and the NIC allocated to claim, checking
+// that both are devices of node's pools, with their slices' attributes.
+func allocatedOn(ctx context.Context, t *testing.T, c *framework.MultiCluster, claim *resourceapi.ResourceClaim, node string) (gpu, nic allocated) {
+	t.Helper()
+	if claim.Status.Allocation == nil {
+		t.Fatalf("claim %s is not allocated", claim.Name)
+	}
+	list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devices := map[string]resourceapi.Device{} // driver/pool/device
+	for _, s := range list.Items {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+			for _, d := range s.Spec.Devices {
+				devices[s.Spec.Driver+"/"+s.Spec.Pool.Name+"/"+d.Name] = d
+			}
+		}
+	}
+	str := func(d resourceapi.Device, a resourceapi.QualifiedName) string {
+		if v, ok := d.Attributes[a]; ok && v.StringValue != nil {
+			return *v.StringValue
+		}
+		return ""
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		d, ok := devices[r.Driver+"/"+r.Pool+"/"+r.Device]
+		if !ok {
+			t.Fatalf("claim %s: %s/%s/%s is no device of node %s", claim.Name, r.Driver, r.Pool, r.Device, node)
+		}
+		a := allocated{name: r.Device, root: str(d, dra.AttrPCIeRoot), pci: str(d, dra.AttrPCIBusID), rdma: str(d, dra.AttrRDMADevice)}
+		switch r.Driver {
+		case gpustandin.DriverName:
+			gpu = a
+		case dra.DriverName:
+			if v, ok := d.Attributes[dra.AttrRail]; ok && v.IntValue != nil {
+				a.rail = *v.IntValue
+			}
+			nic = a
+		}
+	}
+	if gpu.name == "" || nic.name == "" {
+		t.Fatalf("claim %s: results %+v, want one GPU and one NIC", claim.Name, claim.Status.Allocation.Devices.Results)
+	}
+	return gpu, nic
+}
+
+func uninstallDRA(t *testing.T, c *framework.MultiCluster, stream string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := kubectl(ctx, c, stream, "delete", "--wait=false", "-f", "-"); err != nil {
+		t.Errorf("kubectl delete: %v\n%s", err, out)
+		return
+	}
+	poll(ctx, t, "namespace "+draNS+" gone", func(ctx context.Context) (bool, string) {
+		_, err := c.Client.CoreV1().Namespaces().Get(ctx, draNS, metav1.GetOptions{})
+		if err == nil {
+			return false, "still there"
+		}
+		return apierrors.IsNotFound(err), err.Error()
+	})
+}
