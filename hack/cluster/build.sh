@@ -11,8 +11,15 @@
 #               _output/containerd/bin). Debian's containerd 1.6 has no CDI,
 #               which late binding (binding: sandbox) needs. Cold: 84 s with
 #               the modules downloaded.
+#   coredns     coredns v1.15.0, the multi-node cluster's DNS (helper module
+#               hack/cluster/corednsbin; default out _output/coredns/bin),
+#               static (CGO off): its pods run it from a hostPath volume.
+#   whereabouts whereabouts v0.9.2, the IPAM of the rail networks across
+#               nodes (helper module hack/cluster/whereaboutsbin; default
+#               out _output/whereabouts/bin); its CRDs are the same module
+#               version's doc/crds.
 #
-# Usage: hack/cluster/build.sh k8s|containerd [OUT_DIR]
+# Usage: hack/cluster/build.sh k8s|containerd|coredns|whereabouts [OUT_DIR]
 #
 # The build is skipped when every binary exists and the stamp file records
 # the same helper go.mod/go.sum, Go version and version, so warm runs take
@@ -43,8 +50,30 @@ case "$what" in
     tags="no_btrfs no_devmapper no_zfs"
     cgo=0
     ;;
+  coredns)
+    out="${2:-$repo/_output/coredns/bin}"
+    mod="$repo/hack/cluster/corednsbin"
+    version="v1.15.0"
+    cmds=(coredns)
+    pkg="github.com/coredns"
+    ldflags="-s -w"
+    tags=""
+    cgo=0
+    ;;
+  whereabouts)
+    out="${2:-$repo/_output/whereabouts/bin}"
+    mod="$repo/hack/cluster/whereaboutsbin"
+    version="v0.9.2"
+    cmds=(whereabouts)
+    # Its main package is cmd/ (whereabouts.go), not cmd/whereabouts.
+    pkg="github.com/k8snetworkplumbingwg/whereabouts/cmd"
+    single=1
+    ldflags="-s -w"
+    tags=""
+    cgo=0
+    ;;
   *)
-    echo "usage: $0 k8s|containerd [OUT_DIR]" >&2
+    echo "usage: $0 k8s|containerd|coredns|whereabouts [OUT_DIR]" >&2
     exit 2
     ;;
 esac
@@ -70,11 +99,16 @@ echo "build $what: building ${cmds[*]} $version into $out (cold: minutes)"
 start=$(date +%s)
 rm -f "$stamp"
 pkgs=()
-for c in "${cmds[@]}"; do pkgs+=("$pkg/$c"); done
+o="$out/"
+if [ -n "${single:-}" ]; then
+  pkgs=("$pkg"); o="$out/${cmds[0]}"
+else
+  for c in "${cmds[@]}"; do pkgs+=("$pkg/$c"); done
+fi
 (
   cd "$mod"
   # -mod=readonly: go.mod/go.sum are committed; never rewrite them in CI.
-  CGO_ENABLED=$cgo go build -mod=readonly -trimpath -tags "$tags" -o "$out/" -ldflags "$ldflags" "${pkgs[@]}"
+  CGO_ENABLED=$cgo go build -mod=readonly -trimpath -tags "$tags" -o "$o" -ldflags "$ldflags" "${pkgs[@]}"
 )
 for c in "${cmds[@]}"; do
   [ -x "$out/$c" ] || { echo "build $what: $out/$c missing after build" >&2; exit 1; }

@@ -40,6 +40,10 @@ step() {
 step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
 step "containerd v2" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
+step "coredns" hack/cluster/build.sh coredns "$repo/_output/coredns/bin"
+step "whereabouts" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin"
+# whereabouts' CRDs: the same module version's, from the module cache.
+wa_crds="$(cd hack/cluster/whereaboutsbin && go list -mod=readonly -m -f '{{.Dir}}' github.com/k8snetworkplumbingwg/whereabouts)/doc/crds"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)"
 arch="$(go env GOARCH)"
@@ -65,7 +69,8 @@ rm -f "$dir/ready"
   done
   exec setsid "$dir/bin/railyard-cluster" up "$dir" \
     --k8s-bin "$repo/_output/k8s/bin" --cni-bin "$repo/_output/k8s/cni" \
-    --containerd-bin "$repo/_output/containerd/bin" \
+    --containerd-bin "$repo/_output/containerd/bin" --coredns-bin "$repo/_output/coredns/bin" \
+    --whereabouts-bin "$repo/_output/whereabouts/bin" --whereabouts-crds "$wa_crds" \
     --image "$image" --image-tag "$version" "$@"
 ) >"$dir/logs/cluster.log" 2>&1 </dev/null &
 server=$!

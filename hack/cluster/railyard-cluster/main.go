@@ -71,6 +71,9 @@ func up(dir string, args []string) error {
 	k8sBin := fs.String("k8s-bin", "", "kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, kubectl")
 	cniBin := fs.String("cni-bin", "", "bridge, host-local, loopback CNI plugins")
 	ctrdBin := fs.String("containerd-bin", "", "containerd v2 (empty: the host's)")
+	dnsBin := fs.String("coredns-bin", "", "a static coredns: the cluster DNS (empty: none)")
+	waBin := fs.String("whereabouts-bin", "", "the whereabouts IPAM plugin, for every node's CNI bin dir (empty: none)")
+	waCRDs := fs.String("whereabouts-crds", "", "the directory of whereabouts' CRDs (its module's doc/crds)")
 	image := fs.String("image", "", "Railyard's image archive (make images) to import into every node")
 	tag := fs.String("image-tag", "", "the tag of that image (the chart's values)")
 	spine := fs.Bool("spine", false, "start with the spine on (rails joined)")
@@ -95,7 +98,8 @@ func up(dir string, args []string) error {
 	defer stop()
 	start := time.Now()
 	mc, err := framework.StartMulti(ctx, framework.MultiConfig{
-		Dir: dir, K8sBinDir: *k8sBin, CNIBinDir: *cniBin, ContainerdBinDir: *ctrdBin,
+		Dir: dir, K8sBinDir: *k8sBin, CNIBinDir: *cniBin, ContainerdBinDir: *ctrdBin, CoreDNSBinDir: *dnsBin,
+		WhereaboutsBinDir: *waBin, WhereaboutsCRDs: *waCRDs,
 		Machines: machines, NodeInit: []string{self, "node-init"}, Logf: logf,
 	})
 	if err != nil {

@@ -37,6 +37,15 @@ type MultiConfig struct {
 	CNIBinDir string
 	// ContainerdBinDir holds containerd v2 (CDI); "" runs the host's.
 	ContainerdBinDir string
+	// CoreDNSBinDir holds a static coredns: the cluster DNS (kube-dns,
+	// 10.0.0.10) runs it on the control-plane node and every kubelet
+	// points its pods at it; "" starts no cluster DNS.
+	CoreDNSBinDir string
+	// WhereaboutsBinDir holds the whereabouts IPAM plugin, copied into
+	// every node's CNI bin dir, and WhereaboutsCRDs the directory of its
+	// CRDs, applied at the start; its networks name
+	// ClusterInfo.WhereaboutsConfig. "" installs no whereabouts.
+	WhereaboutsBinDir, WhereaboutsCRDs string
 	// BusyboxPath is the static busybox of the test image (default
 	// /bin/busybox).
 	BusyboxPath string
@@ -109,12 +118,16 @@ type ClusterInfo struct {
 	// each a bind mount of the node's own directory: the fake machine
 	// (sysfs/, dev/), the CNI bin dir and the CDI spec directory its
 	// containerd reads (a DaemonSet's one cdiSpecDir serves every node).
-	MachineDir string     `json:"machineDir"`
-	CNIBinDir  string     `json:"cniBinDir"`
-	CDIDir     string     `json:"cdiDir"`
-	Nodes      []NodeInfo `json:"nodes"`
-	Rails      []RailInfo `json:"rails"`
-	FabricPID  int        `json:"fabricPID"`
+	MachineDir string `json:"machineDir"`
+	CNIBinDir  string `json:"cniBinDir"`
+	CDIDir     string `json:"cdiDir"`
+	// WhereaboutsConfig is whereabouts' flat configuration file (its
+	// datastore and kubeconfig) that a network's ipam names as
+	// configuration_path; "" without whereabouts.
+	WhereaboutsConfig string     `json:"whereaboutsConfig,omitempty"`
+	Nodes             []NodeInfo `json:"nodes"`
+	Rails             []RailInfo `json:"rails"`
+	FabricPID         int        `json:"fabricPID"`
 	// ServerPID is the process that runs the cluster (StartMulti's
 	// caller); Bridge and Cgroups are what it made on the host.
 	ServerPID int      `json:"serverPID"`
@@ -347,6 +360,26 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 	}
 	if err := step("nodes ready", func() error { return m.waitNodes(ctx) }); err != nil {
 		return nil, err
+	}
+	if cfg.WhereaboutsCRDs != "" {
+		if err := step("whereabouts CRDs", func() error { return m.applyCRDs(ctx, cfg.WhereaboutsCRDs) }); err != nil {
+			return nil, err
+		}
+		// whereabouts v0.9.2 refuses to run without a flat configuration
+		// file ("config file not found"), whatever the network's ipam
+		// says: the networks name this one (configuration_path).
+		m.Info.WhereaboutsConfig = filepath.Join(cfg.Dir, "whereabouts.conf")
+		conf := fmt.Sprintf(`{"datastore": "kubernetes", "kubernetes": {"kubeconfig": %q}}`, filepath.Join(cfg.Dir, "whereabouts.kubeconfig"))
+		if err := os.WriteFile(m.Info.WhereaboutsConfig, []byte(conf+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	if cfg.CoreDNSBinDir != "" {
+		if err := step("cluster DNS", func() error {
+			return deployCoreDNS(ctx, m.Cluster.Client, cfg.CoreDNSBinDir, m.nodes[0].Name)
+		}); err != nil {
+			return nil, err
+		}
 	}
 	for _, n := range m.nodes {
 		m.Info.Nodes = append(m.Info.Nodes, n.NodeInfo)

@@ -145,6 +145,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	m.Info.APIServer = apiURL
 	kubeconfigs := []struct{ name, token string }{
 		{"admin", p.AdminToken}, {"scheduler", p.SchedulerToken}, {"kubelet", p.KubeletToken}, {"controller-manager", p.AdminToken}, {"kube-proxy", p.AdminToken},
+		{"whereabouts", p.AdminToken},
 	}
 	for _, kc := range kubeconfigs {
 		if err := writeKubeconfig(filepath.Join(dir, kc.name+".kubeconfig"), apiURL, p.CAFile, kc.token); err != nil {
@@ -214,6 +215,11 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
+	if m.cfg.WhereaboutsBinDir != "" {
+		if err := copyFile(filepath.Join(m.cfg.WhereaboutsBinDir, "whereabouts"), filepath.Join(n.CNIBinDir, "whereabouts"), 0o755); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
 	ones, _ := bridge.Subnet.Mask.Size()
 	var all []NodeInfo
 	for _, o := range m.nodes {
@@ -265,8 +271,11 @@ func (m *MultiCluster) startNode(ctx context.Context, n *nsNode, gw string, brid
 		LogPath:         logPath("kubelet"),
 		Enter:           n.enter("mount", "net", "pid"),
 	}
+	if m.cfg.CoreDNSBinDir != "" {
+		n.kubelt.Extra = kubeletDNSConfig
+	}
 	if n.Role == RoleControlPlane {
-		n.kubelt.Extra = fmt.Sprintf("registerWithTaints:\n- key: %s\n  effect: %s\n", controlPlaneTaint.Key, controlPlaneTaint.Effect)
+		n.kubelt.Extra += fmt.Sprintf("registerWithTaints:\n- key: %s\n  effect: %s\n", controlPlaneTaint.Key, controlPlaneTaint.Effect)
 	} else {
 		n.kubelt.Labels = "railyard.io/rdma=true,railyard.io/machine=" + n.Machine
 	}
@@ -313,6 +322,28 @@ func writePodNetwork(n *nsNode) error {
 	}
 	if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-pods.conflist"), data, 0o644); err != nil {
 		return fmt.Errorf("node %s: pod network: %w", n.Name, err)
+	}
+	return nil
+}
+
+// applyCRDs applies the whereabouts CRDs of dir (its IPPool,
+// OverlappingRangeIPReservation and NodeSlicePool: every
+// whereabouts.cni.cncf.io_*.yaml) and waits until they are served.
+func (m *MultiCluster) applyCRDs(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "whereabouts.cni.cncf.io_*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("whereabouts CRDs: none in %s (%v)", dir, err)
+	}
+	args := []string{"apply"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	if out, err := m.Kubectl(ctx, args...); err != nil {
+		return fmt.Errorf("whereabouts CRDs: %w: %s", err, out)
+	}
+	if out, err := m.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/ippools.whereabouts.cni.cncf.io",
+		"crd/overlappingrangeipreservations.whereabouts.cni.cncf.io"); err != nil {
+		return fmt.Errorf("whereabouts CRDs: %w: %s", err, out)
 	}
 	return nil
 }

@@ -5,11 +5,13 @@ package multinode
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,6 +227,56 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		t.Errorf("leaf %d's port to %s counted %d packets during the ping, want at least 3", r, gpus[1].Name, after-before)
 	}
 	t.Logf("job-0 %s and job-1 %s reach each other through leaf %d", ips["job-0"], ips["job-1"], r)
+
+	// Their addresses are whereabouts' two allocations of the rail's pool,
+	// one record for both nodes; they come back when the pods go.
+	subnet := c.Info.Rails[r].Subnet
+	held, err := railAllocations(ctx, c, subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods := slices.Sorted(maps.Values(held)); fmt.Sprint(pods) != "[default/job-0 default/job-1]" {
+		t.Errorf("whereabouts' pool of %s holds %v, want one address for each of default/job-0 and default/job-1", subnet, held)
+	}
+
+	// A third pod of the job, on no node in particular: each node's NIC
+	// of the rail is held, so the scheduler places it nowhere; once job-1 goes,
+	// it takes gpu-2's.
+	extra := framework.BusyboxPod("default", "job-2", "sleep", "3600")
+	extra.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To("job")}}
+	extra.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
+	if _, err := c.CreatePod(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", "job-2") })
+	ev, err := c.WaitForEvent(ctx, "default", "job-2", "FailedScheduling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Client.CoreV1().Pods("default").Get(ctx, "job-2", metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
+		t.Fatalf("job-2 placed on %q (%v) with every rail %d NIC held", p.Spec.NodeName, err, r)
+	}
+	t.Logf("job-2 not placed: %s", ev.Message)
+	if err := c.DeletePod(ctx, "default", "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.WaitForPodPhase(ctx, "default", "job-2", corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.NodeName != gpus[1].Name {
+		t.Errorf("job-2 runs on %s, want %s (the node whose rail %d NIC job-1 freed)", p.Spec.NodeName, gpus[1].Name, r)
+	}
+
+	for _, name := range []string{"job-0", "job-2"} {
+		if err := c.DeletePod(ctx, "default", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(ctx, t, "whereabouts' pool of "+subnet+" empty after the pods went", func(ctx context.Context) (bool, string) {
+		held, err := railAllocations(ctx, c, subnet)
+		return err == nil && len(held) == 0, fmt.Sprintf("%v, %v", held, err)
+	})
 }
 
 // railAddress is a pod's address on rail r's subnet (its claimed NIC's

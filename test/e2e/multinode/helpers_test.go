@@ -4,6 +4,7 @@ package multinode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -89,3 +90,35 @@ func fabricCounter(ctx context.Context, t *testing.T, c *framework.MultiCluster,
 func fabricPort(node framework.NodeInfo, r int) string { return fmt.Sprintf("n%dr%d", node.Index, r) }
 
 func itoa[T ~int | ~int32 | ~int64](v T) string { return strconv.FormatInt(int64(v), 10) }
+
+// railAllocations returns what whereabouts' IPPool of subnet holds: the
+// pod ("namespace/name") of every allocated address, empty when it has
+// none or no pool exists yet.
+func railAllocations(ctx context.Context, c *framework.MultiCluster, subnet string) (map[string]string, error) {
+	out, err := kubectl(ctx, c, "", "get", "ippools.whereabouts.cni.cncf.io", "-A", "-o", "json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	var list struct {
+		Items []struct {
+			Spec struct {
+				Range       string `json:"range"`
+				Allocations map[string]struct {
+					PodRef string `json:"podref"`
+				} `json:"allocations"`
+			} `json:"spec"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, err
+	}
+	got := map[string]string{}
+	for _, p := range list.Items {
+		if p.Spec.Range == subnet {
+			for offset, a := range p.Spec.Allocations {
+				got[offset] = a.PodRef
+			}
+		}
+	}
+	return got, nil
+}

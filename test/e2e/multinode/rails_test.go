@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,15 +20,13 @@ import (
 // railNetwork is the CNI network of rail r on a node: railyard-cni naming
 // the rail's pool by resourceName (containerd's CRI runs it for every pod,
 // as a second network; a pod without the rail's device gets nothing from
-// it), with host-local addresses from the rail's subnet, a range per node
-// so two nodes never hand out the same one. A device plugin pool's device
+// it), with addresses from the rail's subnet by whereabouts, whose IPPool
+// in the apiserver is the one record for every node (the spine's .254
+// excluded). A device plugin pool's device
 // is found through kubelet's PodResources; a DRA pool's (dra) through the
 // view the agent publishes in its binding directory (the default,
 // /var/lib/railyard/binding, each node's own).
 func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.RailInfo, dra bool) map[string]any {
-	_, subnet, _ := net.ParseCIDR(r.Subnet)
-	ip := subnet.IP.To4()
-	first, last := net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20)), net.IPv4(ip[0], ip[1], ip[2], byte(n.Index*20+19))
 	plugin := map[string]any{
 		"type":               "railyard-cni",
 		"resourceName":       string(railPool(r.Index)),
@@ -38,8 +35,11 @@ func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.Ra
 		"sysfsRoot":          filepath.Join(c.Info.MachineDir, "sysfs"),
 		"stateDir":           filepath.Join(n.Dir, "cni-state"),
 		"rdma":               false,
-		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.Dir, "rail-ipam"),
-			"ranges": [][]map[string]string{{{"subnet": r.Subnet, "rangeStart": first.String(), "rangeEnd": last.String()}}}},
+		"ipam": map[string]any{
+			"type": "whereabouts", "range": r.Subnet, "exclude": []string{r.Spine + "/32"},
+			"configuration_path": c.Info.WhereaboutsConfig,
+			"log_file":           filepath.Join(n.Dir, "whereabouts.log"), "log_level": "debug",
+		},
 	}
 	if dra {
 		delete(plugin, "bindingDir")

@@ -23,7 +23,9 @@ import (
 // ReplicaSet and EndpointSlice controllers, from a pod on another node and
 // from a pod on the endpoint's own node (through the node's bridge); and
 // the `kubernetes` Service takes a pod to the apiserver on the host, which
-// the chart's DRA plugin and any in-cluster client need.
+// the chart's DRA plugin and any in-cluster client need. The cluster DNS
+// (CoreDNS behind kube-dns) resolves the Service's name, short and full,
+// to its ClusterIP.
 func TestServicesRouteAcrossNodes(t *testing.T) {
 	c := mc(t)
 	ctx := framework.Context(t, 4*time.Minute)
@@ -105,6 +107,18 @@ func TestServicesRouteAcrossNodes(t *testing.T) {
 			return err == nil && got == backend, fmt.Sprintf("%q, %v (want %q)", got, err, backend)
 		})
 		t.Logf("%s on %s reached %s through Service %s", pod, node, backend, svc.Spec.ClusterIP)
+	}
+
+	// By name: the full name through nslookup, the short one through the
+	// pod's search path, both answered by the cluster DNS.
+	full := name + "." + ns + ".svc.cluster.local"
+	poll(ctx, t, "the cluster DNS resolving "+full, func(ctx context.Context) (bool, string) {
+		out, err := c.Exec(ctx, ns, "svc-client-1", "main", "nslookup", full)
+		return err == nil && strings.Contains(out, "Address: "+svc.Spec.ClusterIP), fmt.Sprintf("%q, %v", out, err)
+	})
+	out, err := c.Exec(ctx, ns, "svc-client-1", "main", "sh", "-c", "nc -w 3 "+name+" 80 </dev/null")
+	if got := strings.TrimSpace(out); err != nil || got != backend {
+		t.Errorf("svc-client-1 reaching Service %s by its short name: %q, %v (want %q)", name, got, err, backend)
 	}
 
 	// The apiserver through the `kubernetes` Service: plain HTTP sent to
