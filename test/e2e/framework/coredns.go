@@ -167,7 +167,7 @@ func deployCoreDNS(ctx context.Context, c kubernetes.Interface, binDir, node str
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("cluster DNS: CoreDNS not ready: %w (last: %v)", wctx.Err(), err)
+			return fmt.Errorf("cluster DNS: CoreDNS not ready: %w (last: %w)", wctx.Err(), err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -331,8 +331,11 @@ func writePodNetwork(n *nsNode) error {
 // whereabouts.cni.cncf.io_*.yaml) and waits until they are served.
 func (m *MultiCluster) applyCRDs(ctx context.Context, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "whereabouts.cni.cncf.io_*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("whereabouts CRDs: none in %s (%v)", dir, err)
+	if err != nil {
+		return fmt.Errorf("whereabouts CRDs: %w", err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("whereabouts CRDs: none in %s", dir)
 	}
 	args := []string{"apply"}
 	for _, f := range files {
