@@ -167,7 +167,11 @@ func deployCoreDNS(ctx context.Context, c kubernetes.Interface, binDir, node str
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("cluster DNS: CoreDNS not ready: %w (last: %w)", wctx.Err(), err)
+			last := "no ready replica"
+			if err != nil {
+				last = err.Error()
+			}
+			return fmt.Errorf("cluster DNS: CoreDNS not ready (last: %s): %w", last, wctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
