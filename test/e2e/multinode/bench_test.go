@@ -25,14 +25,7 @@ import (
 func TestBenchRunAcrossNodes(t *testing.T) {
 	c := mc(t)
 	ctx := framework.Context(t, 5*time.Minute)
-	repo, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(envOr("RAILYARD_E2E_BIN", filepath.Join(repo, "bin")), "railyard")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%v (make build)", err)
-	}
+	bin := railyardBin(t)
 	gpus := c.Info.GPUNodes()
 	if len(gpus) < 2 {
 		t.Skip("needs two GPU nodes")

@@ -14,9 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -40,23 +38,7 @@ const releaseNS = "railyard-system"
 func TestChartOnEveryGPUNode(t *testing.T) {
 	c := mc(t)
 	ctx := framework.Context(t, 10*time.Minute)
-	repo, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := helmchart.Load(filepath.Join(repo, "deploy/helm/railyard"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(c.Info.Dir, "railyard-values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vals map[string]any
-	if err := yaml.Unmarshal(data, &vals); err != nil {
-		t.Fatal(err)
-	}
-	vals["createNamespace"] = true
+	ch, vals := clusterChart(t, c)
 	render := func(vals map[string]any) string {
 		t.Helper()
 		ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard", Namespace: releaseNS, Values: vals})
@@ -220,17 +202,9 @@ func checkAgentPods(ctx context.Context, t *testing.T, c *framework.MultiCluster
 func uninstall(t *testing.T, c *framework.MultiCluster, stream string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := kubectl(ctx, c, stream, "delete", "--wait=false", "-f", "-"); err != nil {
-		t.Errorf("kubectl delete: %v\n%s", err, out)
+	if !deleteRelease(ctx, t, c, stream, releaseNS) {
 		return
 	}
-	poll(ctx, t, "namespace "+releaseNS+" gone", func(ctx context.Context) (bool, string) {
-		_, err := c.Client.CoreV1().Namespaces().Get(ctx, releaseNS, metav1.GetOptions{})
-		if err == nil {
-			return false, "still there"
-		}
-		return apierrors.IsNotFound(err), err.Error()
-	})
 	for _, n := range c.Info.GPUNodes() {
 		poll(ctx, t, n.Name+" pools gone", func(ctx context.Context) (bool, string) {
 			v, err := allocatable(ctx, c, n.Name, railPool(0))

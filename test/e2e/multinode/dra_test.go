@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -22,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
@@ -52,34 +50,15 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	if len(gpus) < 2 {
 		t.Skip("needs two GPU nodes")
 	}
-	repo, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(envOr("RAILYARD_E2E_BIN", filepath.Join(repo, "bin")), "railyard")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%v (make build)", err)
-	}
+	bin := railyardBin(t)
 
 	// The chart: up.sh's values, each rail's pool delivered by DRA.
-	ch, err := helmchart.Load(filepath.Join(repo, "deploy/helm/railyard"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(c.Info.Dir, "railyard-values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vals map[string]any
-	if err := yaml.Unmarshal(data, &vals); err != nil {
-		t.Fatal(err)
-	}
+	ch, vals := clusterChart(t, c)
 	cfg := vals["config"].(map[string]any)
 	for _, p := range cfg["pools"].([]any) {
 		p.(map[string]any)["delivery"] = "dra"
 	}
 	cfg["cdiSpecDir"] = c.Info.CDIDir
-	vals["createNamespace"] = true
 	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard-dra", Namespace: draNS, Values: vals})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +68,11 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	if out, err := kubectl(ctx, c, stream, "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { uninstallDRA(t, c, stream) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		deleteRelease(ctx, t, c, stream, draNS)
+	})
 
 	// The stand-in GPU driver, one kubelet plugin per GPU node.
 	gpuClass := gpustandin.DeviceClass()
@@ -347,20 +330,4 @@ func allocatedOn(ctx context.Context, t *testing.T, c *framework.MultiCluster, c
 		t.Fatalf("claim %s: results %+v, want one GPU and one NIC", claim.Name, claim.Status.Allocation.Devices.Results)
 	}
 	return gpu, nic
-}
-
-func uninstallDRA(t *testing.T, c *framework.MultiCluster, stream string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if out, err := kubectl(ctx, c, stream, "delete", "--wait=false", "-f", "-"); err != nil {
-		t.Errorf("kubectl delete: %v\n%s", err, out)
-		return
-	}
-	poll(ctx, t, "namespace "+draNS+" gone", func(ctx context.Context) (bool, string) {
-		_, err := c.Client.CoreV1().Namespaces().Get(ctx, draNS, metav1.GetOptions{})
-		if err == nil {
-			return false, "still there"
-		}
-		return apierrors.IsNotFound(err), err.Error()
-	})
 }

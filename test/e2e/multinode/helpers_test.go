@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,9 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
+	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -121,4 +126,61 @@ func railAllocations(ctx context.Context, c *framework.MultiCluster, subnet stri
 		}
 	}
 	return got, nil
+}
+
+// railyardBin is the railyard binary the suite runs ($RAILYARD_E2E_BIN,
+// else make build's bin/).
+func railyardBin(t *testing.T) string {
+	t.Helper()
+	repo, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(envOr("RAILYARD_E2E_BIN", filepath.Join(repo, "bin")), "railyard")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v (make build)", err)
+	}
+	return bin
+}
+
+// clusterChart loads the chart and the values up.sh wrote for this
+// cluster's nodes (createNamespace set: the release makes its namespace).
+func clusterChart(t *testing.T, c *framework.MultiCluster) (*chart.Chart, map[string]any) {
+	t.Helper()
+	repo, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := helmchart.Load(filepath.Join(repo, "deploy/helm/railyard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(c.Info.Dir, "railyard-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(data, &vals); err != nil {
+		t.Fatal(err)
+	}
+	vals["createNamespace"] = true
+	return ch, vals
+}
+
+// deleteRelease deletes what a rendered release applied (its namespace
+// included, as helm uninstall does) and waits until the namespace is gone.
+func deleteRelease(ctx context.Context, t *testing.T, c *framework.MultiCluster, stream, ns string) bool {
+	t.Helper()
+	if out, err := kubectl(ctx, c, stream, "delete", "--wait=false", "-f", "-"); err != nil {
+		t.Errorf("kubectl delete: %v\n%s", err, out)
+		return false
+	}
+	poll(ctx, t, "namespace "+ns+" gone", func(ctx context.Context) (bool, string) {
+		_, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil {
+			return false, "still there"
+		}
+		return apierrors.IsNotFound(err), err.Error()
+	})
+	return true
 }
