@@ -92,7 +92,10 @@ func deleteBridge(name string) error {
 	if links, err := netlink.LinkList(); err == nil {
 		for _, l := range links {
 			if l.Attrs().MasterIndex == link.Attrs().Index {
-				if err := netlink.LinkDel(l); err != nil {
+				// ENODEV: the kernel removed it meanwhile, as it does a
+				// veth whose peer's network namespace (a node's) is going
+				// away: gone is what we want.
+				if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
 					errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
 				}
 			}

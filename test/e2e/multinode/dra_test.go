@@ -260,6 +260,174 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		held, err := railAllocations(ctx, c, subnet)
 		return err == nil && len(held) == 0, fmt.Sprintf("%v, %v", held, err)
 	})
+
+	t.Run("half a node per pod: per-pod claims split the rails, the job template does not", func(t *testing.T) {
+		testHalfNodeJob(ctx, t, c, bin)
+	})
+}
+
+// testHalfNodeJob: a job of two pods of half a node's GPUs each, on a
+// cluster whose gpu-2 already runs a pod on rails 0-3. Placed the way a
+// per-pod claim places it (today's dranet-style pattern: each GPU with a
+// NIC on its PCIe root, nothing about rails), its pod on gpu-1 gets rails
+// 0-3 and its pod on gpu-2 rails 4-7, and the two reach each other on
+// none of them (isolated rails). Placed by `railyard rails template`, both
+// pods get rails 4-7 and reach each other through those leaves.
+func testHalfNodeJob(ctx context.Context, t *testing.T, c *framework.MultiCluster, bin string) {
+	gpus := c.Info.GPUNodes()
+	half := len(gpus[0].Rails) / 2
+	if len(gpus[1].Rails) != 2*half || half == 0 {
+		t.Skipf("needs two GPU nodes with the same even number of rails (have %d, %d)", len(gpus[0].Rails), len(gpus[1].Rails))
+	}
+	first := make([]string, half)
+	for i := range first {
+		first[i] = strconv.Itoa(i)
+	}
+	applyTemplate(ctx, t, c, bin, "filler", "--pods", "1", "--gpus", strconv.Itoa(half), "--rails", strings.Join(first, ","))
+	runJobPod(ctx, t, c, "filler-0", gpus[1].Name, "filler")
+
+	// The per-pod claim.
+	root := resourceapi.FullyQualifiedName(dra.AttrPCIeRoot)
+	spec := resourceapi.ResourceClaimSpec{}
+	for i := range half {
+		g, nic := "gpu"+strconv.Itoa(i), "nic"+strconv.Itoa(i)
+		for _, req := range []struct{ name, class string }{{g, gpustandin.DeviceClassName}, {nic, dra.DeviceClassName}} {
+			spec.Devices.Requests = append(spec.Devices.Requests, resourceapi.DeviceRequest{Name: req.name, Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: req.class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}})
+		}
+		spec.Devices.Constraints = append(spec.Devices.Constraints, resourceapi.DeviceConstraint{Requests: []string{g, nic}, MatchAttribute: &root})
+	}
+	perPod := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "per-pod", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec}}
+	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, perPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.ResourceV1().ResourceClaimTemplates("default").Delete(context.Background(), "per-pod", metav1.DeleteOptions{})
+	})
+	split := map[string][]int64{}
+	for i, n := range gpus[:2] {
+		name := "per-pod-" + strconv.Itoa(i)
+		split[name] = runJobPod(ctx, t, c, name, n.Name, "per-pod")
+	}
+	if slices.Equal(split["per-pod-0"], split["per-pod-1"]) {
+		t.Fatalf("per-pod claims gave both pods rails %v: the baseline should split them", split["per-pod-0"])
+	}
+	for _, r := range split["per-pod-1"] {
+		ip := railAddress(ctx, t, c, "per-pod-1", int(r))
+		if out, err := c.Exec(ctx, "default", "per-pod-0", "main", "ping", "-c", "1", "-W", "1", ip); err == nil {
+			t.Errorf("per-pod-0 (rails %v) reached per-pod-1's rail %d address %s with the rails isolated:\n%s", split["per-pod-0"], r, ip, out)
+		}
+	}
+	t.Logf("per-pod claims: per-pod-0 on %s rails %v, per-pod-1 on %s rails %v: no common rail, no traffic",
+		gpus[0].Name, split["per-pod-0"], gpus[1].Name, split["per-pod-1"])
+	for _, name := range []string{"per-pod-0", "per-pod-1"} {
+		if err := c.DeletePod(ctx, "default", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The job template: the rail set with room on both nodes.
+	applyTemplate(ctx, t, c, bin, "job-half", "--pods", "2", "--gpus", strconv.Itoa(half))
+	same := map[string][]int64{}
+	for i, n := range gpus[:2] {
+		name := "job-half-" + strconv.Itoa(i)
+		same[name] = runJobPod(ctx, t, c, name, n.Name, "job-half")
+	}
+	if !slices.Equal(same["job-half-0"], same["job-half-1"]) {
+		t.Fatalf("the job template gave the pods rails %v and %v", same["job-half-0"], same["job-half-1"])
+	}
+	for _, r := range same["job-half-1"] {
+		ip := railAddress(ctx, t, c, "job-half-1", int(r))
+		if out, err := c.Exec(ctx, "default", "job-half-0", "main", "ping", "-c", "1", "-W", "2", ip); err != nil {
+			t.Errorf("job-half-0 could not reach job-half-1 on rail %d (%s): %v\n%s", r, ip, err, out)
+		}
+	}
+	t.Logf("job template: both pods on rails %v, reaching each other on every one", same["job-half-0"])
+}
+
+// applyTemplate writes a job's ResourceClaimTemplate with `railyard rails
+// template NAME args...` from the cluster's slices and applies it.
+func applyTemplate(ctx context.Context, t *testing.T, c *framework.MultiCluster, bin, name string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"rails", "template", name, "--kubeconfig", c.Kubeconfig}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	tmpl, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("railyard rails template %s: %v\n%s", name, err, stderr.String())
+	}
+	t.Logf("railyard rails template %s: %s", name, strings.TrimSpace(stderr.String()))
+	if out, err := kubectl(ctx, c, string(tmpl), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply the template: %v\n%s\n%s", err, out, tmpl)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.ResourceV1().ResourceClaimTemplates("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// runJobPod runs a pod on node with a claim from template and returns the
+// rails of the NICs its claim got, sorted.
+func runJobPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, name, node, template string) []int64 {
+	t.Helper()
+	pod := framework.BusyboxPod("default", name, "sleep", "3600")
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To(template)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
+	p, err := c.WaitForPodPhase(ctx, "default", name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rails, err := nicRails(ctx, c, claim, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rails
+}
+
+// nicRails returns the railyard.io/rail of every NIC allocated to claim
+// on node, sorted.
+func nicRails(ctx context.Context, c *framework.MultiCluster, claim *resourceapi.ResourceClaim, node string) ([]int64, error) {
+	if claim.Status.Allocation == nil {
+		return nil, fmt.Errorf("claim %s is not allocated", claim.Name)
+	}
+	list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+		FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName})
+	if err != nil {
+		return nil, err
+	}
+	rail := map[string]int64{} // pool/device
+	for _, s := range list.Items {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName != node {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			if v, ok := d.Attributes[dra.AttrRail]; ok && v.IntValue != nil {
+				rail[s.Spec.Pool.Name+"/"+d.Name] = *v.IntValue
+			}
+		}
+	}
+	var out []int64
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != dra.DriverName {
+			continue
+		}
+		v, ok := rail[r.Pool+"/"+r.Device]
+		if !ok {
+			return nil, fmt.Errorf("claim %s: NIC %s/%s has no rail on %s", claim.Name, r.Pool, r.Device, node)
+		}
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // railAddress is a pod's address on rail r's subnet (its claimed NIC's
