@@ -52,6 +52,7 @@ export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env G
 # second checkout's `make test` waits here (its lint and unit tests have
 # already run beside the first one's e2e).
 lock="${RAILYARD_E2E_LOCK:-/run/lock/railyard-e2e.lock}"
+mkdir -p "$(dirname "$lock")"
 exec 9>"$lock"
 if ! flock -n 9; then
   echo "e2e: another checkout's e2e holds $lock: waiting for it to end"
