@@ -148,11 +148,15 @@ func (n *node) roceQoSOf(ctx context.Context, netdev string, pf *v1alpha1.PF) (C
 		}
 	} else {
 		pfc := d.PFCPriorities()
+		c.Read = append(c.Read, fmt.Sprintf("judged as the %s profile (doctor --profile): %s", n.profile.Name, map[bool]string{true: "lossless, PFC expected on RoCE's priority", false: "lossy, ECN expected instead of PFC"}[n.profile.Lossless]))
 		switch {
-		case len(pfc) == 0:
-			problems = append(problems, "PFC is off on every priority: RoCE here is lossy, which a lossless fabric (the roce-lossless profile) does not expect")
-			c.Fix = mlnxQoS(netdev, "dscp", 1<<3) + " and PFC on the same priority on the switch ports (NVIDIA's default RoCE priority is 3); on a fabric lossy by design keep ECN on every priority"
-		case d.Trust() == v1alpha1.TrustPCP && !d.PFCOn(0):
+		case len(pfc) == 0 && n.profile.Lossless:
+			problems = append(problems, fmt.Sprintf("PFC is off on every priority: RoCE here is lossy, which a lossless fabric (the %s profile) does not expect", n.profile.Name))
+			c.Fix = mlnxQoS(netdev, "dscp", 1<<3) + " and PFC on the same priority on the switch ports (NVIDIA's default RoCE priority is 3); on a fabric lossy by design keep ECN on every priority and say so: doctor --profile roce-lossy"
+		case len(pfc) == 0 && q.ecn != nil && q.ecn.RP == 0 && q.ecn.NP == 0:
+			problems = append(problems, fmt.Sprintf("PFC off, as the %s profile expects, and ECN off on every priority: a lossy fabric relies on ECN (DCQCN) to slow senders before the switch drops", n.profile.Name))
+			c.Fix = fmt.Sprintf("write 1 to class/net/%s/ecn/roce_rp/enable/3 and roce_np/enable/3 in sysfs, for RoCE's priority (3 by default; or railyard node apply with a qos)", netdev)
+		case d.Trust() == v1alpha1.TrustPCP && len(pfc) > 0 && !d.PFCOn(0):
 			problems = append(problems, fmt.Sprintf("trust pcp with PFC on %s: untagged RoCE v2 traffic carries no PCP and is classified priority 0, without PFC", prios(d.PFC)))
 			c.Fix = mlnxQoS(netdev, "dscp", d.PFC) + " (RoCE v2 is routed: classify by DSCP)"
 		}

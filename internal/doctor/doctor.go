@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
+	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -46,6 +47,11 @@ type Options struct {
 	// (nil: a timer). Tests change the counter files in it instead of
 	// sleeping.
 	Wait func(ctx context.Context, d time.Duration) error
+	// Profile names the fabric (bench.Profiles): on a lossy one
+	// (roce-lossy, cloud, virtual) a RoCE NIC without PFC is expected and
+	// ECN is what must be on; "" judges RoCE as roce-lossless, as
+	// bench report does.
+	Profile string
 }
 
 // node is what the checks share.
@@ -53,6 +59,8 @@ type node struct {
 	opt  Options
 	fs   sysfs.FS
 	topo *topology.Topology
+	// profile is the fabric's (Options.Profile, else roce-lossless).
+	profile bench.Profile
 }
 
 // Run runs every check. It fails when the counter window is not valid,
@@ -63,13 +71,21 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	if err := ValidateCounterWindow(opt.CounterWindow); err != nil {
 		return Report{}, err
 	}
+	name := opt.Profile
+	if name == "" {
+		name = bench.ProfileRoCELossless
+	}
+	profile, err := bench.ProfileNamed(name)
+	if err != nil {
+		return Report{}, err
+	}
 	topo, err := discovery.Options{Recorder: opt.Recorder}.Discover(ctx, opt.SysfsRoot)
 	if err != nil {
 		return Report{}, fmt.Errorf("reading the node: %w", err)
 	}
 	fs := sysfs.New(opt.SysfsRoot)
 	fs.Recorder = opt.Recorder
-	n := &node{opt: opt, fs: fs, topo: topo}
+	n := &node{opt: opt, fs: fs, topo: topo, profile: profile}
 	var r Report
 	for _, check := range []func(context.Context) []Check{
 		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.rdmaErrors, n.linkLayers, n.roceGIDs, n.roceQoS, n.firmware, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,

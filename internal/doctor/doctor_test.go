@@ -227,6 +227,12 @@ func TestEachFailureIsReported(t *testing.T) {
 		// RoCE lossless configuration, without a policy's qos.
 		"PFC off": {func(e *env) { e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8} }, "roce-qos", Warn,
 			"PFC is off on every priority: RoCE here is lossy", "mlnx_qos -i ens42np0 --trust dscp --pfc 0,0,0,1,0,0,0,0"},
+		// A fabric lossy by design: no PFC is fine, no ECN is not.
+		"PFC and ECN off on a lossy fabric": {func(e *env) {
+			e.opt.Profile = "roce-lossy"
+			e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8}
+			_ = fakesysfs.SetECN(e.sys, "ens42np0", fakesysfs.ECN{CNPDSCP: 48, CNPPrio: 6})
+		}, "roce-qos", Warn, "PFC off, as the roce-lossy profile expects, and ECN off on every priority", "ecn/roce_rp/enable/3"},
 		"trust pcp": {func(e *env) { e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8, PFC: 1 << 3} }, "roce-qos", Warn,
 			"trust pcp with PFC on 3: untagged RoCE v2 traffic carries no PCP", "--trust dscp"},
 		"ECN off on the PFC priority": {func(e *env) {
@@ -467,4 +473,41 @@ func FuzzParseLimits(f *testing.F) {
 		}
 		_ = ParseLimitMEMLOCK(b)
 	})
+}
+
+// The fabric profile decides whether a RoCE NIC without PFC is a problem:
+// warned under roce-lossless (also the default), expected under a lossy
+// profile when ECN is on; an unknown profile is refused.
+func TestRoCEWithoutPFCByProfile(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		want    Status
+		read    string
+	}{
+		{"", Warn, "judged as the roce-lossless profile (doctor --profile): lossless"},
+		{"roce-lossless", Warn, "judged as the roce-lossless profile"},
+		{"roce-lossy", OK, "judged as the roce-lossy profile (doctor --profile): lossy, ECN expected instead of PFC"},
+		{"cloud", OK, "judged as the cloud profile"},
+	} {
+		e := newEnv(t)
+		e.opt.Profile = tc.profile
+		e.opt.DCB.(fakeDCB)["ens42np0"] = netops.DCB{PFCCap: 8}
+		var got *Check
+		for _, c := range e.run().Checks {
+			if c.ID == "roce-qos" && c.Subject == "ens42np0" {
+				got = &c
+			}
+		}
+		if got == nil {
+			t.Fatalf("profile %q: no roce-qos check of ens42np0", tc.profile)
+		}
+		if got.Status != tc.want || !strings.Contains(strings.Join(got.Read, "\n"), tc.read) {
+			t.Errorf("profile %q: %s %q, read %q; want %s and %q", tc.profile, got.Status, got.Summary, got.Read, tc.want, tc.read)
+		}
+	}
+	e := newEnv(t)
+	e.opt.Profile = "lossless"
+	if _, err := Run(context.Background(), e.opt); err == nil || !strings.Contains(err.Error(), "want one of infiniband, roce-lossless") {
+		t.Errorf("Run with profile %q: %v, want the profiles named", e.opt.Profile, err)
+	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
+	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/doctor"
 	"github.com/railyard-io/railyard/internal/netops"
@@ -33,7 +35,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var jsonOut bool
 	var policy, hostRoot string
 	cmd := &cobra.Command{
-		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION]",
+		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION] [--profile NAME]",
 		Short: "Tell whether this node is ready for GPU RDMA, and how to fix it",
 		Long: `doctor checks the node: GPUs and RDMA NICs present, a NIC within PXB of each
 GPU, ports ACTIVE with the expected link layer, RoCE v2 GIDs, netdev vs RDMA
@@ -53,6 +55,11 @@ found.
 --counter-window is how long doctor watches the counters (default 2s, at
 most 1m); 0 reads them once, which tells their history but no rise.
 
+--profile names the fabric, as bench report does (infiniband,
+roce-lossless, roce-lossy, cloud, virtual; default roce-lossless for RoCE):
+a lossless fabric wants PFC on RoCE's priority, a lossy one (roce-lossy,
+cloud, virtual) expects no PFC and wants ECN on instead.
+
 It runs unprivileged; the ACS check needs root (the kernel gives other users
 only the first 64 bytes of PCI config space) and says so when skipped.
 
@@ -62,12 +69,19 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
   railyard doctor --policy node-policy.yaml --json
   # watch the NICs' error counters for 30 seconds instead of 2
   railyard doctor --counter-window 30s
+  # a RoCE fabric lossy by design (ECN, no PFC)
+  railyard doctor --profile roce-lossy
   # in a pod, with the host's /sys and / mounted read-only
   railyard doctor --sysfs /host/sys --host-root /host`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := doctor.ValidateCounterWindow(opt.CounterWindow); err != nil {
 				return fmt.Errorf("--counter-window: %w", err)
+			}
+			if opt.Profile != "" {
+				if _, err := bench.ProfileNamed(opt.Profile); err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
 			}
 			if policy != "" {
 				p, err := v1alpha1.Load(policy)
@@ -90,6 +104,7 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.DurationVar(&opt.CounterWindow, "counter-window", doctor.DefaultCounterWindow,
 		"how long to watch the RDMA error counters between two readings (0: read once; at most 1m)")
+	fl.StringVar(&opt.Profile, "profile", "", "the fabric's profile: "+strings.Join(bench.ProfileNames(), ", ")+" (default roce-lossless for RoCE)")
 	return cmd
 }
 

@@ -108,6 +108,23 @@ func TestDoctorCounterWindowIsValidated(t *testing.T) {
 	}
 }
 
+// An unknown --profile is refused before any check runs, naming the
+// profiles; a known one is taken.
+func TestDoctorProfileIsValidated(t *testing.T) {
+	sys := tree(t)
+	out, _, err := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--counter-window", "0", "--profile", "lossy")
+	if err == nil || !strings.Contains(err.Error(), `--profile: profile "lossy": want one of infiniband, roce-lossless, roce-lossy, cloud, virtual`) || out != "" {
+		t.Errorf("--profile lossy: %q, %v", out, err)
+	}
+	// Accepted: the checks run (this process has no DCB of the tree's
+	// netdevs, so roce-qos itself skips; internal/doctor tests what the
+	// profile changes there).
+	out, _, err = clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--counter-window", "0", "--profile", "roce-lossy", "--json")
+	if (err != nil && strings.Contains(err.Error(), "--profile")) || !strings.Contains(out, `"id": "roce-qos"`) {
+		t.Errorf("--profile roce-lossy: %v\n%s", err, out)
+	}
+}
+
 // The flag reaches the check: the NICs' counters are read twice the window
 // apart, or once with 0; a link_downed since boot warns either way. Its
 // help has an example.
