@@ -40,6 +40,10 @@ step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
 step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
+# The multi-node cluster's DNS and rail IPAM: up.sh would build them too,
+# inside test/e2e/multinode's time; built here, their time shows.
+step "coredns (multinode)" hack/cluster/build.sh coredns "$repo/_output/coredns/bin"
+step "whereabouts (multinode)" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
 # Railyard's image for the multi-node cluster (up.sh imports it into every
 # node); built once here so up.sh does not.
