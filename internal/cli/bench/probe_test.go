@@ -36,8 +36,24 @@ func TestProbeTCPCommand(t *testing.T) {
 		t.Errorf("the report is not one line:\n%s", out)
 	}
 	r := bench.Parse([]byte(out))
-	if !r.OK || r.Tool != bench.ToolTCPProbe || r.Summary[bench.SumReceivedGbps] <= 0 || len(r.Iperf) < 4 {
+	if !r.OK || r.Tool != bench.ToolTCPProbe || r.Summary[bench.SumReceivedGbps] <= 0 || len(r.Iperf) == 0 {
 		t.Fatalf("client output parsed as %s ok=%v %q %v, %d rows", r.Tool, r.OK, r.Error, r.Summary, len(r.Iperf))
+	}
+	// The rows tile the run from 0 to its end. How many there are depends
+	// on how many 100ms ticks the loaded machine delivered (a ticker drops
+	// ticks its reader is late for: 3 of 5 under -race at load 9), so the
+	// count is not what is checked.
+	for i, row := range r.Iperf {
+		prev := 0.0
+		if i > 0 {
+			prev = r.Iperf[i-1].EndS
+		}
+		if row.StartS != prev || row.EndS <= row.StartS {
+			t.Errorf("row %d covers %v-%v s after a row ending at %v s", i, row.StartS, row.EndS, prev)
+		}
+	}
+	if last := r.Iperf[len(r.Iperf)-1].EndS; last < 0.5 {
+		t.Errorf("the rows end at %v s, before the 500ms run did", last)
 	}
 	s := <-srv
 	if s.err != nil || !strings.Contains(s.out, "listening on "+addr) || !strings.Contains(s.out, "over 2 streams") || !strings.Contains(s.out, "Gb/s (TCP)") {
