@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -328,10 +329,10 @@ func TestRDMAErrorsWindowEndsWithTheContext(t *testing.T) {
 			e.opt.CounterWindow, e.opt.Wait = MaxCounterWindow, wait
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go func() {
-				time.Sleep(50 * time.Millisecond)
-				cancel()
-			}()
+			// Cancelled as the first counter file is read, before the
+			// window: not after a fixed delay, which a loaded machine
+			// spends before rdma-errors even starts.
+			e.opt.Recorder = &cancelOnRead{match: "counters/", cancel: cancel}
 			start := time.Now()
 			r, err := Run(ctx, e.opt)
 			if took := time.Since(start); took > 20*time.Second {
@@ -391,5 +392,19 @@ func TestRDMAErrorsInTheTable(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+// cancelOnRead is a sysfs recorder that calls cancel once, when a path
+// containing match is read.
+type cancelOnRead struct {
+	match  string
+	cancel func()
+	once   sync.Once
+}
+
+func (c *cancelOnRead) Record(path string) {
+	if strings.Contains(path, c.match) {
+		c.once.Do(c.cancel)
 	}
 }
