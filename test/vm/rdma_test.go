@@ -3,9 +3,11 @@ package vm
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,8 +156,20 @@ func TestBenchParseRealIBWriteBWRealRDMA(t *testing.T) {
 		t.Fatalf("parsed %+v", r)
 	}
 	row := r.PerftestBW[0]
-	if row.Bytes != 65536 || row.Iterations != 200 || row.BWAvgGbps <= 0 {
-		t.Errorf("row %+v", row)
+	// The parser must give what ib_write_bw printed, whatever that was:
+	// rxe in a TCG VM on a loaded host sometimes measures "0.00" (perftest
+	// times by CPU cycles, which emulation makes unreliable), which is
+	// the tool's number, not the parser's error.
+	m := regexp.MustCompile(`(?m)^\s*65536\s+200\s+([0-9.]+)\s+([0-9.]+)\s`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no 65536-byte row in ib_write_bw's output")
+	}
+	printed, _ := strconv.ParseFloat(string(m[2]), 64)
+	if row.Bytes != 65536 || row.Iterations != 200 || math.Abs(row.BWAvgGbps-printed*bench.MiBpsToGbps) > 1e-9 {
+		t.Errorf("row %+v, want 65536 bytes, 200 iterations and the printed average %s MB/sec in Gb/s", row, m[2])
+	}
+	if printed == 0 {
+		t.Logf("ib_write_bw measured 0.00 MB/sec here (perftest's cycle clock under emulation); parsed as printed")
 	}
 	if r.Info.Device != dev || r.Info.LinkType != "Ethernet" {
 		t.Errorf("info %+v, want device %s over Ethernet", r.Info, dev)
