@@ -149,11 +149,7 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	// Two pods of the job, one per GPU node.
 	for i, n := range gpus[:2] {
 		name := "job-" + strconv.Itoa(i)
-		pod := framework.BusyboxPod("default", name, "sleep", "3600")
-		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.Name}
-		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To("job")}}
-		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
-		if _, err := c.CreatePod(ctx, pod); err != nil {
+		if _, err := c.CreatePod(ctx, claimPod(name, n.Name, "job")); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
@@ -225,10 +221,7 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	// A third pod of the job, on no node in particular: each node's NIC
 	// of the rail is held, so the scheduler places it nowhere; once job-1 goes,
 	// it takes gpu-2's.
-	extra := framework.BusyboxPod("default", "job-2", "sleep", "3600")
-	extra.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To("job")}}
-	extra.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
-	if _, err := c.CreatePod(ctx, extra); err != nil {
+	if _, err := c.CreatePod(ctx, claimPod("job-2", "", "job")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", "job-2") })
@@ -366,21 +359,32 @@ func applyTemplate(ctx context.Context, t *testing.T, c *framework.MultiCluster,
 	})
 }
 
+// claimPod is a pod of a job: its container takes the claim "rails" made
+// from template; on node, or wherever the scheduler puts it (node "").
+func claimPod(name, node, template string) *corev1.Pod {
+	pod := framework.BusyboxPod("default", name, "sleep", "3600")
+	if node != "" {
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	}
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To(template)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
+	return pod
+}
+
 // runJobPod runs a pod on node with a claim from template and returns the
 // rails of the NICs its claim got, sorted.
 func runJobPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, name, node, template string) []int64 {
 	t.Helper()
-	pod := framework.BusyboxPod("default", name, "sleep", "3600")
-	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
-	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "rails", ResourceClaimTemplateName: ptr.To(template)}}
-	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rails"}}
-	if _, err := c.CreatePod(ctx, pod); err != nil {
+	if _, err := c.CreatePod(ctx, claimPod(name, node, template)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
 	p, err := c.WaitForPodPhase(ctx, "default", name, corev1.PodRunning)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("pod %s: claim statuses %+v", name, p.Status.ResourceClaimStatuses)
 	}
 	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
 	if err != nil {
