@@ -42,7 +42,7 @@ func NewMetrics() *Metrics {
 			Name: "railyard_pool_empty", Help: "1 when the pool's selectors match no device on this node (the pool advertises nothing).",
 		}, []string{"resource"}),
 		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "railyard_warnings_total", Help: "Warnings the agent logged, by reason (pool_empty, pools_overlap).",
+			Name: "railyard_warnings_total", Help: "Warnings the agent logged, by reason (pool_empty, pools_overlap, dra_and_device_plugin_overlap, fabric_ports_unreadable).",
 		}, []string{"reason"}),
 		registered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "railyard_plugin_registered", Help: "1 when the pool's device plugin is registered with kubelet.",

@@ -142,6 +142,7 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 			return err
 		}
 		defer h.Stop()
+		defer a.watchLeaves(ctx)()
 	}
 	a.primeFinder(ctx)
 	a.startLateBinding(ctx)

@@ -102,6 +102,7 @@ func (a *attrs) bool(name resourceapi.QualifiedName, v bool) {
 // GPU: computed once per PF and shared by its VFs (a VF's path is its PF's).
 type placement struct {
 	rootPort, pcieSwitch string
+	leaf                 string // the leaf switch its port is cabled to (Options.Leaves)
 	speedGbps            int64
 	// classes are the PF's classes to the GPUs, closest first, then by GPU
 	// address: the order they are published in when not all fit.
@@ -204,6 +205,7 @@ func deviceAttributes(t *topology.Topology, d pool.Device, pl placement, vals *v
 	if d.Rail >= 0 {
 		a.int(AttrRail, int64(d.Rail))
 	}
+	a.str(AttrLeaf, pl.leaf)
 	a.str(AttrPCIeRootPort, pl.rootPort)
 	a.str(AttrPCIeSwitch, pl.pcieSwitch)
 	a.str(AttrVendorID, fmt.Sprintf("%04x", d.Vendor))

@@ -53,6 +53,13 @@ type Options struct {
 	// was (a VF only while its PF's link is up), so its name and
 	// attributes do not change under the claim.
 	Prepared map[string]resourceapi.Device
+	// Leaves are the leaf switches the node's NIC ports are cabled to, by
+	// the NIC's RDMA device name or, for a NIC without one, its PCI
+	// address (the NIC of a fabric.Port, from the node's
+	// railyard.io/fabric-ports annotation), spelled as the node's
+	// rail.railyard.io/<rail> label spells them. A PF and its VFs get their
+	// PF's leaf as AttrLeaf; a NIC not in the map gets none.
+	Leaves map[string]string
 }
 
 // Unpublished is a device of a pool that is not published.
@@ -136,6 +143,7 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			if pl, err = placementOf(t, nic); err != nil {
 				return Pool{}, fmt.Errorf("pool %s: %w", p.Name, err)
 			}
+			pl.leaf = leafOf(nic, opts.Leaves)
 			placements[d.PF] = pl
 		}
 		attrs, dropped := deviceAttributes(t, d, pl, vals)
@@ -146,6 +154,14 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs})
 	}
 	return out, nil
+}
+
+// leafOf is the leaf switch a NIC is cabled to ("" when unknown).
+func leafOf(nic topology.NIC, leaves map[string]string) string {
+	if nic.RDMA != "" {
+		return leaves[nic.RDMA]
+	}
+	return leaves[nic.PCI]
 }
 
 // outOfView reports whether an unhealthy device is so only because the

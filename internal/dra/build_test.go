@@ -182,6 +182,40 @@ func TestAttributesOnDGXH100(t *testing.T) {
 	}
 }
 
+// The leaf a NIC's port is cabled to (Options.Leaves, by RDMA device
+// name, as the node's railyard.io/fabric-ports annotation names NICs) is
+// its PF's and every one of its VFs' railyard.io/leaf; a NIC the fabric
+// did not report gets no leaf attribute, not an empty one.
+func TestLeafIsThePFsOnItsVFs(t *testing.T) {
+	topo, err := machines.Topology(context.Background(), "dgx-h100", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := map[string]string{"mlx5_0": "leaf-r0-su1"} // the PF 0000:18:00.0
+	for _, tc := range []struct {
+		pool v1alpha1.Pool
+		pci  string
+		want string
+	}{
+		{v1alpha1.Pool{Name: "railyard.io/rdma_vf", DeviceKind: v1alpha1.KindVF}, "0000:18:00.1", "leaf-r0-su1"},
+		{v1alpha1.Pool{Name: "railyard.io/rdma_vf", DeviceKind: v1alpha1.KindVF}, "0000:18:00.2", "leaf-r0-su1"},
+		{v1alpha1.Pool{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF}, "0000:18:00.0", "leaf-r0-su1"},
+		{v1alpha1.Pool{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF}, "0000:29:00.0", ""},
+	} {
+		pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{tc.pool}, dra.Options{Leaves: leaves})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := find(t, pools[0], tc.pci)
+		if got := attrString(d, dra.AttrLeaf); got != tc.want {
+			t.Errorf("%s: leaf %q, want %q", tc.pci, got, tc.want)
+		}
+		if _, ok := d.Attributes[dra.AttrLeaf]; ok != (tc.want != "") {
+			t.Errorf("%s: leaf attribute present %v, want %v", tc.pci, ok, tc.want != "")
+		}
+	}
+}
+
 // pcieRoot is what k8s.io/dynamic-resource-allocation/deviceattribute's
 // GetPCIeRootAttributeByPCIBusID reads from sysfs: the first element
 // under devices/ of the target of bus/pci/devices/<address>. The library

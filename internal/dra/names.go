@@ -39,6 +39,7 @@ const (
 	AttrVFIndex      = resourceapi.QualifiedName(Domain + "/vfIndex")
 	AttrPFPCIAddress = resourceapi.QualifiedName(Domain + "/pfPCIAddress")
 	AttrRail         = resourceapi.QualifiedName(Domain + "/rail")
+	AttrLeaf         = resourceapi.QualifiedName(Domain + "/leaf")
 	AttrPCIeSwitch   = resourceapi.QualifiedName(Domain + "/pcieSwitch")
 	AttrPCIeRootPort = resourceapi.QualifiedName(Domain + "/pcieRootPort")
 	AttrVendorID     = resourceapi.QualifiedName(Domain + "/vendorID")

@@ -71,6 +71,7 @@ type Driver struct {
 
 	mu        sync.Mutex
 	topo      *topology.Topology
+	leaves    map[string]string // dra.Options.Leaves (SetLeaves)
 	pools     []dra.Pool
 	published *resourceslice.DriverResources // last handed to pub
 	pub       Publisher
@@ -125,11 +126,31 @@ func (d *Driver) SetPublisher(ctx context.Context, p Publisher) error {
 func (d *Driver) Update(ctx context.Context, t *topology.Topology) ([]dra.Pool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked()})
+	return d.rebuildLocked(ctx, t, d.leaves)
+}
+
+// SetLeaves sets the leaf switch of each NIC (dra.Options.Leaves: the
+// node's fabric ports, which the agent watches) and, once the driver has
+// a topology, republishes the pools when their attributes changed. nil
+// clears them.
+func (d *Driver) SetLeaves(ctx context.Context, leaves map[string]string) ([]dra.Pool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.topo == nil {
+		d.leaves = leaves
+		return nil, nil
+	}
+	return d.rebuildLocked(ctx, d.topo, leaves)
+}
+
+// rebuildLocked builds the pools of t with leaves and publishes them; the
+// driver keeps t and leaves only when they built.
+func (d *Driver) rebuildLocked(ctx context.Context, t *topology.Topology, leaves map[string]string) ([]dra.Pool, error) {
+	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked(), Leaves: leaves})
 	if err != nil {
 		return nil, fmt.Errorf("draplugin: %w", err)
 	}
-	d.topo, d.pools = t, pools
+	d.topo, d.leaves, d.pools = t, leaves, pools
 	return pools, d.publishLocked(ctx)
 }
 

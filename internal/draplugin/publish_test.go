@@ -9,6 +9,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
@@ -58,6 +59,59 @@ func TestRediscoveryRepublishesHealthChanges(t *testing.T) {
 		})
 	step("mlx5_0 port ACTIVE again", func() error { return fakesysfs.SetPortState(n.sysfs, "mlx5_0", 1, fakesysfs.PortActive) },
 		func(got map[string]bool) bool { return len(got) == 22 && got["pci-0000-18-00-1"] })
+}
+
+// The leaves the agent learns from its Node (SetLeaves) are published as
+// each NIC's railyard.io/leaf: a change republishes, the same leaves do
+// not, a rediscovery keeps them, nil takes them off again.
+func TestSetLeavesRepublishesTheLeafAttribute(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	ctx := context.Background()
+	d := n.driver(t)
+	var rec recorder
+	if err := d.SetPublisher(ctx, &rec); err != nil {
+		t.Fatal(err)
+	}
+	leafOf := func(dev string) (string, int) {
+		t.Helper()
+		res, calls := rec.last()
+		for _, s := range res.Pools[node+"/rdma-vf"].Slices {
+			for _, dv := range s.Devices {
+				if dv.Name == dev {
+					if a, ok := dv.Attributes[dra.AttrLeaf]; ok && a.StringValue != nil {
+						return *a.StringValue, calls
+					}
+					return "", calls
+				}
+			}
+		}
+		t.Fatalf("%s not published", dev)
+		return "", 0
+	}
+	check := func(what, dev, want string, wantCalls int) {
+		t.Helper()
+		if got, calls := leafOf(dev); got != want || calls != wantCalls {
+			t.Errorf("%s: %s leaf %q after %d publishes, want %q after %d", what, dev, got, calls, want, wantCalls)
+		}
+	}
+	check("before", "pci-0000-18-00-1", "", 1)
+	set := func(leaves map[string]string) {
+		t.Helper()
+		if _, err := d.SetLeaves(ctx, leaves); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(map[string]string{"mlx5_0": "leaf-r0"}) // the PF of 0000:18:00.1
+	check("leaves set", "pci-0000-18-00-1", "leaf-r0", 2)
+	check("leaves set", "pci-0000-40-00-1", "", 2)
+	set(map[string]string{"mlx5_0": "leaf-r0"})
+	check("the same leaves", "pci-0000-18-00-1", "leaf-r0", 2)
+	if _, err := d.Update(ctx, n.topo(t)); err != nil {
+		t.Fatal(err)
+	}
+	check("rediscovery", "pci-0000-18-00-1", "leaf-r0", 2)
+	set(nil)
+	check("leaves cleared", "pci-0000-18-00-1", "", 3)
 }
 
 // A prepared VF whose RDMA device left the host's view (it lives in the

@@ -150,6 +150,25 @@ func TestLabels(t *testing.T) {
 	}
 }
 
+// Leaves names each NIC's leaf as the node's rail label spells it, so a
+// claim selecting railyard.io/leaf and a scheduler reading
+// rail.railyard.io/<rail> see the same value; a NIC without a neighbor has
+// no leaf.
+func TestLeavesMatchTheRailLabels(t *testing.T) {
+	t.Parallel()
+	ports := []Port{
+		{Rail: 0, NIC: "mlx5_0", Switch: "leaf-r0-su1"},
+		{Rail: 1, NIC: "mlx5_1", Switch: "Ethernet Switch/7"},
+		{Rail: 2, NIC: "mlx5_2", NoNeighbor: "not listened on"},
+		{Rail: 3, NIC: "mlx5_1", Switch: "another port of mlx5_1"},
+	}
+	got, labels := Leaves(ports), Labels(ports)
+	want := map[string]string{"mlx5_0": labels["rail.railyard.io/0"], "mlx5_1": labels["rail.railyard.io/1"]}
+	if diff := cmp.Diff(want, got); diff != "" || got["mlx5_1"] == "Ethernet Switch/7" {
+		t.Errorf("Leaves (-want +got):\n%s", diff)
+	}
+}
+
 func TestLabelValue(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{"leaf-r3-su1", "Ethernet Switch/7", strings.Repeat("x", 100), "0c:42:a1:00:00:01", "...", "spine 1", "spine-1"} {

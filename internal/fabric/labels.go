@@ -55,6 +55,25 @@ func Labels(ports []Port) map[string]string {
 	return out
 }
 
+// Leaves maps each NIC of a node's ports (Port.NIC: its RDMA device name,
+// else its PCI address) to the leaf switch its port is cabled to, spelled
+// as its rail label is (LabelValue): what the agent publishes as each
+// NIC's DRA attribute railyard.io/leaf (dra.Options.Leaves). Ports
+// without a neighbor add nothing; of two ports of one NIC the first names
+// it.
+func Leaves(ports []Port) map[string]string {
+	out := map[string]string{}
+	for _, p := range ports {
+		if p.NIC == "" || p.Switch == "" {
+			continue
+		}
+		if _, dup := out[p.NIC]; !dup {
+			out[p.NIC] = LabelValue(p.Switch)
+		}
+	}
+	return out
+}
+
 // LabelValue turns a switch name into a valid label value: characters a
 // label value cannot hold become '-', and a name that had to change (or
 // was longer than 63 bytes) gets a short digest of the original so two

@@ -4,6 +4,7 @@ package multinode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -20,12 +21,15 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
+	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/helmchart"
+	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -83,11 +87,13 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		_ = c.Client.ResourceV1().DeviceClasses().Delete(context.Background(), gpuClass.Name, metav1.DeleteOptions{})
 	})
 	nics := map[string]int{}
+	topos := map[string]*topology.Topology{}
 	for _, n := range gpus {
 		topo, err := discovery.Discover(ctx, filepath.Join(n.Dir, "machine", "sysfs"))
 		if err != nil {
 			t.Fatal(err)
 		}
+		topos[n.Name] = topo
 		g, err := framework.StartStandinGPUDRA(ctx, c.Client, n.Name, filepath.Join(n.Dir, "kubelet"), filepath.Join(n.Dir, "cdi"), topo)
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +127,45 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		return fmt.Sprint(got) == fmt.Sprint(nics), fmt.Sprintf("NICs with a rail by node %v, want %v", got, nics)
 	})
 	t.Logf("chart applied to every GPU node's NICs in ResourceSlices: %v", time.Since(start).Round(time.Millisecond))
+
+	// Each NIC's leaf switch, from its Node's railyard.io/fabric-ports:
+	// written here as `railyard fabric publish` writes them (with real
+	// LLDP in TestFabricLLDPFindsASwappedCable), watched by each agent
+	// through the apiserver with its own token and the chart's RBAC, and
+	// published as railyard.io/leaf on the NIC.
+	start = time.Now()
+	annotateFabricPorts(ctx, t, c, topos)
+	poll(ctx, t, "every NIC's leaf in its slice", func(ctx context.Context) (bool, string) {
+		list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName})
+		if err != nil {
+			return false, err.Error()
+		}
+		got, wrong := map[string]int{}, []string{}
+		for _, s := range list.Items {
+			for _, d := range s.Spec.Devices {
+				rail, ok := d.Attributes[dra.AttrRail]
+				if !ok || s.Spec.NodeName == nil {
+					continue
+				}
+				r := *rail.IntValue
+				if r < 0 || r >= int64(len(c.Info.Rails)) {
+					wrong = append(wrong, fmt.Sprintf("%s/%s: rail %d, the fabric has %d", *s.Spec.NodeName, d.Name, r, len(c.Info.Rails)))
+					continue
+				}
+				want := c.Info.Rails[r].Leaf
+				switch leaf, ok := d.Attributes[dra.AttrLeaf]; {
+				case !ok:
+				case *leaf.StringValue == want:
+					got[*s.Spec.NodeName]++
+				default:
+					wrong = append(wrong, fmt.Sprintf("%s/%s on rail %d: leaf %s, want %s", *s.Spec.NodeName, d.Name, *rail.IntValue, *leaf.StringValue, want))
+				}
+			}
+		}
+		return len(wrong) == 0 && fmt.Sprint(got) == fmt.Sprint(nics), fmt.Sprintf("NICs with their rail's leaf by node %v, want %v; wrong: %v", got, nics, wrong)
+	})
+	t.Logf("every NIC's leaf published %v after its Node's fabric ports were", time.Since(start).Round(time.Millisecond))
 
 	// The job's template, from the cluster's slices.
 	cmd := exec.CommandContext(ctx, bin, "rails", "template", "job", "--pods", "2", "--gpus", "1", "--kubeconfig", c.Kubeconfig)
@@ -502,4 +547,35 @@ func allocatedOn(ctx context.Context, t *testing.T, c *framework.MultiCluster, c
 		t.Fatalf("claim %s: results %+v, want one GPU and one NIC", claim.Name, claim.Status.Allocation.Devices.Results)
 	}
 	return gpu, nic
+}
+
+// annotateFabricPorts writes each GPU node's railyard.io/fabric-ports as
+// `railyard fabric publish` would after hearing every rail's leaf on its
+// NIC (fabric.PortsOf, each port's switch its rail's leaf), and takes it
+// off at cleanup.
+func annotateFabricPorts(ctx context.Context, t *testing.T, c *framework.MultiCluster, topos map[string]*topology.Topology) {
+	t.Helper()
+	for node, topo := range topos {
+		ports := fabric.PortsOf(topo)
+		for i, p := range ports {
+			if p.Rail >= 0 && p.Rail < len(c.Info.Rails) {
+				ports[i].Switch, ports[i].SwitchPort = c.Info.Rails[p.Rail].Leaf, "port-"+node
+			}
+		}
+		value, err := fabric.EncodePorts(ports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{fabric.PortsAnnotation: value}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("annotating %s: %v", node, err)
+		}
+		t.Cleanup(func() {
+			off := []byte(`{"metadata":{"annotations":{"` + fabric.PortsAnnotation + `":null}}}`)
+			_, _ = c.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, off, metav1.PatchOptions{})
+		})
+	}
 }
