@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/fabric"
@@ -28,8 +31,22 @@ func TestDRALeavesFollowTheNodesFabricPorts(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", UID: "uid-b"}},
 	)
+	// The fake clientset drops what changes between an informer's list and
+	// its watch (a real API server resumes from the list's version): the
+	// test changes the Node only once the agent's watch is open.
+	watching := make(chan struct{})
+	var once sync.Once
+	kube.PrependWatchReactor("nodes", func(clienttesting.Action) (bool, apiwatch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	a, log, stop := startWithClient(t, e.draArgs(e.writeConfig(t, draConfig(e, "node-a"))), kube)
 	defer stop()
+	select {
+	case <-watching:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent did not watch its Node within 15s")
+	}
 	// The two PFs of the dra pool, by RDMA device name and PCI address.
 	rdma := map[string]string{}
 	for _, n := range a.Topology().NICs {
