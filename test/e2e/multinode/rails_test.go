@@ -6,14 +6,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/rdmastats"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
@@ -187,4 +194,101 @@ func testRails(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
 			t.Fatalf("rail 0 to rail 1 through the spine: %v\n%s", err, out)
 		}
 	})
+	t.Run("RDMA counters name the pod holding the NIC", func(t *testing.T) { testCounters(ctx, t, c, s) })
+}
+
+// testCounters scrapes the agent of p's node through the apiserver's pod
+// proxy, as Prometheus scrapes the pod: the RDMA counters of the PF p holds
+// (its rail's) carry p's pod and namespace labels, from kubelet's
+// PodResources, with the bytes the NIC's counter says; once p is deleted
+// its series go. Faked: the counters are files of the node's generated
+// tree (mlx5's, written and advanced by the test: no RDMA device here);
+// the agent, its PodResources and what it exports are real.
+func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, p *railPod) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var tree string
+	for _, n := range c.Info.GPUNodes() {
+		if n.Name == p.node {
+			tree = filepath.Join(n.Dir, "machine", "sysfs")
+		}
+	}
+	topo, err := discovery.Discover(ctx, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdma, rails := "", topo.NICRails()
+	for _, nic := range topo.NICs {
+		if r, ok := rails[nic.PCI]; ok && r == p.rail {
+			rdma = nic.RDMA
+			break
+		}
+	}
+	if err := fakesysfs.WriteCounters(tree, rdma, fakesysfs.MLX5); err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 words: 4,000 bytes on railyard_rdma_port_transmit_bytes_total.
+	if err := fakesysfs.AdvanceCounters(tree, rdma, 1, fakesysfs.MLX5, map[string]uint64{"counters/port_xmit_data": 1000}); err != nil {
+		t.Fatal(err)
+	}
+	series := func(ctx context.Context) (int, string) {
+		text, err := agentMetrics(ctx, c, p.node)
+		if err != nil {
+			return -1, err.Error()
+		}
+		n, rails, sent := 0, map[string]bool{}, "no"
+		for _, line := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(line, rdmastats.Prefix) {
+				continue
+			}
+			l := map[string]string{}
+			for _, m := range labelPair.FindAllStringSubmatch(line, -1) {
+				l[m[1]] = m[2]
+			}
+			if l["pod"] == p.name && l["namespace"] == "default" {
+				n++
+				rails[l["rail"]+" "+l["nic"]] = true
+				if strings.HasPrefix(line, rdmastats.Prefix+"port_transmit_bytes_total{") {
+					sent = strings.TrimSpace(line[strings.LastIndex(line, "}")+1:])
+				}
+			}
+		}
+		return n, fmt.Sprintf("%d series labelled pod %s, on rails and NICs %v, %s bytes sent", n, p.name, slices.Sorted(maps.Keys(rails)), sent)
+	}
+	var last string
+	poll(ctx, t, "the counters of "+p.name+"'s NIC on "+p.node+"'s agent", func(ctx context.Context) (bool, string) {
+		n, msg := series(ctx)
+		last = msg
+		return n > 0 && msg == fmt.Sprintf("%d series labelled pod %s, on rails and NICs [%d %s], 4000 bytes sent", n, p.name, p.rail, rdma), msg
+	})
+	t.Logf("%s's agent: %s", p.node, last)
+	if err := c.DeletePod(ctx, "default", p.name); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "no counters labelled "+p.name+" once it is gone", func(ctx context.Context) (bool, string) {
+		n, msg := series(ctx)
+		return n == 0, msg
+	})
+}
+
+var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// agentMetrics is the /metrics text of the chart's agent on node, through
+// the apiserver's pod proxy.
+func agentMetrics(ctx context.Context, c *framework.MultiCluster, node string) (string, error) {
+	pods, err := c.Client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return "", err
+	}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		b, err := c.Client.CoreV1().Pods(releaseNS).ProxyGet("http", pod.Name, "9410", "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			return "", fmt.Errorf("scraping %s: %w", pod.Name, err)
+		}
+		return string(b), nil
+	}
+	return "", fmt.Errorf("no running agent pod on %s", node)
 }
