@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/alloc"
@@ -47,6 +48,10 @@ type Agent struct {
 	pools    []*poolPlugin
 	late     *lateBinding // nil when no pool binds late
 	dra      *draState    // nil when no pool has delivery dra
+	// kube is the API server client (nil without one: no dra pool, no
+	// kubeconfig, not in a pod); set by run before Serve.
+	kube kubernetes.Interface
+	jobs podJobs // each pod's job, for the counters (watchPodJobs)
 	// tokensMu orders the token lists of sandbox pools: each is computed
 	// and handed to its plugin under it, so a list computed before a bind
 	// never replaces one computed after it (refreshes run concurrently).

@@ -18,7 +18,9 @@ const ownersTimeout = 2 * time.Second
 // docs/counters.md), each labelled with the container kubelet lists as
 // holding it. A device allocated by PCI address (VF and PF pools) names
 // its holder; late binding's tokens and shares name none. The job_name
-// label stays empty here: PodResources carries no pod labels or owners.
+// label comes from the agent's watch of its node's pods (watchPodJobs):
+// PodResources carries no pod labels or owners; without that watch it
+// stays empty.
 func (a *Agent) registerCounters(lister podlist.Lister) {
 	devices := func() []rdmacounter.Device {
 		t := a.Topology()
@@ -30,7 +32,7 @@ func (a *Agent) registerCounters(lister podlist.Lister) {
 		defer cancel()
 		if pods, err := lister.List(ctx); err == nil {
 			for id, h := range podlist.Holders(pods) {
-				owners[id] = rdmacounter.Owner{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+				owners[id] = rdmacounter.Owner{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container, Job: a.jobs.job(h.Namespace, h.Pod)}
 			}
 		}
 		return rdmacounter.Devices(t, owners)

@@ -132,7 +132,7 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("a pool with delivery dra needs the API server (--kubeconfig, or the pod's service account): %w", err)
+		return nil, fmt.Errorf("API server configuration: %w", err)
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -72,13 +72,28 @@ func runWith(ctx context.Context, args []string, env LookupEnv, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	// The API server: a dra pool needs it; otherwise it is used where the
+	// agent has one (a kubeconfig, or a pod's service account) for the
+	// counters' job_name.
+	_, inPod := env("KUBERNETES_SERVICE_HOST")
+	if kube == nil && (a.dra != nil || opt.Kubeconfig != "" || inPod) {
+		if kube, err = kubeClient(opt.Kubeconfig); err != nil {
+			if a.dra != nil {
+				return fmt.Errorf("a pool with delivery dra needs the API server (--kubeconfig, or the pod's service account): %w", err)
+			}
+			// Without a mounted token (the chart's default) this is
+			// expected; a kubeconfig given and unusable is not.
+			level := slog.LevelInfo
+			if opt.Kubeconfig != "" {
+				level = slog.LevelWarn
+			}
+			log.Log(ctx, level, "no API server: the RDMA counters' job_name stays empty (chart: metrics.jobNames)", "err", err)
+			kube = nil
+		}
+	}
+	a.kube = kube
 	if a.dra != nil {
 		a.dra.pluginDir, a.dra.registryDir = opt.DRAPluginDir, opt.PluginsRegistryDir
-		if kube == nil {
-			if kube, err = kubeClient(opt.Kubeconfig); err != nil {
-				return err
-			}
-		}
 		a.dra.client = kube
 	}
 	return a.Serve(ctx, ready)
@@ -126,6 +141,9 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 			defer c()
 			_ = srv.Shutdown(shut)
 		}()
+	}
+	if a.kube != nil && a.cfg.NodeName != "" {
+		defer a.watchPodJobs(ctx, a.kube)()
 	}
 	for _, pp := range a.pools {
 		wg.Add(1)

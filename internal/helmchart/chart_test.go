@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	nodesetup "github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
@@ -53,9 +54,9 @@ func TestEveryContainerIsUnprivilegedReadOnlyWithoutCapabilities(t *testing.T) {
 		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 			t.Errorf("%s: host namespaces %v %v %v", v.name, spec.HostNetwork, spec.HostPID, spec.HostIPC)
 		}
-		// Only the DRA kubelet plugin calls the API server.
-		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != hasDRA(t, objs) {
-			t.Errorf("%s: service account token mounted: %v, want it only with a dra pool", v.name, spec.AutomountServiceAccountToken)
+		// Only the DRA kubelet plugin and the job names call the API server.
+		if want := hasDRA(t, objs) || v.name == "job-names"; spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != want {
+			t.Errorf("%s: service account token mounted: %v, want %v (only with a dra pool or metrics.jobNames)", v.name, spec.AutomountServiceAccountToken, want)
 		}
 		if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("%s: pod seccomp %+v", v.name, spec.SecurityContext)
@@ -186,6 +187,31 @@ func TestNoRBACAndNoToken(t *testing.T) {
 	objs.one(t, "ServiceAccount", &sa)
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken || sa.Name != objs.daemonSet(t).Spec.Template.Spec.ServiceAccountName {
 		t.Fatalf("service account %+v", sa)
+	}
+}
+
+// metrics.jobNames binds the agent's account list and watch on pods,
+// nothing more, and mounts its token; with metrics off it renders nothing.
+func TestJobNamesBindListAndWatchOnPods(t *testing.T) {
+	_, objs := render(t, map[string]any{"metrics": map[string]any{"jobNames": true}})
+	var role rbacv1.ClusterRole
+	objs.one(t, "ClusterRole", &role)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	objs.one(t, "ClusterRoleBinding", &binding)
+	sa := objs.daemonSet(t).Spec.Template.Spec.ServiceAccountName
+	if binding.RoleRef.Name != role.Name || cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "railyard-system"}}, binding.Subjects) != "" {
+		t.Errorf("ClusterRoleBinding %+v %+v, want role %s for %s", binding.RoleRef, binding.Subjects, role.Name, sa)
+	}
+	if m := objs.daemonSet(t).Spec.Template.Spec.AutomountServiceAccountToken; m == nil || !*m {
+		t.Errorf("token mounted: %v, want true", m)
+	}
+	_, off := render(t, map[string]any{"metrics": map[string]any{"jobNames": true, "enabled": false}})
+	if len(off.byKind["ClusterRole"]) != 0 {
+		t.Errorf("metrics off: %d ClusterRoles rendered, want none", len(off.byKind["ClusterRole"]))
 	}
 }
 

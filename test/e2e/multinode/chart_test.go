@@ -39,6 +39,13 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 	c := mc(t)
 	ctx := framework.Context(t, 10*time.Minute)
 	ch, vals := clusterChart(t, c)
+	// The counters' job_name: the agents watch their node's pods.
+	m, _ := vals["metrics"].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["jobNames"] = true
+	vals["metrics"] = m
 	render := func(vals map[string]any) string {
 		t.Helper()
 		ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard", Namespace: releaseNS, Values: vals})

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -200,8 +201,9 @@ func testRails(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
 // testCounters scrapes the agent of p's node through the apiserver's pod
 // proxy, as Prometheus scrapes the pod: the RDMA counters of the PF p holds
 // (its rail's) carry p's pod and namespace labels, from kubelet's
-// PodResources, with the bytes the NIC's counter says; once p is deleted
-// its series go. Faked: the counters are files of the node's generated
+// PodResources, its job (the batch Job label the test gives p, through the
+// agent's watch of its node's pods: the chart's metrics.jobNames), and the
+// bytes the NIC's counter says; once p is deleted its series go. Faked: the counters are files of the node's generated
 // tree (mlx5's, written and advanced by the test: no RDMA device here);
 // the agent, its PodResources and what it exports are real.
 func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, p *railPod) {
@@ -231,6 +233,10 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 	if err := fakesysfs.AdvanceCounters(tree, rdma, 1, fakesysfs.MLX5, map[string]uint64{"counters/port_xmit_data": 1000}); err != nil {
 		t.Fatal(err)
 	}
+	label := []byte(`{"metadata":{"labels":{"batch.kubernetes.io/job-name":"rails-e2e"}}}`)
+	if _, err := c.Client.CoreV1().Pods("default").Patch(ctx, p.name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	series := func(ctx context.Context) (int, string) {
 		text, err := agentMetrics(ctx, c, p.node)
 		if err != nil {
@@ -247,7 +253,7 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 			}
 			if l["pod"] == p.name && l["namespace"] == "default" {
 				n++
-				rails[l["rail"]+" "+l["nic"]] = true
+				rails[l["rail"]+" "+l["nic"]+" job "+l["job_name"]] = true
 				if strings.HasPrefix(line, rdmastats.Prefix+"port_transmit_bytes_total{") {
 					sent = strings.TrimSpace(line[strings.LastIndex(line, "}")+1:])
 				}
@@ -259,7 +265,7 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 	poll(ctx, t, "the counters of "+p.name+"'s NIC on "+p.node+"'s agent", func(ctx context.Context) (bool, string) {
 		n, msg := series(ctx)
 		last = msg
-		return n > 0 && msg == fmt.Sprintf("%d series labelled pod %s, on rails and NICs [%d %s], 4000 bytes sent", n, p.name, p.rail, rdma), msg
+		return n > 0 && msg == fmt.Sprintf("%d series labelled pod %s, on rails and NICs [%d %s job rails-e2e], 4000 bytes sent", n, p.name, p.rail, rdma), msg
 	})
 	t.Logf("%s's agent: %s", p.node, last)
 	if err := c.DeletePod(ctx, "default", p.name); err != nil {

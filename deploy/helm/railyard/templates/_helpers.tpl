@@ -38,6 +38,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if $dra -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the agent labels counters with its node's pods' jobs
+(metrics.jobNames, with metrics on); "" otherwise. */}}
+{{- define "railyard.jobNames" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.jobNames -}}true{{- end -}}
+{{- end -}}
+
 {{- define "railyard.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
