@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,14 +32,20 @@ type options struct {
 	iterations int
 	sortBy     string
 	byPod      bool
+	// Cluster mode (--cluster): every agent's /metrics through the API
+	// server, a row per job, or per port of one --job.
+	cluster               bool
+	kubeconfig, namespace string
+	selector, job         string
+	port                  int
 }
 
 // NewCommand returns the `railyard top` command.
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
-		Use:   "top [--interval 2s] [-n N] [--sort traffic|errors|congestion] [--by-pod]",
-		Short: "Live RDMA traffic, errors and congestion per device and pod on this node",
+		Use:   "top [--interval 2s] [-n N] [--sort traffic|errors|congestion] [--by-pod | --cluster [--job NAME]]",
+		Short: "Live RDMA traffic, errors and congestion per device and pod on this node, or per job across the cluster",
 		Long: `top reads every RDMA port's counters on this node (PFs and VFs with an RDMA
 device of their own) every --interval and shows their rates: bytes and
 packets each way, and how fast the error and congestion counters climb
@@ -47,10 +54,20 @@ PodResources (--podresources; "" to skip): devices the device plugin handed
 out by PCI address. --by-pod adds up each pod's devices.
 
 Counter wraps and device resets are accounted for: a rate is never
-negative, and a port whose counters were reset is marked "reset".`,
+negative, and a port whose counters were reset is marked "reset".
+
+--cluster reads every agent's /metrics through the API server's pod proxy
+(--kubeconfig; the agents of --namespace with --selector's labels, port
+--port) instead of this node's sysfs, and shows a row per job: the devices
+its pods hold on every node added up, by the counters' job_name label (the
+chart's metrics.jobNames; a pod without a job is its own row). --job NAME
+shows that job's ports one by one, with their node, rail and pod: a rail
+idle while its peers carry the job, or one node's errors, stands out.`,
 		Example: `  railyard top
   railyard top --by-pod --interval 5s
-  railyard top -n 1 --sort errors --podresources ""`,
+  railyard top -n 1 --sort errors --podresources ""
+  railyard top --cluster --sort errors
+  railyard top --cluster --job llama-70b -n 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.interval < minInterval {
@@ -62,7 +79,21 @@ negative, and a port whose counters were reset is marked "reset".`,
 			if _, ok := sorters[o.sortBy]; !ok {
 				return fmt.Errorf("--sort %q: want traffic, errors or congestion", o.sortBy)
 			}
-			return run(cmd.Context(), s, o)
+			if !o.cluster {
+				for _, f := range []string{"job", "kubeconfig", "namespace", "selector", "port"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s needs --cluster", f)
+					}
+				}
+				return run(cmd.Context(), s, o)
+			}
+			if o.byPod {
+				return errors.New("--by-pod is for one node: --cluster shows jobs (--job NAME: its ports)")
+			}
+			if o.port < 1 || o.port > 65535 {
+				return fmt.Errorf("--port %d: want 1 to 65535", o.port)
+			}
+			return runCluster(cmd.Context(), s, o, nil)
 		},
 	}
 	fl := cmd.Flags()
@@ -72,6 +103,12 @@ negative, and a port whose counters were reset is marked "reset".`,
 	fl.IntVarP(&o.iterations, "iterations", "n", 0, "refreshes to show, 0 until interrupted")
 	fl.StringVar(&o.sortBy, "sort", "traffic", "order: traffic, errors or congestion")
 	fl.BoolVar(&o.byPod, "by-pod", false, "one row per pod (its devices added up) instead of per device")
+	fl.BoolVar(&o.cluster, "cluster", false, "every agent's counters through the API server: one row per job")
+	fl.StringVar(&o.job, "job", "", "with --cluster: the ports of this job (its job_name) one by one")
+	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "with --cluster: kubeconfig file (default in-cluster, KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&o.namespace, "namespace", defaultNamespace, "with --cluster: the agents' namespace")
+	fl.StringVar(&o.selector, "selector", defaultSelector, "with --cluster: the agent pods' labels")
+	fl.IntVar(&o.port, "port", defaultPort, "with --cluster: the agents' metrics port")
 	return cmd
 }
 

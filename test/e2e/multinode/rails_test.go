@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -268,6 +269,25 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 		return n > 0 && msg == fmt.Sprintf("%d series labelled pod %s, on rails and NICs [%d %s job rails-e2e], 4000 bytes sent", n, p.name, p.rail, rdma), msg
 	})
 	t.Logf("%s's agent: %s", p.node, last)
+	// railyard top --cluster reads every agent the same way and shows the
+	// job's row, then its port.
+	for _, args := range [][]string{nil, {"--job", "rails-e2e"}} {
+		cmd := exec.CommandContext(ctx, railyardBin(t), append([]string{"top", "--cluster", "-n", "1", "--interval", "1s", "--kubeconfig", c.Kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("railyard top --cluster %v: %v\n%s", args, err, out)
+		}
+		t.Logf("railyard top --cluster %v:\n%s", args, out)
+		want := []string{"default/rails-e2e", p.node}
+		if args != nil {
+			want = []string{p.node, rdma, "default/" + p.name}
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("railyard top --cluster %v does not show %q", args, w)
+			}
+		}
+	}
 	if err := c.DeletePod(ctx, "default", p.name); err != nil {
 		t.Fatal(err)
 	}
