@@ -232,9 +232,15 @@ func clusterFrame(prev, cur snapshot, o options) []jobRow {
 
 // renderCluster writes one frame of the cluster view.
 func renderCluster(w io.Writer, rows []jobRow, notes []string, o options) error {
-	what := "jobs"
+	what := "job"
 	if o.job != "" {
-		what = "ports of job " + o.job
+		what = "port"
+	}
+	if len(rows) != 1 {
+		what += "s"
+	}
+	if o.job != "" {
+		what += " of job " + o.job
 	}
 	head := fmt.Sprintf("railyard top --cluster: %d %s, every %s, sorted by %s", len(rows), what, o.interval, o.sortBy)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
