@@ -250,14 +250,7 @@ func renderCluster(w io.Writer, rows []jobRow, notes []string, o options) error 
 		fmt.Fprintln(tw, "PORT\tRAIL\tTX/s\tRX/s\tERR/s\tCONG/s\t  NODE\t  DEVICE\t  POD")
 	}
 	for _, r := range rows {
-		tx, rx := "-", "-"
-		if r.sum.HasBytes {
-			tx, rx = bytesRate(r.sum.TxBytes), bytesRate(r.sum.RxBytes)
-		}
-		errs := num(r.sum.Errors)
-		if r.sum.Reset {
-			errs += " reset"
-		}
+		tx, rx, errs := cells(r.sum)
 		if o.job == "" {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t  %s\t  %s\t  %s\n", r.pods, r.devices, tx, rx, errs, num(r.sum.Congestion), r.job, r.node, r.rail)
 		} else {

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
-	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/rdmacounter"
 	"github.com/railyard-io/railyard/internal/rdmastats"
@@ -30,24 +29,7 @@ type agentNode struct {
 
 func newAgentNode(t *testing.T, name string, owners map[string]rdmacounter.Owner) *agentNode {
 	t.Helper()
-	d, err := fakesysfs.SmallNode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	if err := fakesysfs.Generate(root, d, fakesysfs.Options{VFsPerPF: 1}); err != nil {
-		t.Fatal(err)
-	}
-	topo, err := discovery.Discover(context.Background(), root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	devs := rdmacounter.Devices(topo, owners)
-	for _, dev := range devs {
-		if err := fakesysfs.WriteCounters(root, dev.RDMA, fakesysfs.MLX5); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, devs := countingNode(t, owners)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(rdmastats.New(sysfs.New(root), name, func() []rdmacounter.Device { return devs }))
 	return &agentNode{name: name, root: root, reg: reg}

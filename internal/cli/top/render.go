@@ -100,14 +100,7 @@ func render(w io.Writer, rows []row, note string, o options) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "DEVICE\tPORT\tKIND\tPCI\tRAIL\tTX/s\tRX/s\tTX PKT/s\tRX PKT/s\tERR/s\tCONG/s\t  POD")
 	for _, r := range rows {
-		tx, rx := "-", "-"
-		if r.sum.HasBytes {
-			tx, rx = bytesRate(r.sum.TxBytes), bytesRate(r.sum.RxBytes)
-		}
-		errs := num(r.sum.Errors)
-		if r.sum.Reset {
-			errs += " reset"
-		}
+		tx, rx, errs := cells(r.sum)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n", r.dev, r.port, r.kind, r.pci, r.rail, tx, rx,
 			num(r.sum.TxPackets), num(r.sum.RxPackets), errs, num(r.sum.Congestion), r.pod)
 	}
@@ -115,6 +108,20 @@ func render(w io.Writer, rows []row, note string, o options) error {
 		return err
 	}
 	return tw.Flush()
+}
+
+// cells are a summary's bytes each way ("-" without the PMA's data
+// counters) and its error rate (marked when a counter was reset).
+func cells(sum rdmacounter.Summary) (tx, rx, errs string) {
+	tx, rx = "-", "-"
+	if sum.HasBytes {
+		tx, rx = bytesRate(sum.TxBytes), bytesRate(sum.RxBytes)
+	}
+	errs = num(sum.Errors)
+	if sum.Reset {
+		errs += " reset"
+	}
+	return tx, rx, errs
 }
 
 // bytesRate prints bytes per second with a binary unit ("1.5GiB").

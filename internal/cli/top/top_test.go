@@ -22,6 +22,17 @@ import (
 // mlx5's counters.
 func smallNode(t *testing.T) (string, []rdmacounter.Device) {
 	t.Helper()
+	return countingNode(t, map[string]rdmacounter.Owner{
+		"0000:18:00.1": {Namespace: "ml", Pod: "w0", Container: "c"},
+		"0000:2a:00.1": {Namespace: "ml", Pod: "w0", Container: "c"},
+	})
+}
+
+// countingNode generates the small node with one VF per PF, gives every
+// RDMA device mlx5's counter files, and returns its devices held as owners
+// says.
+func countingNode(t *testing.T, owners map[string]rdmacounter.Owner) (string, []rdmacounter.Device) {
+	t.Helper()
 	d, err := fakesysfs.SmallNode()
 	if err != nil {
 		t.Fatal(err)
@@ -34,10 +45,7 @@ func smallNode(t *testing.T) (string, []rdmacounter.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	devs := rdmacounter.Devices(topo, map[string]rdmacounter.Owner{
-		"0000:18:00.1": {Namespace: "ml", Pod: "w0", Container: "c"},
-		"0000:2a:00.1": {Namespace: "ml", Pod: "w0", Container: "c"},
-	})
+	devs := rdmacounter.Devices(topo, owners)
 	for _, dev := range devs {
 		if err := fakesysfs.WriteCounters(root, dev.RDMA, fakesysfs.MLX5); err != nil {
 			t.Fatal(err)
