@@ -30,9 +30,9 @@ const exampleHeader = "# A claim from docs/dra.md, generated from the claim inte
 // nicOnly is one NIC with GPUDirect RDMA to some GPU, InfiniBand, 400 Gb/s.
 func nicOnly() *resourceapi.ResourceClaim {
 	return claim("nic-only", []resourceapi.DeviceRequest{exactly("nic", dra.DeviceClassName,
-		`device.attributes["railyard.io"].bestGPUClass in ["PIX", "PXB"]`,
-		`device.attributes["railyard.io"].linkLayer == "InfiniBand"`,
-		`device.attributes["railyard.io"].speedGbps >= 400`,
+		`"bestGPUClass" in device.attributes["railyard.io"] && device.attributes["railyard.io"].bestGPUClass in ["PIX", "PXB"]`,
+		`"linkLayer" in device.attributes["railyard.io"] && device.attributes["railyard.io"].linkLayer == "InfiniBand"`,
+		`"speedGbps" in device.attributes["railyard.io"] && device.attributes["railyard.io"].speedGbps >= 400`,
 	)}, nil)
 }
 

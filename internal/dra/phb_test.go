@@ -2,6 +2,7 @@ package dra_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
 	"github.com/railyard-io/railyard/internal/topology"
+	"github.com/railyard-io/railyard/machines"
 )
 
 // DGX-1's host bridge pci0000:00 has two root ports (00:02.0 and 00:03.0),
@@ -136,9 +138,9 @@ func TestRealAllocatorNICOnlyClaim(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, "dgx-h100", v1alpha1.KindPF, 0)
 	sel := []string{
-		`device.attributes["railyard.io"].bestGPUClass in ["PIX", "PXB"]`,
-		`device.attributes["railyard.io"].linkLayer == "InfiniBand"`,
-		`device.attributes["railyard.io"].speedGbps >= 400`,
+		`"bestGPUClass" in device.attributes["railyard.io"] && device.attributes["railyard.io"].bestGPUClass in ["PIX", "PXB"]`,
+		`"linkLayer" in device.attributes["railyard.io"] && device.attributes["railyard.io"].linkLayer == "InfiniBand"`,
+		`"speedGbps" in device.attributes["railyard.io"] && device.attributes["railyard.io"].speedGbps >= 400`,
 	}
 	var reqs []resourceapi.DeviceRequest
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
@@ -189,4 +191,55 @@ func gpuAttr(t *testing.T, pci string) resourceapi.QualifiedName {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A claim can keep its NIC under one leaf switch: with each rail's PF
+// cabled to leaf-r<rail> (Options.Leaves, as the agent reads its Node's
+// fabric ports), the real allocator gives a claim selecting
+// railyard.io/leaf == "leaf-r3" a VF of rail 3's PF and nothing else, and
+// a claim for a leaf no NIC reaches is unsatisfiable.
+func TestRealAllocatorSelectsANICByItsLeaf(t *testing.T) {
+	ctx := context.Background()
+	topo, err := machines.Topology(ctx, "dgx-h100", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rails := topo.NICRails()
+	leaves := map[string]string{}
+	for _, n := range topo.NICs {
+		if r, ok := rails[n.PCI]; ok {
+			leaves[n.RDMA] = fmt.Sprintf("leaf-r%d", r)
+		}
+	}
+	pools, err := dra.Build(nodeName, topo, []v1alpha1.Pool{{Name: "railyard.io/rdma", DeviceKind: v1alpha1.KindVF}}, dra.Options{Leaves: leaves})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices := dra.ResourceSlices(nodeName, pools, 1)
+	// The guard: the storage NICs have no leaf, and CEL fails on a missing
+	// key (the allocator then fails the claim on the node).
+	leaf3 := exactly("nic", dra.DeviceClassName, `"leaf" in device.attributes["railyard.io"] && device.attributes["railyard.io"].leaf == "leaf-r3"`)
+	leaf3.Exactly.Count = 2
+	res, _ := allocate(ctx, t, slices, sets.New[structured.DeviceID](), nodeName, claim("leaf3", []resourceapi.DeviceRequest{leaf3}, nil), filterTimeout)
+	if res == nil || len(res.Devices.Results) != 2 {
+		t.Fatalf("two VFs under leaf-r3: %+v", res)
+	}
+	for _, r := range res.Devices.Results {
+		pci, err := dra.PCIAddress(r.Device)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, nic, ok := topo.VF(pci)
+		if !ok || rails[nic.PCI] != 3 {
+			t.Errorf("%s (PF %s, rail %d) is not under leaf-r3", pci, nic.PCI, rails[nic.PCI])
+		}
+	}
+	leaf3.Exactly.Count = 3 // rail 3's PF has 2 VFs
+	if res, _ := allocate(ctx, t, slices, sets.New[structured.DeviceID](), nodeName, claim("leaf3", []resourceapi.DeviceRequest{leaf3}, nil), countTimeout); res != nil {
+		t.Error("three VFs under leaf-r3, which has two")
+	}
+	none := exactly("nic", dra.DeviceClassName, `"leaf" in device.attributes["railyard.io"] && device.attributes["railyard.io"].leaf == "leaf-r99"`)
+	if res, _ := allocate(ctx, t, slices, sets.New[structured.DeviceID](), nodeName, claim("none", []resourceapi.DeviceRequest{none}, nil), countTimeout); res != nil {
+		t.Error("a NIC under a leaf none reaches")
+	}
 }

@@ -371,12 +371,17 @@ func ClaimTemplate(name, namespace string, s Set, o Options) (*resourceapi.Resou
 		for i, b := range r.BusIDs {
 			quoted[i] = strconv.Quote(b)
 		}
-		onRail := fmt.Sprintf(`device.attributes[%q].pciBusID in [%s]`, "resource.kubernetes.io", strings.Join(quoted, ", "))
+		// Each selector first asks whether the device has the attribute: CEL
+		// fails on a missing key, and the allocator then fails the whole
+		// claim on the node (a storage NIC with no rail, a GPU published
+		// without pciBusID) instead of passing over that device.
+		onRail := fmt.Sprintf(`"pciBusID" in device.attributes[%q] && device.attributes[%q].pciBusID in [%s]`,
+			"resource.kubernetes.io", "resource.kubernetes.io", strings.Join(quoted, ", "))
 		for range r.GPUs {
 			i := strconv.Itoa(len(gpus))
 			gpus = append(gpus, one("gpu"+i, o.GPUClass, onRail))
 			nics = append(nics, one("nic"+i, o.NICClass,
-				fmt.Sprintf(`device.attributes[%q].rail == %d`, dra.Domain, r.Rail)))
+				fmt.Sprintf(`"rail" in device.attributes[%q] && device.attributes[%q].rail == %d`, dra.Domain, dra.Domain, r.Rail)))
 			cons = append(cons, resourceapi.DeviceConstraint{Requests: []string{"gpu" + i, "nic" + i}, MatchAttribute: &root})
 		}
 	}

@@ -227,6 +227,30 @@ func TestJobOfTwoPodsGetsOneRailSetWithTheRealAllocator(t *testing.T) {
 	}
 }
 
+// A node whose Railyard pool also holds NICs that are no GPU's rail (the
+// DGX H100's storage and E810 ports: no railyard.io/rail attribute) still
+// takes the job's claim: its selectors skip a device without the
+// attribute instead of failing on it (CEL errors on a missing key, and the
+// real allocator fails the claim on the node). Before the guard this
+// failed with "CEL runtime error: no such key: rail".
+func TestTemplateAllocatesBesideNICsWithoutARail(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, "dgx-h100", "node-a")
+	choice, err := jobrails.Choose(jobrails.Inventory(c.slices, gpustandin.DriverName, c.allocated()), 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := jobrails.ClaimTemplate("job", "default", choice.Set, jobrails.Options{GPUClass: gpustandin.DeviceClassName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, res := c.schedule(t, claimOf("job-pod-0", tmpl.Spec.Spec))
+	rails, aligned := c.rails(t, res)
+	if n != "node-a" || !aligned || len(rails) != 2 {
+		t.Fatalf("node %q, rails %v, aligned %v: want both GPUs with their rails' NICs", n, rails, aligned)
+	}
+}
+
 func TestChooseTablesAndErrors(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "roce-8gpu-4nic", "node-a", "node-b", "node-c")
