@@ -2,7 +2,10 @@
 // RAILYARD_* environment > config file > defaults), discovers the node,
 // selects each pool's devices, serves every devicePlugin pool to kubelet as
 // a device plugin and every dra pool through its DRA kubelet plugin
-// (internal/draplugin; an API server client is made only then),
+// (internal/draplugin, with each NIC's leaf from a watch of its own Node),
 // rediscovers on file-system events and periodically, re-registers when
-// kubelet restarts, and serves /healthz and Prometheus /metrics.
+// kubelet restarts, and serves /healthz and Prometheus /metrics (the RDMA
+// counters' job_name from a watch of its node's pods where it has API
+// credentials). A dra pool needs the API server; without one the agent
+// makes a client only when given credentials.
 package agent
