@@ -84,11 +84,15 @@ func readInventory(ctx context.Context, fs sysfs.FS) (topology.Inventory, error)
 	hostNUMA := map[string]int{}
 	var hostOrder []string
 	funcs := make(map[string]*fn, len(addrs))
+	var firstErr error
 	for i, addr := range addrs {
 		f := read[i]
 		r.inv.Warnings = append(r.inv.Warnings, f.warnings...)
 		if f.err != nil {
 			r.warn(addr, "skipped: "+f.err.Error())
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", addr, f.err)
+			}
 			continue
 		}
 		funcs[addr] = f
@@ -99,6 +103,13 @@ func readInventory(ctx context.Context, fs sysfs.FS) (topology.Inventory, error)
 		if hostNUMA[f.dev.HostBridge] < 0 && f.dev.NUMA >= 0 {
 			hostNUMA[f.dev.HostBridge] = f.dev.NUMA
 		}
+	}
+	// Listed functions of which none could be read are no node at all:
+	// the tree is going away or every read fails (no file descriptors
+	// left). An empty inventory would make every device vanish, and a
+	// caller would mark them all unhealthy; an error keeps its last one.
+	if len(addrs) > 0 && len(funcs) == 0 {
+		return topology.Inventory{}, fmt.Errorf("none of the %d PCI functions under %s could be read: %w", len(addrs), fs.Path("bus/pci/devices"), firstErr)
 	}
 	for _, hb := range hostOrder {
 		r.inv.HostBridges = append(r.inv.HostBridges, topology.HostBridge{Name: hb, NUMA: hostNUMA[hb]})

@@ -189,6 +189,21 @@ func TestMissingAndBrokenFiles(t *testing.T) {
 	}
 }
 
+// A tree whose functions are all listed but none readable (the tree being
+// deleted under the reader: its bus links dangle) is an error, not a node
+// without devices: an agent would otherwise mark every device unhealthy
+// and kubelet refuse every pod (seen in a proof run of the late-binding
+// e2e, where discovery found 0 NICs and 0 GPUs for one resync).
+func TestNoReadableFunctionIsAnError(t *testing.T) {
+	root := generate(t, smallMachine, 2)
+	if err := os.RemoveAll(filepath.Join(root, "devices")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Discover(context.Background(), root); err == nil || !strings.Contains(err.Error(), "PCI functions") {
+		t.Fatalf("every function unreadable: %v, want an error naming the PCI functions", err)
+	}
+}
+
 func TestVanishedDevice(t *testing.T) {
 	root := generate(t, smallMachine, 2)
 	// A VF disappears between listing and reading: its bus link dangles.
