@@ -54,8 +54,7 @@ type Options struct {
 	// attributes do not change under the claim.
 	Prepared map[string]resourceapi.Device
 	// Leaves are the leaf switches the node's NIC ports are cabled to, by
-	// the NIC's RDMA device name or, for a NIC without one, its PCI
-	// address (the NIC of a fabric.Port, from the node's
+	// topology.NIC.Name (the NIC of a fabric.Port, from the node's
 	// railyard.io/fabric-ports annotation), spelled as the node's
 	// rail.railyard.io/<rail> label spells them. A PF and its VFs get their
 	// PF's leaf as AttrLeaf; a NIC not in the map gets none.
@@ -143,7 +142,7 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			if pl, err = placementOf(t, nic); err != nil {
 				return Pool{}, fmt.Errorf("pool %s: %w", p.Name, err)
 			}
-			pl.leaf = leafOf(nic, opts.Leaves)
+			pl.leaf = opts.Leaves[nic.Name()]
 			placements[d.PF] = pl
 		}
 		attrs, dropped := deviceAttributes(t, d, pl, vals)
@@ -154,14 +153,6 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs})
 	}
 	return out, nil
-}
-
-// leafOf is the leaf switch a NIC is cabled to ("" when unknown).
-func leafOf(nic topology.NIC, leaves map[string]string) string {
-	if nic.RDMA != "" {
-		return leaves[nic.RDMA]
-	}
-	return leaves[nic.PCI]
 }
 
 // outOfView reports whether an unhealthy device is so only because the

@@ -17,10 +17,7 @@ func PortsOf(t *topology.Topology) []Port {
 	rail := t.NICRails()
 	ports := make([]Port, 0, len(t.NICs))
 	for _, n := range t.NICs {
-		p := Port{Rail: -1, NIC: n.RDMA, Netdev: n.Netdev, LinkLayer: n.LinkLayer}
-		if p.NIC == "" {
-			p.NIC = n.PCI
-		}
+		p := Port{Rail: -1, NIC: n.Name(), Netdev: n.Netdev, LinkLayer: n.LinkLayer}
 		if r, ok := rail[n.PCI]; ok {
 			p.Rail = r
 		}

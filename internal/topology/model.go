@@ -1,6 +1,9 @@
 package topology
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // Topology is the immutable model of one node. Build it with Discover (or
 // the test helpers built on generated sysfs trees); never modify it.
@@ -110,6 +113,12 @@ type Port struct {
 	// without an IP address has only the link-local one.
 	RoutableRoCEv2GIDs []int `json:"routable_rocev2_gids,omitempty"`
 }
+
+// Name is the NIC's one-string name where tables know NICs by name: its
+// RDMA device ("mlx5_3"), else its PCI address. The fabric ports a node
+// publishes (fabric.Port.NIC) and the leaves the DRA driver reads back
+// (dra.Options.Leaves) are keyed by it.
+func (n NIC) Name() string { return cmp.Or(n.RDMA, n.PCI) }
 
 // Healthy reports whether the NIC can carry RDMA traffic: see Health.
 // Rails prefer healthy NICs.

@@ -176,3 +176,14 @@ func TestClassNames(t *testing.T) {
 		t.Error("rank/GPUDirect rules broken")
 	}
 }
+
+// A NIC is named by its RDMA device, and by its PCI address when it has
+// none (a function whose driver registered no RDMA device).
+func TestNICName(t *testing.T) {
+	if got := (NIC{PCI: "0000:18:00.0", RDMA: "mlx5_0"}).Name(); got != "mlx5_0" {
+		t.Errorf("with an RDMA device: %q", got)
+	}
+	if got := (NIC{PCI: "0000:18:00.0"}).Name(); got != "0000:18:00.0" {
+		t.Errorf("without one: %q", got)
+	}
+}
