@@ -7,9 +7,6 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
@@ -34,8 +31,8 @@ const warningDRAExclusive = "dra_and_device_plugin_overlap"
 type draState struct {
 	driver *draplugin.Driver
 	pools  []v1alpha1.Pool
-	// client, pluginDir and registryDir are set by run before Serve.
-	client                 kubernetes.Interface
+	// pluginDir and registryDir are set by run before Serve; the API
+	// server client is the agent's (Agent.kube).
 	pluginDir, registryDir string
 }
 
@@ -107,7 +104,7 @@ func (a *Agent) updateDRA(ctx context.Context, topo *topology.Topology, why stri
 
 // serveDRA starts the kubelet plugin; it stops when ctx is done.
 func (a *Agent) serveDRA(ctx context.Context) (*kubeletplugin.Helper, error) {
-	if a.dra.client == nil {
+	if a.kube == nil {
 		return nil, errors.New("DRA kubelet plugin: no Kubernetes client")
 	}
 	for _, dir := range []string{a.dra.pluginDir, a.dra.registryDir} {
@@ -116,29 +113,9 @@ func (a *Agent) serveDRA(ctx context.Context) (*kubeletplugin.Helper, error) {
 		}
 	}
 	return draplugin.Serve(ctx, a.dra.driver, draplugin.ServeOptions{
-		Client: a.dra.client, PluginDataDir: a.dra.pluginDir, RegistrarDir: a.dra.registryDir,
+		Client: a.kube, PluginDataDir: a.dra.pluginDir, RegistrarDir: a.dra.registryDir,
 		Logger: logr.FromSlogHandler(a.log.Handler()),
 	})
-}
-
-// kubeClient is the API server client: from a kubeconfig file when one
-// is given, else the pod's service account (in-cluster).
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("API server configuration: %w", err)
-	}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
 }
 
 // draPools counts the pools the DRA kubelet plugin serves.

@@ -7,9 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -70,9 +68,7 @@ func (p *podJobs) remove(obj any) {
 // the counters keep their pod labels and an empty job_name.
 func (a *Agent) watchPodJobs(ctx context.Context, client kubernetes.Interface) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
-	}))
+	f := ownInformers(client, "spec.nodeName", a.cfg.NodeName)
 	inf := f.Core().V1().Pods().Informer()
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) {
@@ -82,17 +78,14 @@ func (a *Agent) watchPodJobs(ctx context.Context, client kubernetes.Interface) (
 		}
 		a.log.Error("watching this node's pods (the counters' job_name)", "err", err)
 	})
+	pod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == a.cfg.NodeName {
+			a.jobs.set(p)
+		}
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.cfg.NodeName {
-				a.jobs.set(pod)
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.cfg.NodeName {
-				a.jobs.set(pod)
-			}
-		},
+		AddFunc:    pod,
+		UpdateFunc: func(_, obj any) { pod(obj) },
 		DeleteFunc: a.jobs.remove,
 	})
 	f.Start(ctx.Done())

@@ -94,7 +94,6 @@ func runWith(ctx context.Context, args []string, env LookupEnv, stderr io.Writer
 	a.kube = kube
 	if a.dra != nil {
 		a.dra.pluginDir, a.dra.registryDir = opt.DRAPluginDir, opt.PluginsRegistryDir
-		a.dra.client = kube
 	}
 	return a.Serve(ctx, ready)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -131,16 +132,23 @@ func (d *Driver) Update(ctx context.Context, t *topology.Topology) ([]dra.Pool, 
 
 // SetLeaves sets the leaf switch of each NIC (dra.Options.Leaves: the
 // node's fabric ports, which the agent watches) and, once the driver has
-// a topology, republishes the pools when their attributes changed. nil
-// clears them.
-func (d *Driver) SetLeaves(ctx context.Context, leaves map[string]string) ([]dra.Pool, error) {
+// a topology, rebuilds and republishes the pools. nil clears them. It
+// reports whether the leaves changed: the same leaves again (every update
+// of the Node) rebuild nothing.
+func (d *Driver) SetLeaves(ctx context.Context, leaves map[string]string) (changed bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if maps.Equal(d.leaves, leaves) {
+		return false, nil
+	}
 	if d.topo == nil {
 		d.leaves = leaves
-		return nil, nil
+		return true, nil
 	}
-	return d.rebuildLocked(ctx, d.topo, leaves)
+	if _, err := d.rebuildLocked(ctx, d.topo, leaves); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // rebuildLocked builds the pools of t with leaves and publishes them; the

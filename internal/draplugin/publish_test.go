@@ -95,22 +95,26 @@ func TestSetLeavesRepublishesTheLeafAttribute(t *testing.T) {
 		}
 	}
 	check("before", "pci-0000-18-00-1", "", 1)
-	set := func(leaves map[string]string) {
+	set := func(leaves map[string]string, wantChanged bool) {
 		t.Helper()
-		if _, err := d.SetLeaves(ctx, leaves); err != nil {
+		changed, err := d.SetLeaves(ctx, leaves)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if changed != wantChanged {
+			t.Errorf("SetLeaves(%v) changed %v, want %v", leaves, changed, wantChanged)
+		}
 	}
-	set(map[string]string{"mlx5_0": "leaf-r0"}) // the PF of 0000:18:00.1
+	set(map[string]string{"mlx5_0": "leaf-r0"}, true) // the PF of 0000:18:00.1
 	check("leaves set", "pci-0000-18-00-1", "leaf-r0", 2)
 	check("leaves set", "pci-0000-40-00-1", "", 2)
-	set(map[string]string{"mlx5_0": "leaf-r0"})
+	set(map[string]string{"mlx5_0": "leaf-r0"}, false)
 	check("the same leaves", "pci-0000-18-00-1", "leaf-r0", 2)
 	if _, err := d.Update(ctx, n.topo(t)); err != nil {
 		t.Fatal(err)
 	}
 	check("rediscovery", "pci-0000-18-00-1", "leaf-r0", 2)
-	set(nil)
+	set(nil, true)
 	check("leaves cleared", "pci-0000-18-00-1", "", 3)
 }
 
