@@ -80,22 +80,25 @@ func apiScraper(client kubernetes.Interface, o options) scrapeFunc {
 	}
 }
 
-// seriesKey names one counter of one port of one device.
-type seriesKey struct {
-	node, nic, port, pci string
-	counter              int // into rdmacounter.Counters
-}
+// portID names one port of one device of one node.
+type portID struct{ node, nic, port, pci string }
 
-// holder is who holds a series' device, from its labels.
+// holder is who holds a port's device, from its series' labels.
 type holder struct {
 	rail, namespace, pod, job string
 }
 
+// portCounters are one port's exported counters: its holder, and each
+// counter's total by its index in rdmacounter.Counters.
+type portCounters struct {
+	holder
+	values map[int]float64
+}
+
 // snapshot is every agent's RDMA counters at one time.
 type snapshot struct {
-	at     time.Time
-	values map[seriesKey]float64
-	held   map[seriesKey]holder
+	at    time.Time
+	ports map[portID]*portCounters
 }
 
 // parseScrape adds the RDMA counter series of one agent's /metrics text to
@@ -117,9 +120,13 @@ func parseScrape(text []byte, s *snapshot) error {
 			for _, lp := range m.GetLabel() {
 				l[lp.GetName()] = lp.GetValue()
 			}
-			k := seriesKey{node: l["node"], nic: l["nic"], port: l["port"], pci: l["pci"], counter: i}
-			s.values[k] = m.GetCounter().GetValue()
-			s.held[k] = holder{rail: l["rail"], namespace: l["namespace"], pod: l["pod"], job: l["job_name"]}
+			id := portID{node: l["node"], nic: l["nic"], port: l["port"], pci: l["pci"]}
+			pc, ok := s.ports[id]
+			if !ok {
+				pc = &portCounters{holder: holder{rail: l["rail"], namespace: l["namespace"], pod: l["pod"], job: l["job_name"]}, values: map[int]float64{}}
+				s.ports[id] = pc
+			}
+			pc.values[i] = m.GetCounter().GetValue()
 		}
 	}
 	return nil
@@ -128,7 +135,7 @@ func parseScrape(text []byte, s *snapshot) error {
 // take scrapes every agent into a snapshot; notes says which agents could
 // not be read (the others still count).
 func take(ctx context.Context, scrape scrapeFunc) (snapshot, []string, error) {
-	s := snapshot{at: time.Now(), values: map[seriesKey]float64{}, held: map[seriesKey]holder{}}
+	s := snapshot{at: time.Now(), ports: map[portID]*portCounters{}}
 	agents, err := scrape(ctx)
 	if err != nil {
 		return s, nil, err
@@ -153,10 +160,17 @@ type jobRow struct {
 	sum                              rdmacounter.Summary
 }
 
-// jobOf is the group a held series belongs to: namespace/job, or
+// jobOf is the group a held port belongs to: namespace/job, or
 // namespace/pod for a pod that names no job.
 func jobOf(h holder) string {
 	return h.namespace + "/" + cmp.Or(h.job, "pod:"+h.pod)
+}
+
+// jobAcc is a row being added up, with the nodes, rails and pods its
+// ports were on.
+type jobAcc struct {
+	row                jobRow
+	nodes, rails, pods map[string]bool
 }
 
 // clusterFrame computes the rates between two snapshots of held devices:
@@ -168,59 +182,52 @@ func clusterFrame(prev, cur snapshot, o options) []jobRow {
 	if dt <= 0 {
 		return nil
 	}
-	type portID struct{ node, nic, port, pci string }
-	rates := map[portID][]rdmacounter.Rate{}
-	for k, v := range cur.values {
-		h := cur.held[k]
-		before, ok := prev.values[k]
-		if !ok || h.pod == "" {
+	accs := map[string]*jobAcc{}
+	for id, c := range cur.ports {
+		p, ok := prev.ports[id]
+		if !ok || c.pod == "" || o.job != "" && c.job != o.job {
 			continue
 		}
-		r := rdmacounter.Rate{Index: k.counter, PerSecond: (v - before) / dt}
-		if v < before {
-			r.PerSecond, r.Event = 0, rdmacounter.Reset
+		var rs []rdmacounter.Rate
+		for i, v := range c.values {
+			before, ok := p.values[i]
+			if !ok {
+				continue
+			}
+			r := rdmacounter.Rate{Index: i, PerSecond: (v - before) / dt}
+			if v < before {
+				r.PerSecond, r.Event = 0, rdmacounter.Reset
+			}
+			rs = append(rs, r)
 		}
-		id := portID{k.node, k.nic, k.port, k.pci}
-		rates[id] = append(rates[id], r)
-	}
-	rows := map[string]*jobRow{}
-	nodes, rails, pods := map[string]map[string]bool{}, map[string]map[string]bool{}, map[string]map[string]bool{}
-	add := func(m map[string]map[string]bool, key, v string) {
-		if m[key] == nil {
-			m[key] = map[string]bool{}
+		if len(rs) == 0 {
+			continue
 		}
-		m[key][v] = true
-	}
-	for id, rs := range rates {
 		slices.SortFunc(rs, func(a, b rdmacounter.Rate) int { return cmp.Compare(a.Index, b.Index) })
-		h := cur.held[seriesKey{id.node, id.nic, id.port, id.pci, rs[0].Index}]
-		job := jobOf(h)
-		if o.job != "" && h.job != o.job {
-			continue
-		}
+		job, rail := jobOf(c.holder), cmp.Or(c.rail, "-")
 		key := job
 		if o.job != "" {
 			key = strings.Join([]string{id.node, id.nic, id.port, id.pci}, "|")
 		}
-		r, ok := rows[key]
+		acc, ok := accs[key]
 		if !ok {
-			r = &jobRow{job: job, node: id.node, dev: id.nic, port: id.port, rail: cmp.Or(h.rail, "-"), pods: h.namespace + "/" + h.pod}
-			rows[key] = r
+			acc = &jobAcc{row: jobRow{job: job, node: id.node, dev: id.nic, port: id.port, rail: rail, pods: c.namespace + "/" + c.pod},
+				nodes: map[string]bool{}, rails: map[string]bool{}, pods: map[string]bool{}}
+			accs[key] = acc
 		}
-		r.devices++
-		r.sum = r.sum.Add(rdmacounter.Summarize(rs))
-		add(nodes, key, id.node)
-		add(rails, key, cmp.Or(h.rail, "-"))
-		add(pods, key, h.pod)
+		acc.row.devices++
+		acc.row.sum = acc.row.sum.Add(rdmacounter.Summarize(rs))
+		acc.nodes[id.node], acc.rails[rail], acc.pods[c.pod] = true, true, true
 	}
-	out := make([]jobRow, 0, len(rows))
-	for key, r := range rows {
+	out := make([]jobRow, 0, len(accs))
+	for _, acc := range accs {
+		r := acc.row
 		if o.job == "" {
-			r.node = strings.Join(slices.Sorted(maps.Keys(nodes[key])), ",")
-			r.rail = strings.Join(slices.Sorted(maps.Keys(rails[key])), ",")
-			r.pods = fmt.Sprint(len(pods[key]))
+			r.node = strings.Join(slices.Sorted(maps.Keys(acc.nodes)), ",")
+			r.rail = strings.Join(slices.Sorted(maps.Keys(acc.rails)), ",")
+			r.pods = fmt.Sprint(len(acc.pods))
 		}
-		out = append(out, *r)
+		out = append(out, r)
 	}
 	less := sorters[o.sortBy]
 	slices.SortStableFunc(out, func(a, b jobRow) int {

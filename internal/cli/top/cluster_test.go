@@ -69,7 +69,7 @@ func twoNodeJob(t *testing.T) (a, b *agentNode) {
 
 func snap(t *testing.T, at time.Time, nodes ...*agentNode) snapshot {
 	t.Helper()
-	s := snapshot{at: at, values: map[seriesKey]float64{}, held: map[seriesKey]holder{}}
+	s := snapshot{at: at, ports: map[portID]*portCounters{}}
 	for _, n := range nodes {
 		if err := parseScrape(n.metrics(t), &s); err != nil {
 			t.Fatal(err)
@@ -165,11 +165,11 @@ func TestClusterCommandOnce(t *testing.T) {
 
 func TestParseScrapeRefusesGarbage(t *testing.T) {
 	t.Parallel()
-	s := snapshot{values: map[seriesKey]float64{}, held: map[seriesKey]holder{}}
+	s := snapshot{ports: map[portID]*portCounters{}}
 	if err := parseScrape([]byte("railyard_rdma_port_transmit_bytes_total{node=\"a\" 12\n"), &s); err == nil {
 		t.Error("a broken label set parsed")
 	}
-	if err := parseScrape([]byte("other_metric_total 3\nrailyard_rdma_unknown_total{node=\"a\"} 1\n"), &s); err != nil || len(s.values) != 0 {
-		t.Errorf("foreign and unknown series: %v, %d kept", err, len(s.values))
+	if err := parseScrape([]byte("other_metric_total 3\nrailyard_rdma_unknown_total{node=\"a\"} 1\n"), &s); err != nil || len(s.ports) != 0 {
+		t.Errorf("foreign and unknown series: %v, %d kept", err, len(s.ports))
 	}
 }
