@@ -142,6 +142,17 @@ func (r *recorder) PublishResources(_ context.Context, res resourceslice.DriverR
 	return nil
 }
 
+// record makes d publish into a new recorder, as the kubelet plugin
+// helper would receive the slices.
+func record(t testing.TB, d *draplugin.Driver) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	if err := d.SetPublisher(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 func (r *recorder) last() (resourceslice.DriverResources, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -21,10 +21,7 @@ func TestRediscoveryRepublishesHealthChanges(t *testing.T) {
 	n := newNode(t, "dgx-h100", 2)
 	ctx := context.Background()
 	d := n.driver(t)
-	var rec recorder
-	if err := d.SetPublisher(ctx, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec := record(t, d)
 	res, calls := rec.last()
 	all := published(res, node+"/rdma-vf")
 	if calls != 1 || len(all) != 24 || !all["pci-0000-18-00-1"] || !all["pci-0000-40-00-2"] {
@@ -68,10 +65,7 @@ func TestSetLeavesRepublishesTheLeafAttribute(t *testing.T) {
 	n := newNode(t, "dgx-h100", 2)
 	ctx := context.Background()
 	d := n.driver(t)
-	var rec recorder
-	if err := d.SetPublisher(ctx, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec := record(t, d)
 	leafOf := func(dev string) (string, int) {
 		t.Helper()
 		res, calls := rec.last()
@@ -137,10 +131,7 @@ func TestHeldDeviceStaysPublishedAcrossRestart(t *testing.T) {
 		}
 	}
 	restarted := n.driver(t)
-	var rec recorder
-	if err := restarted.SetPublisher(ctx, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec := record(t, restarted)
 	res, _ := rec.last()
 	if !published(res, node+"/rdma-vf")["pci-0000-18-00-1"] {
 		t.Fatalf("the held VF is not published after the restart")
