@@ -4,7 +4,6 @@ package multinode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -29,6 +28,7 @@ import (
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/helmchart"
+	"github.com/railyard-io/railyard/internal/nodefabric"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
@@ -129,12 +129,13 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	t.Logf("chart applied to every GPU node's NICs in ResourceSlices: %v", time.Since(start).Round(time.Millisecond))
 
 	// Each NIC's leaf switch, from its Node's railyard.io/fabric-ports:
-	// written here as `railyard fabric publish` writes them (with real
-	// LLDP in TestFabricLLDPFindsASwappedCable), watched by each agent
+	// written here by `railyard fabric publish`'s own publisher with the
+	// leaves as cabled (what LLDP gives it is proven with real lldpd in
+	// TestFabricLLDPFindsASwappedCable), watched by each agent
 	// through the apiserver with its own token and the chart's RBAC, and
 	// published as railyard.io/leaf on the NIC.
 	start = time.Now()
-	annotateFabricPorts(ctx, t, c, topos)
+	publishFabricPorts(ctx, t, c, topos)
 	poll(ctx, t, "every NIC's leaf in its slice", func(ctx context.Context) (bool, string) {
 		list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
 			FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName})
@@ -549,33 +550,29 @@ func allocatedOn(ctx context.Context, t *testing.T, c *framework.MultiCluster, c
 	return gpu, nic
 }
 
-// annotateFabricPorts writes each GPU node's railyard.io/fabric-ports as
-// `railyard fabric publish` would after hearing every rail's leaf on its
-// NIC (fabric.PortsOf, each port's switch its rail's leaf), and takes it
-// off at cleanup.
-func annotateFabricPorts(ctx context.Context, t *testing.T, c *framework.MultiCluster, topos map[string]*topology.Topology) {
+// publishFabricPorts publishes each GPU node's fabric ports through
+// nodefabric.Publisher, the code `railyard fabric publish` runs after
+// hearing every rail's leaf on its NIC (fabric.PortsOf, each port's switch
+// its rail's leaf): the same annotation and labels. At cleanup the labels
+// go (a publish with no neighbor) and so does the annotation.
+func publishFabricPorts(ctx context.Context, t *testing.T, c *framework.MultiCluster, topos map[string]*topology.Topology) {
 	t.Helper()
 	for node, topo := range topos {
+		pub := nodefabric.Publisher{Client: c.Client, Node: node}
 		ports := fabric.PortsOf(topo)
-		for i, p := range ports {
-			if p.Rail >= 0 && p.Rail < len(c.Info.Rails) {
-				ports[i].Switch, ports[i].SwitchPort = c.Info.Rails[p.Rail].Leaf, "port-"+node
-			}
-		}
-		value, err := fabric.EncodePorts(ports)
-		if err != nil {
-			t.Fatal(err)
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{fabric.PortsAnnotation: value}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatalf("annotating %s: %v", node, err)
-		}
 		t.Cleanup(func() {
+			_, _ = pub.Publish(context.Background(), ports)
 			off := []byte(`{"metadata":{"annotations":{"` + fabric.PortsAnnotation + `":null}}}`)
 			_, _ = c.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, off, metav1.PatchOptions{})
 		})
+		cabled := slices.Clone(ports)
+		for i, p := range cabled {
+			if p.Rail >= 0 && p.Rail < len(c.Info.Rails) {
+				cabled[i].Switch, cabled[i].SwitchPort = c.Info.Rails[p.Rail].Leaf, "port-"+node
+			}
+		}
+		if _, err := pub.Publish(ctx, cabled); err != nil {
+			t.Fatalf("publishing %s's fabric ports: %v", node, err)
+		}
 	}
 }
