@@ -3,9 +3,13 @@
 # directory:
 #
 #   k8s         kube-apiserver, kube-scheduler, kube-controller-manager and
-#               kube-proxy (the multi-node cluster's), kubelet, kubectl v1.35.8 (helper module
-#               hack/cluster/k8sbin; default out _output/k8s/bin). Cold:
-#               downloads ~90 MB of modules, ~9 min on two idle cores.
+#   (k8s-1.35)  kube-proxy (the multi-node cluster's), kubelet, kubectl
+#               v1.35.8 (helper module hack/cluster/k8sbin; default out
+#               _output/k8s/bin). Cold: downloads ~90 MB of modules, ~9 min
+#               on two idle cores.
+#   k8s-1.37    the same commands at v1.37.2, the version matrix's second
+#               release (helper module hack/cluster/k8sbin-1.37; default out
+#               _output/k8s-1.37/bin). Cold time in docs/e2e.md.
 #   containerd  containerd, containerd-shim-runc-v2, ctr v2.4.2 with CRI, CDI
 #               and NRI (helper module hack/cluster/containerdbin; default out
 #               _output/containerd/bin). Debian's containerd 1.6 has no CDI,
@@ -19,7 +23,7 @@
 #               out _output/whereabouts/bin); its CRDs are the same module
 #               version's doc/crds.
 #
-# Usage: hack/cluster/build.sh k8s|containerd|coredns|whereabouts [OUT_DIR]
+# Usage: hack/cluster/build.sh k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts [OUT_DIR]
 #
 # The build is skipped when every binary exists and the stamp file records
 # the same helper go.mod/go.sum, Go version and version, so warm runs take
@@ -28,17 +32,25 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 what="${1:-}"
+
+# kubernetes VERSION MODULE OUTNAME: one Kubernetes release's target (the
+# same commands from the helper module hack/cluster/MODULE into
+# _output/OUTNAME/bin by default).
+kubernetes() {
+  version="$1"
+  mod="$repo/hack/cluster/$2"
+  out="${out_arg:-$repo/_output/$3/bin}"
+  cmds=(kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet kubectl)
+  pkg="k8s.io/kubernetes/cmd"
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
+  tags=""
+  cgo=1
+}
+
+out_arg="${2:-}"
 case "$what" in
-  k8s)
-    out="${2:-$repo/_output/k8s/bin}"
-    mod="$repo/hack/cluster/k8sbin"
-    version="v1.35.8"
-    cmds=(kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet kubectl)
-    pkg="k8s.io/kubernetes/cmd"
-    ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
-    tags=""
-    cgo=1
-    ;;
+  k8s|k8s-1.35) kubernetes v1.35.8 k8sbin k8s ;;
+  k8s-1.37) kubernetes v1.37.2 k8sbin-1.37 k8s-1.37 ;;
   containerd)
     out="${2:-$repo/_output/containerd/bin}"
     mod="$repo/hack/cluster/containerdbin"
@@ -73,7 +85,7 @@ case "$what" in
     cgo=0
     ;;
   *)
-    echo "usage: $0 k8s|containerd|coredns|whereabouts [OUT_DIR]" >&2
+    echo "usage: $0 k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts [OUT_DIR]" >&2
     exit 2
     ;;
 esac
