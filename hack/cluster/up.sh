@@ -6,9 +6,21 @@
 # machine (sysfs tree, RDMA device nodes, its NICs as veths), and a rail
 # fabric (one leaf bridge per rail in a fabric namespace; spine off).
 #
-#   hack/cluster/up.sh DIR [--nodes N] [--machines dgx-h100,dgx-a100] [--spine]
-#   source DIR/env      # KUBECONFIG, KUBECTL, TEST_IMAGE, RAILYARD_VALUES
+#   hack/cluster/up.sh DIR [--kubernetes 1.35|1.37] [--nodes N]
+#                          [--machines dgx-h100,dgx-a100] [--spine]
+#   source DIR/env      # KUBECONFIG, KUBECTL, KUBERNETES_VERSION, TEST_IMAGE, RAILYARD_VALUES
 #   hack/cluster/down.sh DIR
+#
+#   --kubernetes 1.35|1.37  the Kubernetes release of the control plane, the
+#                 kubelets, kube-proxy and kubectl (docs/e2e.md, "Version
+#                 matrix"): 1.35 (default) runs v1.35.8 from _output/k8s/bin
+#                 (hack/cluster/build.sh k8s), 1.37 runs v1.37.2 from
+#                 _output/k8s-1.37/bin (hack/cluster/build.sh k8s-1.37).
+#                 DIR/env's KUBERNETES_VERSION is what the apiserver reports.
+#   --nodes N     GPU nodes (default 2)
+#   --machines M  built-in machine model of each GPU node, comma-separated
+#                 (the last repeats; default dgx-h100)
+#   --spine       start with the fabric's spine on (rails joined)
 #
 # It builds what it needs (cached: seconds when warm), imports Railyard's
 # image (make images, or RAILYARD_CLUSTER_IMAGE) into every node and writes
@@ -17,17 +29,37 @@
 # DIR/logs/cluster.log) until down.sh. Needs root.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: $0 DIR [--nodes N] [--machines M1,M2] [--spine]" >&2
+usage() {
+  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine]" >&2
   exit 2
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "up: needs root (it starts kubelets, containerds, namespaces and a bridge)" >&2
-  exit 1
+}
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
+if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
+  usage
 fi
 mkdir -p "$1"
 dir="$(cd "$1" && pwd)"
 shift
+# --kubernetes is up.sh's own; every other option goes to railyard-cluster.
+kubernetes=1.35
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kubernetes) [ $# -ge 2 ] || usage; kubernetes="$2"; shift 2 ;;
+    --kubernetes=*) kubernetes="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+# The releases of the version matrix: each a build.sh target and its
+# default output directory.
+case "$kubernetes" in
+  1.35) k8s_bin="$repo/_output/k8s/bin" ;;
+  1.37) k8s_bin="$repo/_output/k8s-1.37/bin" ;;
+  *) echo "up: --kubernetes $kubernetes: this cluster runs 1.35 or 1.37" >&2; usage ;;
+esac
 t0=$(date +%s)
 cd "$repo"
 
@@ -38,7 +70,7 @@ step() {
   echo "up: $name took $(( $(date +%s) - t ))s"
 }
 step "debian packages" hack/cluster/install-packages.sh
-step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
+step "kubernetes $kubernetes binaries" hack/cluster/build.sh "k8s-$kubernetes" "$k8s_bin"
 step "containerd v2" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "coredns" hack/cluster/build.sh coredns "$repo/_output/coredns/bin"
 step "whereabouts" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin"
@@ -63,15 +95,15 @@ rm -f "$dir/ready"
 # It keeps none of this script's other descriptors: a caller's flock(1)
 # lock, say, would otherwise stay held for the cluster's whole life.
 (
-  for fd in /proc/$BASHPID/fd/*; do
+  for fd in "/proc/$BASHPID/fd/"*; do
     fd="${fd##*/}"
     if [ "$fd" -gt 2 ] && [ "$fd" != 255 ]; then eval "exec $fd>&-"; fi
   done
   exec setsid "$dir/bin/railyard-cluster" up "$dir" \
-    --k8s-bin "$repo/_output/k8s/bin" --cni-bin "$repo/_output/k8s/cni" \
+    --k8s-bin "$k8s_bin" --cni-bin "$repo/_output/k8s/cni" \
     --containerd-bin "$repo/_output/containerd/bin" --coredns-bin "$repo/_output/coredns/bin" \
     --whereabouts-bin "$repo/_output/whereabouts/bin" --whereabouts-crds "$wa_crds" \
-    --image "$image" --image-tag "$version" "$@"
+    --image "$image" --image-tag "$version" "${args[@]}"
 ) >"$dir/logs/cluster.log" 2>&1 </dev/null &
 server=$!
 tail -n +1 -F --pid=$$ "$dir/logs/cluster.log" 2>/dev/null | sed -u "s/^/up: /" &

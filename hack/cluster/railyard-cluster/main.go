@@ -68,7 +68,7 @@ func up(dir string, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	nodes := fs.Int("nodes", 2, "GPU nodes")
 	models := fs.String("machines", "dgx-h100", "built-in machine model of each GPU node, comma-separated (the last repeats)")
-	k8sBin := fs.String("k8s-bin", "", "kube-apiserver, kube-scheduler, kube-controller-manager, kubelet, kubectl")
+	k8sBin := fs.String("k8s-bin", "", "kube-apiserver, kube-scheduler, kube-controller-manager, kube-proxy, kubelet, kubectl of one release (the cluster runs that release)")
 	cniBin := fs.String("cni-bin", "", "bridge, host-local, loopback CNI plugins")
 	ctrdBin := fs.String("containerd-bin", "", "containerd v2 (empty: the host's)")
 	dnsBin := fs.String("coredns-bin", "", "a static coredns: the cluster DNS (empty: none)")
@@ -147,7 +147,9 @@ func stopWith(mc *framework.MultiCluster, err error) error {
 	return err
 }
 
-// writeEnv writes DIR/env, a file to source.
+// writeEnv writes DIR/env, a file to source: KUBECTL is the cluster's own
+// release's kubectl and KUBERNETES_VERSION the release its apiserver
+// reports.
 func writeEnv(dir string, info framework.ClusterInfo) error {
 	env := fmt.Sprintf(`# hack/cluster/up.sh %[1]s: source this file.
 export KUBECONFIG=%[2]s
@@ -155,6 +157,7 @@ export KUBECTL=%[3]s
 export TEST_IMAGE=%[4]s
 export RAILYARD_CLUSTER_DIR=%[1]s
 export RAILYARD_VALUES=%[1]s/railyard-values.yaml
-`, dir, info.Kubeconfig, filepath.Join(info.K8sBinDir, "kubectl"), framework.BusyboxImage)
+export KUBERNETES_VERSION=%[5]s
+`, dir, info.Kubeconfig, filepath.Join(info.K8sBinDir, "kubectl"), framework.BusyboxImage, info.KubernetesVersion)
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644)
 }

@@ -114,6 +114,9 @@ type ClusterInfo struct {
 	Kubeconfig string `json:"kubeconfig"`
 	K8sBinDir  string `json:"k8sBinDir"`
 	APIServer  string `json:"apiServer"`
+	// KubernetesVersion is the release the cluster runs, as its
+	// kube-apiserver reports it (/version's gitVersion, e.g. v1.37.2).
+	KubernetesVersion string `json:"kubernetesVersion"`
 	// MachineDir, CNIBinDir and CDIDir are the same paths on every node,
 	// each a bind mount of the node's own directory: the fake machine
 	// (sysfs/, dev/), the CNI bin dir and the CDI spec directory its
@@ -343,6 +346,12 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 	if err := step("control plane", func() error { return m.startControlPlane(ctx, p, gw) }); err != nil {
 		return nil, err
 	}
+	v, err := m.Client.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the apiserver's version: %w", err)
+	}
+	m.Info.KubernetesVersion = v.GitVersion
+	cfg.Logf("cluster: Kubernetes %s (kube-apiserver's /version; binaries from %s)", v.GitVersion, cfg.K8sBinDir)
 	if err := step("fabric", func() error {
 		proc, err := startFabric(ctx, m.Info.Rails, logPath("fabric"))
 		if err := m.track(proc, err); err != nil {
