@@ -6,6 +6,11 @@
 #
 #   hack/e2e.sh                 # everything
 #   E2E_RUN=TestNode hack/e2e.sh  # only tests matching a -run pattern
+#   E2E_KUBERNETES=1.37 hack/e2e.sh  # test/e2e/multinode on 1.37 only
+#
+# test/e2e/multinode runs once per Kubernetes release of the version matrix
+# (E2E_KUBERNETES, default "1.35 1.37": RAILYARD_E2E_KUBERNETES of each
+# run; docs/e2e.md, "Version matrix"); the other packages run on 1.35.
 #
 # Not root: the tests are still compiled and run, and they skip with a clear
 # message (nothing is installed or built then).
@@ -13,11 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
+releases="${E2E_KUBERNETES:-1.35 1.37}"
+
 run_tests() {
   # -p 1: the packages start clusters, and only one may run at a time.
   local args=(-tags e2e -v -count=1 -p 1 -timeout 40m)
   if [ -n "${E2E_RUN:-}" ]; then args+=(-run "$E2E_RUN"); fi
-  go test "${args[@]}" ./test/e2e/...
+  local pkgs status=0 r t0
+  mapfile -t pkgs < <(go list -tags e2e ./test/e2e/... | grep -v '/test/e2e/multinode$')
+  go test "${args[@]}" "${pkgs[@]}" || status=1
+  # The multi-node package once per release, each its own cluster.
+  for r in $releases; do
+    echo "e2e: test/e2e/multinode on Kubernetes $r (RAILYARD_E2E_KUBERNETES=$r)"
+    t0=$(date +%s)
+    RAILYARD_E2E_KUBERNETES="$r" go test "${args[@]}" ./test/e2e/multinode/ || status=1
+    echo "e2e: test/e2e/multinode on Kubernetes $r took $(( $(date +%s) - t0 ))s"
+  done
+  return $status
 }
 
 if [ "$(id -u)" != 0 ]; then
@@ -38,6 +55,11 @@ step() {
 step "vet (e2e tag)" go vet -tags e2e ./test/e2e/...
 step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
+for r in $releases; do
+  if [ "$r" != 1.35 ]; then
+    step "kubernetes $r binaries (multinode)" hack/cluster/build.sh "k8s-$r" "$repo/_output/k8s-$r/bin"
+  fi
+done
 step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 # The multi-node cluster's DNS and rail IPAM: up.sh would build them too,
@@ -49,7 +71,8 @@ step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
 # node); built once here so up.sh does not.
 version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)"
 step "railyard image (multinode)" make -s images VERSION="$version"
-export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env GOARCH).tar"
+arch="$(go env GOARCH)"
+export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$arch.tar"
 
 # One e2e at a time on a machine: the suites start kubelets, a bridge and the
 # multi-node cluster, and the clean-up below reaps what a dead run left. A
