@@ -217,6 +217,10 @@ func httpOKWithToken(ctx context.Context, hc *http.Client, url, token string) er
 // from templates and Services (the EndpointSlices kube-proxy routes to)
 // need. The node lifecycle controller is left out: on two
 // loaded cores it would mark a slow node NotReady and evict its pods.
+// The device taint eviction controller runs where its feature gate
+// (DRADeviceTaints) is on by default, from 1.36 (GA in 1.37): it evicts the
+// pods of a device tainted NoExecute; 1.35's controller manager skips it
+// (gate off).
 var controllers = []string{
 	"daemonset-controller",
 	"replicaset-controller",
@@ -227,6 +231,7 @@ var controllers = []string{
 	"serviceaccount-token-controller",
 	"root-ca-certificate-publisher-controller",
 	"resourceclaim-controller",
+	"device-taint-eviction-controller",
 	"endpointslice-controller",
 }
 
