@@ -32,9 +32,13 @@ type Pool struct {
 	// Devices are the published devices: healthy, in PCI address order
 	// (the order the scheduler's first-fit allocator tries them in).
 	Devices []resourceapi.Device
-	// Unpublished are the pool's devices left out and why: unhealthy, or
-	// already published by an earlier pool.
+	// Unpublished are the pool's devices left out and why: unhealthy
+	// (without Options.TaintUnhealthy), or already published by an earlier
+	// pool.
 	Unpublished []Unpublished
+	// Tainted are the unhealthy devices published with a taint
+	// (Options.TaintUnhealthy) and why they are unhealthy.
+	Tainted []Unpublished
 	// Warnings are attributes left out of published devices (a value over
 	// the API's length limit, GPU classes beyond the attribute limit).
 	Warnings []string
@@ -42,7 +46,29 @@ type Pool struct {
 	// prepared claim holds them and their RDMA device is out of the
 	// host's view.
 	Held []string
+	// Health is every device of the pool (published, tainted, held or
+	// left out as unhealthy; not those of an earlier pool) and its health,
+	// in PCI address order: what the kubelet plugin reports to kubelet
+	// for pod status (KEP-4680).
+	Health []DeviceHealth
 }
+
+// DeviceHealth is one device's health as Build judged it.
+type DeviceHealth struct {
+	// Device is the DRA device name (DeviceName of PCI).
+	Device string
+	PCI    string
+	// Healthy is false for a device left out or tainted as unhealthy.
+	Healthy bool
+	// Reason says why not (the pool's reason), or, for a held device,
+	// that its RDMA device is in a pod.
+	Reason string
+}
+
+// TaintKey is the key of the taint an unhealthy device is published with
+// under Options.TaintUnhealthy (KEP-5055 device taints). Its value is the
+// reason made a label value ("port-1-is-down-disabled").
+const TaintKey = "rdma.railyard.io/unhealthy"
 
 // Options are what the caller knows beyond the topology.
 type Options struct {
@@ -59,6 +85,14 @@ type Options struct {
 	// rail.railyard.io/<rail> label spells them. A PF and its VFs get their
 	// PF's leaf as AttrLeaf; a NIC not in the map gets none.
 	Leaves map[string]string
+	// TaintUnhealthy publishes an unhealthy device with a NoSchedule taint
+	// (TaintKey) instead of leaving it out: the scheduler allocates it to
+	// no new claim, a claim that holds it still finds it, and an admin sees
+	// why in the slice. Only where the API server keeps device taints
+	// (DRADeviceTaints: GA in Kubernetes 1.37, off before); elsewhere it
+	// would publish the device untainted, so the kubelet plugin turns it on
+	// only after probing the server (draplugin).
+	TaintUnhealthy bool
 }
 
 // Unpublished is a device of a pool that is not published.
@@ -123,15 +157,24 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		if err != nil {
 			return Pool{}, fmt.Errorf("pool %s: %w", p.Name, err)
 		}
+		var taints []resourceapi.DeviceTaint
 		if !d.Healthy {
 			if held, ok := opts.Prepared[d.ID]; ok && held.Name == devName && outOfView(t, d) {
 				owner[d.ID] = name
 				out.Held = append(out.Held, d.ID)
 				out.Devices = append(out.Devices, held)
+				out.Health = append(out.Health, DeviceHealth{devName, d.ID, true, "held by a prepared claim: its RDMA device is in the pod's namespace, its PF's link is up"})
 				continue
 			}
-			out.Unpublished = append(out.Unpublished, Unpublished{d.ID, d.Reason})
-			continue
+			out.Health = append(out.Health, DeviceHealth{devName, d.ID, false, d.Reason})
+			if !opts.TaintUnhealthy {
+				out.Unpublished = append(out.Unpublished, Unpublished{d.ID, d.Reason})
+				continue
+			}
+			taints = []resourceapi.DeviceTaint{{Key: TaintKey, Value: taintValue(d.Reason), Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+			out.Tainted = append(out.Tainted, Unpublished{d.ID, d.Reason})
+		} else {
+			out.Health = append(out.Health, DeviceHealth{Device: devName, PCI: d.ID, Healthy: true})
 		}
 		pl, ok := placements[d.PF]
 		if !ok {
@@ -150,9 +193,33 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			out.Warnings = append(out.Warnings, devName+": "+w)
 		}
 		owner[d.ID] = name
-		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs})
+		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs, Taints: taints})
 	}
 	return out, nil
+}
+
+// taintValue makes a reason a taint value (a label value: at most 63 of
+// [a-z0-9._-], starting and ending alphanumeric): "port 1 is DOWN/Disabled"
+// becomes "port-1-is-down-disabled".
+func taintValue(reason string) string {
+	b := make([]byte, 0, 63)
+	dash := false
+	for _, r := range strings.ToLower(reason) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			if dash && len(b) > 0 {
+				b = append(b, '-')
+			}
+			dash = false
+			b = append(b, byte(r))
+		default:
+			dash = true
+		}
+		if len(b) >= 63 {
+			break
+		}
+	}
+	return strings.TrimRight(string(b[:min(len(b), 63)]), "-")
 }
 
 // outOfView reports whether an unhealthy device is so only because the
@@ -174,9 +241,14 @@ func outOfView(t *topology.Topology, d pool.Device) bool {
 }
 
 // Slices splits the pool's devices into slices of at most
-// resourceapi.ResourceSliceMaxDevices, in order. An empty pool has one
-// empty slice: "no devices" differs from "no driver".
+// resourceapi.ResourceSliceMaxDevices, in order; at most
+// ResourceSliceMaxDevicesWithAdvancedFeatures while a device is tainted
+// (the API's limit for a slice with taints). An empty pool has one empty
+// slice: "no devices" differs from "no driver".
 func (p Pool) Slices() [][]resourceapi.Device {
+	if len(p.Tainted) > 0 {
+		return chunk(p.Devices, resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures)
+	}
 	return chunk(p.Devices, resourceapi.ResourceSliceMaxDevices)
 }
 

@@ -14,8 +14,11 @@
 // (RDMA device, link layer, speed, VF/PF, rail, PCIe switch and root port,
 // distance class to each GPU). Unhealthy devices (topology.NIC.Health,
 // VFHealth, and a missing verbs device, as internal/pool judges them) are
-// not published. A pool's devices are split into slices of at most
-// resourceapi.ResourceSliceMaxDevices.
+// not published, or, where the API server keeps device taints
+// (Options.TaintUnhealthy), published with a NoSchedule taint (TaintKey).
+// Each pool's Health lists every device's health for the kubelet's pod
+// status. A pool's devices are split into slices of at most
+// resourceapi.ResourceSliceMaxDevices (64 while one is tainted).
 //
 // The package is a library: it does not log, holds no state, and links
 // nothing of the agent or the CLI. The kubelet plugin that publishes these

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -79,6 +80,14 @@ type Driver struct {
 	claims    map[types.UID]*preparedClaim
 	lastErr   error
 	view      []byte // the DRA view last written
+	// taint publishes unhealthy devices tainted (SetTaintUnhealthy).
+	taint bool
+	// builtAt is when the pools were last built: each device's health
+	// dates from it.
+	builtAt time.Time
+	// healthChanged is closed (and replaced) when the pools change:
+	// WatchHealthStatus then reports at once.
+	healthChanged chan struct{}
 }
 
 // New returns a driver with the prepared claims of its checkpoint (an
@@ -91,7 +100,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.StateDir == "" || cfg.CDISpecDir == "" {
 		return nil, errors.New("draplugin: a state directory and a CDI spec directory are required")
 	}
-	d := &Driver{cfg: cfg, poolCfg: map[string]v1alpha1.Pool{}, ckptPath: filepath.Join(cfg.StateDir, CheckpointFile)}
+	d := &Driver{cfg: cfg, poolCfg: map[string]v1alpha1.Pool{}, ckptPath: filepath.Join(cfg.StateDir, CheckpointFile),
+		healthChanged: make(chan struct{})}
 	for _, p := range cfg.Pools {
 		d.poolCfg[p.Name] = p
 	}
@@ -154,11 +164,12 @@ func (d *Driver) SetLeaves(ctx context.Context, leaves map[string]string) (chang
 // rebuildLocked builds the pools of t with leaves and publishes them; the
 // driver keeps t and leaves only when they built.
 func (d *Driver) rebuildLocked(ctx context.Context, t *topology.Topology, leaves map[string]string) ([]dra.Pool, error) {
-	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked(), Leaves: leaves})
+	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked(), Leaves: leaves, TaintUnhealthy: d.taint})
 	if err != nil {
 		return nil, fmt.Errorf("draplugin: %w", err)
 	}
-	d.topo, d.leaves, d.pools = t, leaves, pools
+	d.topo, d.leaves, d.pools, d.builtAt = t, leaves, pools, time.Now()
+	d.notifyHealthLocked()
 	return pools, d.publishLocked(ctx)
 }
 
@@ -204,6 +215,17 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	d.mu.Lock()
 	d.lastErr = fmt.Errorf("%s: %w", msg, err)
 	d.mu.Unlock()
+	if taintsDropped(err) {
+		// The server stopped keeping taints (probed before): leave
+		// unhealthy devices out again, or they would be schedulable. In a
+		// goroutine: the controller reporting this may hold what
+		// publishing needs.
+		go func() {
+			if err := d.SetTaintUnhealthy(context.WithoutCancel(ctx), false); err != nil {
+				d.HandleError(ctx, err, "leaving unhealthy devices out after the API server dropped their taints")
+			}
+		}()
+	}
 	if d.cfg.OnError != nil {
 		d.cfg.OnError(ctx, err, msg, !errors.Is(err, kubeletplugin.ErrRecoverable))
 	}

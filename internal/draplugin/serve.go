@@ -61,6 +61,21 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 	if err != nil {
 		return nil, fmt.Errorf("draplugin: starting the kubelet plugin: %w", err)
 	}
+	// Unhealthy devices are published tainted only where the server keeps
+	// taints; otherwise they would be published schedulable.
+	taint, err := ProbeTaints(ctx, o.Client, d.cfg.NodeName)
+	switch {
+	case err != nil:
+		log.Error(err, "device taints: cannot tell whether the API server keeps them; unhealthy devices are left out of the ResourceSlices")
+	case taint:
+		log.Info("device taints: the API server keeps them; unhealthy devices are published with a NoSchedule taint", "key", dra.TaintKey)
+	default:
+		log.Info("device taints: the API server drops them (DRADeviceTaints off, as before Kubernetes 1.37); unhealthy devices are left out of the ResourceSlices")
+	}
+	if err := d.SetTaintUnhealthy(ctx, taint); err != nil {
+		h.Stop()
+		return nil, err
+	}
 	if err := d.SetPublisher(ctx, h); err != nil {
 		h.Stop()
 		return nil, err

@@ -42,6 +42,7 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}},
 		c,
 	)
+	dryRunSlices(client, false) // a 1.35 server: taints dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h, err := draplugin.Serve(ctx, d, draplugin.ServeOptions{Client: client, PluginDataDir: plugins, RegistrarDir: reg})
@@ -49,6 +50,9 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Stop()
+	if d.TaintUnhealthy() {
+		t.Error("unhealthy devices published tainted on a server that drops taints")
+	}
 
 	var devices int
 	deadline := time.Now().Add(20 * time.Second)

@@ -116,6 +116,11 @@ func (g *StandinGPUDRA) HandleError(_ context.Context, err error, msg string) {
 	fmt.Printf("stand-in GPU DRA plugin: %s: %v\n", msg, err)
 }
 
+// WatchHealthStatus: the stand-in has no GPUs to watch.
+func (g *StandinGPUDRA) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
 func (g *StandinGPUDRA) specPath(uid types.UID) string {
 	return filepath.Join(g.CDIDir, "standin.railyard.io-gpu_"+string(uid)+".json")
 }

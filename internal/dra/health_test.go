@@ -1,0 +1,111 @@
+package dra_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/machines"
+)
+
+// unhealthyTree is a DGX H100 tree with PF mlx5_0 (0000:18:00.0, taking
+// its VFs with it) and VF mlx5_14 (0000:29:00.2) DOWN.
+func unhealthyTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"mlx5_0", "mlx5_14"} {
+		if err := fakesysfs.SetPortState(root, dev, 1, fakesysfs.PortDown); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+var unhealthyPCIs = []string{"0000:18:00.0", "0000:18:00.1", "0000:18:00.2", "0000:29:00.2"}
+
+// With TaintUnhealthy, an unhealthy device is published with one
+// NoSchedule taint whose value is a valid label value saying why, healthy
+// devices carry none, and nothing is left out; every device's health is
+// in Health either way.
+func TestUnhealthyDevicesAreTaintedWhenAsked(t *testing.T) {
+	topo, err := discovery.Discover(context.Background(), unhealthyTree(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := []v1alpha1.Pool{{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}, {Name: "railyard.io/pf", DeviceKind: v1alpha1.KindPF}}
+	for _, taint := range []bool{false, true} {
+		got, err := dra.Build("node-a", topo, pools, dra.Options{TaintUnhealthy: taint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := map[string]bool{}
+		for _, pci := range unhealthyPCIs {
+			bad[pci] = true
+		}
+		published, tainted, unhealthy := 0, 0, 0
+		for _, p := range got {
+			for _, d := range p.Devices {
+				published++
+				pci := attrString(d, dra.AttrPCIBusID)
+				switch {
+				case bad[pci] && len(d.Taints) == 1:
+					tainted++
+					tt := d.Taints[0]
+					if tt.Key != dra.TaintKey || tt.Effect != resourceapi.DeviceTaintEffectNoSchedule || !strings.Contains(tt.Value, "port-1-is-down") {
+						t.Errorf("taint=%v %s: taint %+v", taint, d.Name, tt)
+					}
+					if errs := validation.IsValidLabelValue(tt.Value); len(errs) > 0 {
+						t.Errorf("taint=%v %s: taint value %q: %v", taint, d.Name, tt.Value, errs)
+					}
+				case len(d.Taints) != 0:
+					t.Errorf("taint=%v %s (%s): taints %+v on a device that is healthy or should be left out", taint, d.Name, pci, d.Taints)
+				case bad[pci]:
+					t.Errorf("taint=%v %s: unhealthy and published without a taint", taint, d.Name)
+				}
+			}
+			for _, h := range p.Health {
+				if h.Healthy == bad[h.PCI] {
+					t.Errorf("taint=%v %s: healthy %v", taint, h.PCI, h.Healthy)
+				}
+				if !h.Healthy {
+					unhealthy++
+					if !strings.Contains(h.Reason, "port 1 is DOWN") || h.Device == "" {
+						t.Errorf("taint=%v %s: reason %q, device %q", taint, h.PCI, h.Reason, h.Device)
+					}
+				}
+			}
+		}
+		wantPublished, wantTainted := 34, 0
+		if taint {
+			wantPublished, wantTainted = 38, 4
+		}
+		if published != wantPublished || tainted != wantTainted || unhealthy != 4 {
+			t.Errorf("taint=%v: %d published, %d tainted, %d unhealthy in Health; want %d, %d, 4", taint, published, tainted, unhealthy, wantPublished, wantTainted)
+		}
+	}
+}
+
+// A pool with a tainted device is cut into slices of at most 64 devices
+// (the API refuses a slice of more with taints); without one, 128.
+func TestTaintedPoolsUseTheSmallerSliceLimit(t *testing.T) {
+	devs := make([]resourceapi.Device, 100)
+	p := dra.Pool{Devices: devs}
+	if n := len(p.Slices()); n != 1 {
+		t.Errorf("untainted: %d slices, want 1", n)
+	}
+	p.Tainted = []dra.Unpublished{{PCI: "0000:18:00.0", Reason: "port 1 is DOWN"}}
+	s := p.Slices()
+	if len(s) != 2 || len(s[0]) != resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures {
+		t.Errorf("tainted: %d slices (first of %d), want 2 of at most 64", len(s), len(s[0]))
+	}
+}
