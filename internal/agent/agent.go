@@ -22,6 +22,8 @@ import (
 	"github.com/railyard-io/railyard/internal/podresources"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
+	"github.com/railyard-io/railyard/internal/porthealth"
+	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -58,6 +60,10 @@ type Agent struct {
 	// Taken after mu, never before.
 	tokensMu sync.Mutex
 
+	// portHealth marks NICs degraded from their error counters at every
+	// rediscovery (nil: errorCounters.window 0s); under mu.
+	portHealth *porthealth.Tracker
+
 	mu      sync.Mutex
 	topo    *topology.Topology
 	lastOK  time.Time
@@ -82,6 +88,16 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 		return nil, fmt.Errorf("devRoot %s: not a directory", cfg.DevRoot)
 	}
 	a := &Agent{cfg: cfg, log: log, discover: discover, metrics: NewMetrics()}
+	if ec := cfg.ErrorCounters; ec != nil && ec.Window != nil && ec.Window.Duration > 0 {
+		pc := porthealth.Config{Window: ec.Window.Duration, LinkErrors: 1, Hold: 0}
+		if ec.LinkErrors != nil {
+			pc.LinkErrors = uint64(max(*ec.LinkErrors, 1))
+		}
+		if ec.Hold != nil {
+			pc.Hold = ec.Hold.Duration
+		}
+		a.portHealth = porthealth.New(pc, sysfs.New(cfg.SysfsRoot))
+	}
 	// GPU UUIDs from the NVIDIA driver's /proc files, the gpuMap file
 	// overriding them; an unreadable driver file is only a warning.
 	resolver, err := podresources.NewResolver(podresources.DefaultProcRoot, cfg.GPUMap)
@@ -149,6 +165,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 		a.log.Error("discovery failed; keeping the previous devices", "why", why, "err", err)
 		return err
 	}
+	a.markDegraded(topo)
 	a.topo, a.lastErr, a.lastOK = topo, nil, time.Now()
 	owner := map[string]string{}
 	var overlaps []string
@@ -197,6 +214,35 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 	}
 	a.log.Debug("discovered", "why", why, "took", time.Since(start), "nics", len(topo.NICs), "gpus", len(topo.GPUs))
 	return nil
+}
+
+// markDegraded writes the error counters' verdict into t's NICs
+// (topology.NIC.Degraded, which their health reads) and logs each change.
+func (a *Agent) markDegraded(t *topology.Topology) {
+	if a.portHealth == nil {
+		return
+	}
+	marks := a.portHealth.Observe(t, time.Now())
+	var before map[string]string
+	if a.topo != nil {
+		before = map[string]string{}
+		for _, n := range a.topo.NICs {
+			if n.Degraded != "" {
+				before[n.PCI] = n.Degraded
+			}
+		}
+	}
+	for i := range t.NICs {
+		n := &t.NICs[i]
+		n.Degraded = marks[n.PCI]
+		switch was := before[n.PCI]; {
+		case n.Degraded != "" && was == "":
+			a.log.Warn("NIC degraded by its error counters: its devices are unhealthy until they stop rising", "nic", n.Name(), "pci", n.PCI, "reason", n.Degraded)
+		case n.Degraded == "" && was != "":
+			a.log.Info("NIC no longer degraded: no counted error rise for errorCounters.hold", "nic", n.Name(), "pci", n.PCI)
+		}
+	}
+	a.metrics.SetDegraded(t)
 }
 
 // devices selects a pool's devices.

@@ -27,6 +27,7 @@ type Metrics struct {
 	rpc             *prometheus.HistogramVec
 	discovery       *prometheus.HistogramVec
 	kubeletRestarts prometheus.Counter
+	degraded        *prometheus.GaugeVec
 }
 
 var _ deviceplugin.Metrics = (*Metrics)(nil)
@@ -67,8 +68,11 @@ func NewMetrics() *Metrics {
 		kubeletRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "railyard_kubelet_restarts_total", Help: "Times kubelet.sock was recreated.",
 		}),
+		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_nic_degraded", Help: "1 while the NIC's error counters mark it degraded (its link flapped, or took errorCounters.linkErrors link errors in a window): its devices are unhealthy for the device plugin and DRA.",
+		}, []string{"pci", "rdma"}),
 	}
-	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts,
+	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts, m.degraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, reason := range []string{warningPoolEmpty, warningPoolsOverlap} {
 		m.warnings.WithLabelValues(reason) // exported as 0 before the first warning
@@ -101,6 +105,22 @@ func (m *Metrics) SetRegistered(resource string, ok bool) {
 		v = 1
 	}
 	m.registered.WithLabelValues(resource).Set(v)
+}
+
+// SetDegraded records which NICs of t are degraded (every NIC with an
+// RDMA device gets a series, 0 or 1).
+func (m *Metrics) SetDegraded(t *topology.Topology) {
+	m.degraded.Reset()
+	for _, n := range t.NICs {
+		if n.RDMA == "" {
+			continue
+		}
+		v := 0.0
+		if n.Degraded != "" {
+			v = 1
+		}
+		m.degraded.WithLabelValues(n.PCI, n.RDMA).Set(v)
+	}
 }
 
 // SetPoolDevices records a pool's device counts.

@@ -21,7 +21,7 @@ var Layers = []Layer{
 	{ID: "adapters", Title: "node adapters (agent, device plugin, late binding, node setup, doctor)", Patterns: []string{
 		"internal/agent", "internal/deviceplugin", "internal/binding", "internal/podresources",
 		"internal/podresources/podlist", "internal/nodesetup", "internal/doctor", "internal/netops", "internal/cniinstall",
-		"internal/rdmastats", "internal/capture",
+		"internal/rdmastats", "internal/porthealth", "internal/capture",
 	}},
 	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
 	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview", "internal/jobrails"}},

@@ -93,6 +93,11 @@ type NIC struct {
 	TotalVFs int  `json:"total_vfs"`
 	NumVFs   int  `json:"num_vfs"`
 	VFs      []VF `json:"vf_list,omitempty"`
+	// Degraded, when set, says why the NIC's error counters mark it
+	// degraded (internal/porthealth: its link flapped, or took link
+	// errors, while its ports stayed up). Discovery never sets it; the
+	// agent does, and Health reads it.
+	Degraded string `json:"degraded,omitempty"`
 	// VFCount is len(VFs), the VFs that exist (the --json contract's "vfs").
 	VFCount int `json:"vfs"`
 }
@@ -128,9 +133,18 @@ func (n NIC) Healthy() bool {
 }
 
 // Health is the one health rule of a NIC, used by rails, pools and
-// policies alike: it needs at least one port, and every port ACTIVE with
-// its physical link up (Port.Active). reason says why not.
-func (n NIC) Health() (ok bool, reason string) { return portsHealth(n.Ports) }
+// policies alike: it needs at least one port, every port ACTIVE with its
+// physical link up (Port.Active), and no Degraded mark. reason says why
+// not.
+func (n NIC) Health() (ok bool, reason string) {
+	if ok, reason := portsHealth(n.Ports); !ok {
+		return false, reason
+	}
+	if n.Degraded != "" {
+		return false, "degraded: " + n.Degraded
+	}
+	return true, ""
+}
 
 // VFHealth is the health rule of one of the NIC's VFs: the PF's health
 // first (a VF's link is its PF's), then the VF's own ports; a VF whose

@@ -223,6 +223,17 @@ func TestNICHealthy(t *testing.T) {
 		{[]Port{{Num: 1, PhysState: "LinkUp"}}, false, "port 1 is unreadable/LinkUp"},
 	} {
 		n := NIC{PCI: "p", Ports: c.ports}
+		// A NIC whose counters degrade it is unhealthy, its ports' reason
+		// first.
+		d := NIC{PCI: "p", Ports: c.ports, Degraded: "port 1 link flapped"}
+		dok, dreason := d.Health()
+		wantReason := c.reason
+		if c.want {
+			wantReason = "degraded: port 1 link flapped"
+		}
+		if dok || dreason != wantReason {
+			t.Errorf("Health(%+v, degraded) = %v %q, want false %q", c.ports, dok, dreason, wantReason)
+		}
 		ok, reason := n.Health()
 		if ok != c.want || n.Healthy() != c.want || reason != c.reason {
 			t.Errorf("Health(%+v) = %v %q, want %v %q", c.ports, ok, reason, c.want, c.reason)
@@ -245,6 +256,7 @@ func TestVFHealth(t *testing.T) {
 		{up, VF{Ports: []Port{{Num: 1, State: "DOWN", PhysState: "LinkUp"}}}, false, "port 1 is DOWN/LinkUp"},
 		{down, VF{Ports: []Port{activePort}}, false, "PF pf: port 1 is DOWN/Disabled"},
 		{NIC{PCI: "pf"}, VF{}, false, "PF pf: no RDMA ports"},
+		{NIC{PCI: "pf", Ports: []Port{activePort}, Degraded: "port 1 link flapped"}, VF{Ports: []Port{activePort}}, false, "PF pf: degraded: port 1 link flapped"},
 	} {
 		ok, reason := c.nic.VFHealth(c.vf)
 		if ok != c.want || reason != c.reason {

@@ -109,3 +109,36 @@ func TestBadDurationsNameTheirField(t *testing.T) {
 		}
 	}
 }
+
+// errorCounters: defaults when absent, bounds and a named error for each
+// field.
+func TestErrorCountersDefaultsAndBounds(t *testing.T) {
+	base := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\npools: [{name: railyard.io/rdma, selectors: {}}]\n"
+	c, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec := c.ErrorCounters; ec == nil || ec.Window.Duration != DefaultErrorCounterWindow || *ec.LinkErrors != DefaultLinkErrors || ec.Hold.Duration != DefaultDegradedHold {
+		t.Errorf("defaults: %+v", c.ErrorCounters)
+	}
+	for _, tc := range []struct {
+		body, err string
+	}{
+		{"errorCounters: {window: 0s}", ""},
+		{"errorCounters: {window: 1h, linkErrors: 1, hold: 0s}", ""},
+		{"errorCounters: {window: 500ms}", `errorCounters.window: Invalid value: "500ms": must be 1s to 1h0m0s, or 0s`},
+		{"errorCounters: {window: 2h}", `errorCounters.window: Invalid value: "2h0m0s"`},
+		{"errorCounters: {linkErrors: 0}", `errorCounters.linkErrors: Invalid value: 0: must be at least 1`},
+		{"errorCounters: {hold: -1s}", `errorCounters.hold: Invalid value: "-1s": must be 0s to 24h0m0s`},
+		{"errorCounters: {hold: 25h}", `errorCounters.hold: Invalid value: "25h0m0s"`},
+		{"errorCounters: {windw: 1s}", `windw`},
+	} {
+		_, err := Parse([]byte(base + tc.body + "\n"))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.body, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: err = %v, want %q", tc.body, err, tc.err)
+		}
+	}
+}

@@ -16,6 +16,13 @@ const (
 	DefaultMetricsAddr        = "127.0.0.1:9410"
 	DefaultResyncInterval     = 10 * time.Second
 	DefaultPortPollInterval   = 2 * time.Second
+	// ErrorCounters' defaults and bounds.
+	DefaultErrorCounterWindow = 30 * time.Second
+	DefaultLinkErrors         = 10
+	DefaultDegradedHold       = 5 * time.Minute
+	MinErrorCounterWindow     = time.Second
+	MaxErrorCounterWindow     = time.Hour
+	MaxDegradedHold           = 24 * time.Hour
 	// Bounds of the intervals: a resync below a second spins a core on
 	// rediscoveries; above a day the agent would hardly resync at all. A
 	// port poll of 0 disables it.
@@ -59,6 +66,19 @@ func Default(c *AgentConfig) {
 	}
 	if c.PortPollInterval == nil {
 		c.PortPollInterval = &metav1.Duration{Duration: DefaultPortPollInterval}
+	}
+	if c.ErrorCounters == nil {
+		c.ErrorCounters = &ErrorCounters{}
+	}
+	if ec := c.ErrorCounters; ec.Window == nil {
+		ec.Window = &metav1.Duration{Duration: DefaultErrorCounterWindow}
+	}
+	if ec := c.ErrorCounters; ec.LinkErrors == nil {
+		n := int64(DefaultLinkErrors)
+		ec.LinkErrors = &n
+	}
+	if ec := c.ErrorCounters; ec.Hold == nil {
+		ec.Hold = &metav1.Duration{Duration: DefaultDegradedHold}
 	}
 	setString(&c.NCCLIBHCA, DefaultNCCLIBHCA)
 	setString(&c.StateDir, DefaultStateDir)

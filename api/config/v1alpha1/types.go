@@ -95,6 +95,10 @@ type AgentConfig struct {
 	// Real sysfs raises no file event when a port goes down, so this poll
 	// is what notices it; a change triggers a rediscovery. "0s" disables.
 	PortPollInterval *metav1.Duration `json:"portPollInterval,omitempty"`
+	// ErrorCounters marks a NIC degraded from its PF ports' error
+	// counters, read at every rediscovery (docs/agent.md, "Health from
+	// counters").
+	ErrorCounters *ErrorCounters `json:"errorCounters,omitempty"`
 	// GPUMap is a file mapping GPU UUIDs to PCI addresses ("" = none).
 	GPUMap string `json:"gpuMap,omitempty"`
 	// NCCLTopologyFile is an NCCL topology file (the one NCCL_TOPO_FILE
@@ -125,6 +129,21 @@ type AgentConfig struct {
 
 	// Pools are the resources served to kubelet, one device plugin each.
 	Pools []Pool `json:"pools"`
+}
+
+// ErrorCounters is when a NIC's error counters mark it degraded: a flap
+// (link downed, link error recovery) at once, LinkErrors link errors
+// (symbol, local link integrity, excessive buffer overrun) within Window;
+// it stays degraded for Hold after its last such rise.
+type ErrorCounters struct {
+	// Window is the span link errors add up over (default 30s); "0s"
+	// turns the counters' health off.
+	Window *metav1.Duration `json:"window,omitempty"`
+	// LinkErrors is how many link errors in one window degrade (default 10).
+	LinkErrors *int64 `json:"linkErrors,omitempty"`
+	// Hold is how long a NIC stays degraded after its last counted rise
+	// (default 5m).
+	Hold *metav1.Duration `json:"hold,omitempty"`
 }
 
 // Pool is one extended resource (one device plugin) and how its devices

@@ -51,6 +51,7 @@ func Validate(c *AgentConfig) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("portPollInterval"), d.Duration.String(),
 			fmt.Sprintf("must be %s to %s, or 0s to disable the poll", MinPortPollInterval, MaxPortPollInterval)))
 	}
+	errs = append(errs, validateErrorCounters(c.ErrorCounters)...)
 	for i, r := range c.GPUResourceNames {
 		errs = append(errs, validateResourceName(field.NewPath("gpuResourceNames").Index(i), r)...)
 	}
@@ -305,4 +306,23 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func validateErrorCounters(ec *ErrorCounters) field.ErrorList {
+	if ec == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	p := field.NewPath("errorCounters")
+	if d := ec.Window; d != nil && d.Duration != 0 && (d.Duration < MinErrorCounterWindow || d.Duration > MaxErrorCounterWindow) {
+		errs = append(errs, field.Invalid(p.Child("window"), d.Duration.String(),
+			fmt.Sprintf("must be %s to %s, or 0s to turn the counters' health off", MinErrorCounterWindow, MaxErrorCounterWindow)))
+	}
+	if n := ec.LinkErrors; n != nil && *n < 1 {
+		errs = append(errs, field.Invalid(p.Child("linkErrors"), *n, "must be at least 1"))
+	}
+	if d := ec.Hold; d != nil && (d.Duration < 0 || d.Duration > MaxDegradedHold) {
+		errs = append(errs, field.Invalid(p.Child("hold"), d.Duration.String(), fmt.Sprintf("must be 0s to %s", MaxDegradedHold)))
+	}
+	return errs
 }
