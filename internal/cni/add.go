@@ -77,6 +77,9 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 		}
 		return nil, err
 	}
+	if s.dra != nil {
+		p.writeDRAStatus(s, a, res)
+	}
 	return res, nil
 }
 

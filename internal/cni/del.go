@@ -23,6 +23,7 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	defer func() {
 		if err == nil { // the device is back on the host: its binding may go
 			p.releaseBinding(ctx, s, a)
+			p.removeDRAStatus(s, a)
 		}
 	}()
 	key := s.key

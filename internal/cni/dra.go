@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/cni/state"
@@ -65,7 +66,42 @@ func (p *Plugin) bindDRA(s *session, a Args, pod binding.PodRef, v *draview.View
 		}
 		s.cfg.DeviceID = h.PCI
 		s.key = deviceKey(s.fs, s.cfg)
+		s.dra = &h
 		return nil
 	}
 	return withCode(types.ErrTryAgainLater, fmt.Errorf("every device of DRA pool %s in pod %s's claims (%d) is attached to this sandbox already: list the network once per device", s.cfg.ResourceName, pod, len(held)))
+}
+
+// writeDRAStatus records what ADD did with a claimed device (its
+// interface, MAC and IPs in the pod) for the agent, which writes it into
+// the claim's status.devices (networkData). The attachment stands without
+// it: a failure is a warning.
+func (p *Plugin) writeDRAStatus(s *session, a Args, res *current.Result) {
+	st := draview.DeviceStatus{ClaimUID: s.dra.Claim.UID, PCI: s.dra.PCI, ContainerID: a.ContainerID, IfName: a.IfName}
+	for _, i := range res.Interfaces {
+		if i.Name == a.IfName && i.Sandbox != "" {
+			st.MAC = i.Mac
+		}
+	}
+	for _, ip := range res.IPs {
+		st.IPs = append(st.IPs, ip.Address.String())
+	}
+	if err := draview.WriteStatus(s.cfg.BindingDir, st); err != nil {
+		p.warn("the claim's device status is not recorded: its networkData stays unset", "claim", s.dra.Claim.Namespace+"/"+s.dra.Claim.Name, "device", s.dra.PCI, "err", err)
+	}
+}
+
+// removeDRAStatus removes the status record of an attachment DEL
+// released, only from a binding directory that holds the agent's DRA
+// view (a DEL's configuration may be anything).
+func (p *Plugin) removeDRAStatus(s *session, a Args) {
+	if !lateBinding(s) || s.cfg.BindingDir == "" {
+		return
+	}
+	if _, err := draview.Read(s.cfg.BindingDir); err != nil {
+		return
+	}
+	if err := draview.RemoveStatus(s.cfg.BindingDir, a.ContainerID, a.IfName); err != nil {
+		p.warn("the claim's device status record is not removed", "container", a.ContainerID, "ifname", a.IfName, "err", err)
+	}
 }

@@ -93,7 +93,21 @@ func checkDRAClaimNetdevsAttachInClaimOrder(w *draWorld) {
 			}
 		}
 	}
-	_, err := p.Add(ctx, w.args("sb1", 0, "net3", podCNIArgs))
+	// Each attachment is recorded for the agent's claim status
+	// (networkData): the claim, the device, the interface and its MAC.
+	sts, err := draview.ReadStatuses(w.dir)
+	must(t, err)
+	got := map[string]draview.DeviceStatus{}
+	for _, st := range sts {
+		got[st.IfName] = st
+	}
+	for i, want := range []string{w.PCI(1), w.PCI(0)} {
+		st := got[as[i].IfName]
+		if st.ClaimUID != "c1" || st.PCI != want || st.ContainerID != "sb1" || st.MAC == "" {
+			t.Errorf("status record of %s: %+v", as[i].IfName, st)
+		}
+	}
+	_, err = p.Add(ctx, w.args("sb1", 0, "net3", podCNIArgs))
 	if Code(err) != types.ErrTryAgainLater || !strings.Contains(err.Error(), "every device of DRA pool") {
 		t.Fatalf("third ADD: code %d, %v", Code(err), err)
 	}
@@ -109,6 +123,11 @@ func checkDRAClaimNetdevsAttachInClaimOrder(w *draWorld) {
 	must(t, p.Del(ctx, as[1]))
 	if _, ok := w.HostLink(w.Orig().Name); !ok {
 		t.Fatal("VF 0 not back on the host after DEL with the claim unprepared")
+	}
+	// DEL removed its record (the agent collects the records of claims
+	// it no longer holds, for DELs that ran without the view).
+	if sts, err := draview.ReadStatuses(w.dir); err != nil || len(sts) != 1 || sts[0].IfName != as[0].IfName {
+		t.Errorf("status records after DEL of %s: %+v, %v", as[1].IfName, sts, err)
 	}
 	must(t, os.Remove(draview.Path(w.dir)))
 	must(t, p.Del(ctx, as[0]))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/state"
+	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/sysfs"
@@ -129,6 +130,9 @@ type session struct {
 	fs    sysfs.FS
 	store state.Store
 	key   string
+	// dra is the claimed device a late-binding ADD attaches (bindDRA),
+	// nil otherwise: its status record is written once attached.
+	dra *draview.Held
 }
 
 // open parses the configuration of an ADD, DEL or CHECK.

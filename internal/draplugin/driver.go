@@ -88,6 +88,9 @@ type Driver struct {
 	// healthChanged is closed (and replaced) when the pools change:
 	// WatchHealthStatus then reports at once.
 	healthChanged chan struct{}
+	// applied is, per claim, the status entries last found or written
+	// (statusKey): SyncStatus writes only what changed.
+	applied map[types.UID]string
 }
 
 // New returns a driver with the prepared claims of its checkpoint (an
@@ -101,7 +104,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, errors.New("draplugin: a state directory and a CDI spec directory are required")
 	}
 	d := &Driver{cfg: cfg, poolCfg: map[string]v1alpha1.Pool{}, ckptPath: filepath.Join(cfg.StateDir, CheckpointFile),
-		healthChanged: make(chan struct{})}
+		healthChanged: make(chan struct{}), applied: map[types.UID]string{}}
 	for _, p := range cfg.Pools {
 		d.poolCfg[p.Name] = p
 	}

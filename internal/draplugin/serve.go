@@ -80,5 +80,6 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 		h.Stop()
 		return nil, err
 	}
+	go d.runStatus(ctx, o.Client, log)
 	return h, nil
 }

@@ -66,6 +66,11 @@ func TestDRARendersDeviceClassRBACAndPolicy(t *testing.T) {
 	wantRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
+		// The claims' status.devices (draplugin.SyncStatus), and the
+		// granular check the 1.36+ API server makes for it.
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/" + resourceapi.SubresourceDriver},
+			ResourceNames: []string{dra.DriverName}, Verbs: []string{resourceapi.VerbPrefixAssociatedNode + "update"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 	}
 	if diff := cmp.Diff(wantRules, role.Rules); diff != "" {

@@ -144,6 +144,30 @@ func TestDRAClaimNetdevMovedByRailyardCNI(t *testing.T) {
 	if err != nil || !strings.Contains(addr, "10.58.0.") {
 		t.Fatalf("eth1 in the container: %q (%v), want an address from 10.58.0.0/24", addr, err)
 	}
+	// The claim's status says where its device went (KEP-4817
+	// networkData, written by the agent from railyard-cni's record), as
+	// the real API server validated and stored it.
+	var entry *resourceapi.AllocatedDeviceStatus
+	for end := time.Now().Add(30 * time.Second); entry == nil; time.Sleep(200 * time.Millisecond) {
+		got, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range got.Status.Devices {
+			if d.Driver == dra.DriverName && d.Device == nicDev {
+				entry = &got.Status.Devices[i]
+			}
+		}
+		if entry == nil && time.Now().After(end) {
+			t.Fatalf("claim %s: no status.devices entry for %s 30s after the pod ran: %+v", claim.Name, nicDev, got.Status.Devices)
+		}
+	}
+	if nd := entry.NetworkData; nd == nil || nd.InterfaceName != "eth1" || nd.HardwareAddress != macOf[pf] || len(nd.IPs) != 1 || !strings.HasPrefix(nd.IPs[0], "10.58.0.") ||
+		len(entry.Conditions) != 1 || entry.Conditions[0].Type != draplugin.ConditionReady || entry.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("claim %s status.devices entry %+v (networkData %+v): want eth1, MAC %s, an address from 10.58.0.0/24, Ready", claim.Name, entry, entry.NetworkData, macOf[pf])
+	} else {
+		t.Logf("claim status.devices: %s %v %s, %s=%s", nd.InterfaceName, nd.IPs, nd.HardwareAddress, entry.Conditions[0].Type, entry.Conditions[0].Status)
+	}
 	for pci, dev := range netdevOf {
 		err := exec.Command("ip", "link", "show", dev).Run()
 		if pci == pf && err == nil {
