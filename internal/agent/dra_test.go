@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,6 +18,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/draplugin/draplugintest"
 	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
@@ -112,9 +115,23 @@ func sliceDevices(t *testing.T, kube *fake.Clientset, what string, ok func(int) 
 // the API server's ResourceSlices, no device plugin serves it, the other
 // pool keeps its device plugin; the kubelet plugin registers; a port going
 // DOWN takes its VFs out of the slices at the next port poll, and back.
+//
+// The API server (client-go's fake) answers the driver's device-taint
+// probe as 1.35 does (taints dropped), so the DOWN VFs are left out; with
+// one that keeps taints (1.37) they stay published with the NoSchedule
+// taint and come back untainted.
 func TestDRAPoolIsServedByTheKubeletPluginOnly(t *testing.T) {
+	for _, keepTaints := range []bool{false, true} {
+		t.Run(map[bool]string{false: "server drops taints", true: "server keeps taints"}[keepTaints], func(t *testing.T) {
+			checkDRAPoolIsServedByTheKubeletPluginOnly(t, keepTaints)
+		})
+	}
+}
+
+func checkDRAPoolIsServedByTheKubeletPluginOnly(t *testing.T, keepTaints bool) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
 	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}})
+	draplugintest.DryRunSlices(kube, keepTaints)
 	a, log, stop := startWithClient(t, e.draArgs(e.writeConfig(t, draConfig(e, "node-a"))), kube)
 	defer stop()
 	var want, down int
@@ -143,14 +160,38 @@ func TestDRAPoolIsServedByTheKubeletPluginOnly(t *testing.T) {
 	if err := fakesysfs.SetPortState(e.sysfs, downRDMA, 1, fakesysfs.PortDown); err != nil {
 		t.Fatal(err)
 	}
-	sliceDevices(t, kube, "port DOWN", func(n int) bool { return n == want-down })
+	if keepTaints {
+		sliceDevices(t, kube, "port DOWN: VFs tainted", func(n int) bool { return n == want && taintedDevices(t, kube) == down })
+	} else {
+		sliceDevices(t, kube, "port DOWN", func(n int) bool { return n == want-down })
+	}
 	if err := fakesysfs.SetPortState(e.sysfs, downRDMA, 1, fakesysfs.PortActive); err != nil {
 		t.Fatal(err)
 	}
-	sliceDevices(t, kube, "port ACTIVE again", func(n int) bool { return n == want })
-	if !strings.Contains(log.String(), "DRA device not published") {
+	sliceDevices(t, kube, "port ACTIVE again", func(n int) bool { return n == want && taintedDevices(t, kube) == 0 })
+	if !keepTaints && !strings.Contains(log.String(), "DRA device not published") {
 		t.Errorf("the DOWN port's VFs were not logged:\n%s", log)
 	}
+}
+
+// taintedDevices counts the devices of the dra pool with Railyard's taint.
+func taintedDevices(t *testing.T, kube *fake.Clientset) int {
+	t.Helper()
+	list, err := kube.ResourceV1().ResourceSlices().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range list.Items {
+		for _, d := range s.Spec.Devices {
+			for _, tt := range d.Taints {
+				if tt.Key == dra.TaintKey && tt.Effect == resourceapi.DeviceTaintEffectNoSchedule {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // What a dra pool needs is checked before anything is served: the node's

@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/railyard-io/railyard/internal/dra"
+	"github.com/railyard-io/railyard/internal/draplugin/draplugintest"
 	"github.com/railyard-io/railyard/internal/fabric"
 )
 
@@ -40,6 +41,7 @@ func TestDRALeavesFollowTheNodesFabricPorts(t *testing.T) {
 		once.Do(func() { close(watching) })
 		return false, nil, nil
 	})
+	draplugintest.DryRunSlices(kube, false)
 	a, log, stop := startWithClient(t, e.draArgs(e.writeConfig(t, draConfig(e, "node-a"))), kube)
 	defer stop()
 	select {

@@ -45,7 +45,7 @@ var Layers = []Layer{
 		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",
 		"internal/cni/state/statetest", "internal/lldp/lldptest", "internal/ibneighbor/ibneighbortest",
 		"internal/deviceplugin/kubelettest", "internal/dra/gpustandin", "internal/netops/netnstest",
-		"internal/netops/netopstest", "internal/podresources/podrestest", "internal/exectest",
+		"internal/netops/netopstest", "internal/podresources/podrestest", "internal/exectest", "internal/draplugin/draplugintest",
 	}},
 	{ID: "tests", Title: "test suites", Patterns: []string{"test/..."}},
 }

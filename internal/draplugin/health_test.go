@@ -19,38 +19,14 @@ import (
 
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/draplugin/draplugintest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
-
-// dryRunSlices makes client-go's fake clientset answer a dry-run create of
-// a ResourceSlice as an API server does: validated, returned as it would
-// be stored, and not stored; keepTaints says whether this server keeps
-// device taints (DRADeviceTaints on, as in Kubernetes 1.37) or drops them
-// (off, as in 1.35). The fake itself ignores dry runs. The real servers'
-// answers are checked by the multi-node e2e suite on both releases.
-func dryRunSlices(c *fake.Clientset, keepTaints bool) {
-	c.PrependReactor("create", "resourceslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		ca := a.(k8stesting.CreateAction)
-		if len(ca.(k8stesting.CreateActionImpl).CreateOptions.DryRun) == 0 {
-			return false, nil, nil
-		}
-		s := ca.GetObject().(*resourceapi.ResourceSlice).DeepCopy()
-		if s.Spec.NodeName == nil || s.Spec.Driver == "" {
-			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceSlice"}, s.Name, nil)
-		}
-		if !keepTaints {
-			for i := range s.Spec.Devices {
-				s.Spec.Devices[i].Taints = nil
-			}
-		}
-		return true, s, nil
-	})
-}
 
 func TestProbeTaintsReadsWhatTheServerWouldStore(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		c := fake.NewClientset()
-		dryRunSlices(c, keep)
+		draplugintest.DryRunSlices(c, keep)
 		got, err := draplugin.ProbeTaints(context.Background(), c, node)
 		if err != nil || got != keep {
 			t.Errorf("server keeps taints %v: probe says %v, %v", keep, got, err)

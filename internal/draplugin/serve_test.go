@@ -15,6 +15,7 @@ import (
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/draplugin/draplugintest"
 )
 
 // The driver behind the real kubeletplugin helper, with a fake API
@@ -42,7 +43,7 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}},
 		c,
 	)
-	dryRunSlices(client, false) // a 1.35 server: taints dropped
+	draplugintest.DryRunSlices(client, false) // a 1.35 server: taints dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h, err := draplugin.Serve(ctx, d, draplugin.ServeOptions{Client: client, PluginDataDir: plugins, RegistrarDir: reg})
