@@ -91,7 +91,18 @@ type Driver struct {
 	// applied is, per claim, the status entries last found or written
 	// (statusKey): SyncStatus writes only what changed.
 	applied map[types.UID]string
+	// meta updates the workload's metadata files (the kubelet plugin
+	// helper, once Serve runs it).
+	meta MetadataUpdater
 }
+
+// MetadataUpdater rewrites a prepared request's KEP-5304 metadata file:
+// *kubeletplugin.Helper.
+type MetadataUpdater interface {
+	UpdateRequestMetadata(ctx context.Context, claimNamespace, claimName string, claimUID types.UID, requestName string, devices []kubeletplugin.Device) error
+}
+
+var _ MetadataUpdater = (*kubeletplugin.Helper)(nil)
 
 // New returns a driver with the prepared claims of its checkpoint (an
 // agent restart keeps them). A checkpoint that cannot be read is an

@@ -50,7 +50,7 @@ func resultDevices(pc *preparedClaim) []kubeletplugin.Device {
 	for _, pd := range pc.Devices {
 		devs = append(devs, kubeletplugin.Device{
 			Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
-			CDIDeviceIDs: []string{pd.CDIDevice},
+			CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, nil),
 		})
 	}
 	return devs
@@ -286,4 +286,16 @@ func pcis(c *preparedClaim) []string {
 		out[i] = pd.PCI
 	}
 	return out
+}
+
+// deviceMetadata is what the workload reads of a device in its KEP-5304
+// metadata file: the attributes it was published with (RDMA device, link
+// layer, rail, PCI address, pcieRoot, ...) and, once railyard-cni attached
+// it, its interface in the pod (nd).
+func deviceMetadata(pd preparedDevice, nd *resourceapi.NetworkDeviceData) *kubeletplugin.DeviceMetadata {
+	m := &kubeletplugin.DeviceMetadata{Attributes: make(map[string]resourceapi.DeviceAttribute, len(pd.Published.Attributes)), NetworkData: nd}
+	for k, v := range pd.Published.Attributes {
+		m.Attributes[string(k)] = v
+	}
+	return m
 }

@@ -47,8 +47,22 @@ func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
 		{Requests: []string{"nic1"}, PoolName: node + "/rdma-vf", DeviceName: "pci-0000-40-00-1", CDIDeviceIDs: []string{"rdma.railyard.io/claim=" + uidA + "-pci-0000-40-00-1"}},
 		{Requests: []string{"nic2"}, PoolName: node + "/rdma-vf", DeviceName: "pci-0000-29-00-2", CDIDeviceIDs: []string{"rdma.railyard.io/claim=" + uidA + "-pci-0000-29-00-2"}},
 	}
+	// Each device's KEP-5304 metadata is the attributes it was published
+	// with (compared apart: they are many).
+	var metas []*kubeletplugin.DeviceMetadata
+	for i := range got.Devices {
+		metas = append(metas, got.Devices[i].Metadata)
+		got.Devices[i].Metadata = nil
+	}
 	if !reflect.DeepEqual(got.Devices, want) {
 		t.Fatalf("devices:\n got %+v\nwant %+v", got.Devices, want)
+	}
+	for i, m := range metas {
+		pci, _ := dra.PCIAddress(want[i].DeviceName)
+		if m == nil || m.NetworkData != nil || m.Attributes[string(dra.AttrPCIBusID)].StringValue == nil ||
+			*m.Attributes[string(dra.AttrPCIBusID)].StringValue != pci || m.Attributes[string(dra.AttrRDMADevice)].StringValue == nil {
+			t.Errorf("%s: metadata %+v, want its published attributes (pciBusID %s, rdmaDevice)", want[i].DeviceName, m, pci)
+		}
 	}
 	s := n.spec(t, c.UID)
 	if s.Kind != "rdma.railyard.io/claim" || s.Version != "0.5.0" {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	metadatav1beta1 "k8s.io/dynamic-resource-allocation/api/metadata/v1beta1"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
@@ -40,6 +42,10 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 		kubeletplugin.DriverName(dra.DriverName),
 		kubeletplugin.NodeName(d.cfg.NodeName),
 		kubeletplugin.KubeClient(o.Client),
+		// KEP-5304: a metadata file per request, bind-mounted by CDI at
+		// /var/run/kubernetes.io/dra-device-attributes/<claim>/<request>/metadata.json.
+		kubeletplugin.EnableDeviceMetadata(true, []schema.GroupVersion{metadatav1beta1.SchemeGroupVersion}),
+		kubeletplugin.CDIDirectory(d.cfg.CDISpecDir),
 	}
 	if o.NodeUID != "" {
 		opts = append(opts, kubeletplugin.NodeUID(o.NodeUID))
@@ -80,6 +86,9 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 		h.Stop()
 		return nil, err
 	}
+	d.mu.Lock()
+	d.meta = h
+	d.mu.Unlock()
 	go d.runStatus(ctx, o.Client, log)
 	return h, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/draplugin"
 	"github.com/railyard-io/railyard/internal/draplugin/draplugintest"
+	"github.com/railyard-io/railyard/internal/draview"
 )
 
 // The driver behind the real kubeletplugin helper, with a fake API
@@ -99,6 +101,28 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 	}
 	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
 		t.Fatal(err)
+	}
+	// KEP-5304: the helper wrote the request's metadata file (the device's
+	// published attributes) and a CDI spec mounting it, whose device the
+	// container gets beside the claim's.
+	metaFile := filepath.Join(plugins, "dra-device-metadata", c.Namespace+"_"+c.Name, "nic0", "metadata.json")
+	if b, err := os.ReadFile(metaFile); err != nil || !strings.Contains(string(b), `"railyard.io/rdmaDevice"`) || strings.Contains(string(b), "networkData") {
+		t.Errorf("metadata file at Prepare: %s (%v)", b, err)
+	}
+	if ids := got.Devices[0].CdiDeviceIds; len(ids) != 2 {
+		t.Errorf("CDI devices %v: want the claim's and the metadata's", ids)
+	}
+	// railyard-cni attached the device: the agent's status sync rewrites
+	// the metadata with its interface in the pod.
+	must(t, draview.WriteStatus(n.view, draview.DeviceStatus{ClaimUID: uidA, PCI: "0000:18:00.1", ContainerID: "0123456789ab", IfName: "net1", MAC: "02:11:22:33:44:55"}))
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(metaFile)
+		if err == nil && strings.Contains(string(b), `"interfaceName": "net1"`) && strings.Contains(string(b), "02:11:22:33:44:55") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("metadata file 20s after the status record: %s (%v)", b, err)
+		}
 	}
 	un, err := kubelet.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: req})
 	if err != nil || un.Claims[string(c.UID)] == nil || un.Claims[string(c.UID)].Error != "" {

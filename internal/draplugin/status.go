@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draview"
@@ -43,18 +44,21 @@ func (d *Driver) SyncStatus(ctx context.Context, c kubernetes.Interface) error {
 	records, rerr := draview.ReadStatuses(d.cfg.ViewDir)
 	type want struct {
 		ns, name string
+		devices  []preparedDevice
 		entries  []resourceapi.AllocatedDeviceStatus
+		network  map[string]*resourceapi.NetworkDeviceData // by PCI address
 	}
 	d.mu.Lock()
 	wants := make(map[types.UID]want, len(d.claims))
 	byPCI := map[types.UID]map[string]preparedDevice{}
 	for uid, pc := range d.claims {
-		wants[uid] = want{ns: pc.Namespace, name: pc.Name}
+		wants[uid] = want{ns: pc.Namespace, name: pc.Name, devices: pc.Devices, network: map[string]*resourceapi.NetworkDeviceData{}}
 		byPCI[uid] = map[string]preparedDevice{}
 		for _, pd := range pc.Devices {
 			byPCI[uid][pd.PCI] = pd
 		}
 	}
+	meta := d.meta
 	d.mu.Unlock()
 	errs := []error{rerr}
 	for _, r := range records {
@@ -67,7 +71,9 @@ func (d *Driver) SyncStatus(ctx context.Context, c kubernetes.Interface) error {
 			continue
 		}
 		w := wants[uid]
-		w.entries = append(w.entries, deviceStatus(pd, r))
+		e := deviceStatus(pd, r)
+		w.entries = append(w.entries, e)
+		w.network[pd.PCI] = e.NetworkData
 		wants[uid] = w
 	}
 	for uid, w := range wants {
@@ -77,6 +83,9 @@ func (d *Driver) SyncStatus(ctx context.Context, c kubernetes.Interface) error {
 		key := statusKey(w.entries)
 		if d.appliedStatus(uid) == key {
 			continue
+		}
+		if meta != nil {
+			errs = append(errs, updateMetadata(ctx, meta, uid, w.ns, w.name, w.devices, w.network))
 		}
 		if err := d.writeStatus(ctx, c, uid, w.ns, w.name, w.entries, key); err != nil {
 			errs = append(errs, err)
@@ -181,4 +190,28 @@ func (d *Driver) runStatus(ctx context.Context, c kubernetes.Interface, log logr
 		case <-t.C:
 		}
 	}
+}
+
+// updateMetadata rewrites the metadata file of each of the claim's
+// requests with its devices' interfaces in the pod (KEP-5304). A container
+// created before the rewrite keeps the file it was given (a bind mount of
+// the earlier file): the interface reaches containers created after it.
+func updateMetadata(ctx context.Context, meta MetadataUpdater, uid types.UID, ns, name string, devs []preparedDevice, network map[string]*resourceapi.NetworkDeviceData) error {
+	byRequest := map[string][]kubeletplugin.Device{}
+	var order []string
+	for _, pd := range devs {
+		if _, ok := byRequest[pd.Request]; !ok {
+			order = append(order, pd.Request)
+		}
+		byRequest[pd.Request] = append(byRequest[pd.Request], kubeletplugin.Device{
+			Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
+			CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, network[pd.PCI])})
+	}
+	var errs []error
+	for _, r := range order {
+		if err := meta.UpdateRequestMetadata(ctx, ns, name, uid, r, byRequest[r]); err != nil {
+			errs = append(errs, fmt.Errorf("claim %s/%s request %s: updating its metadata file: %w", ns, name, r, err))
+		}
+	}
+	return errors.Join(errs...)
 }

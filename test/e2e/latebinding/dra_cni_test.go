@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/api/metadata"
 	"k8s.io/utils/ptr"
 
 	"github.com/railyard-io/railyard/internal/dra"
@@ -167,6 +168,14 @@ func TestDRAClaimNetdevMovedByRailyardCNI(t *testing.T) {
 		t.Errorf("claim %s status.devices entry %+v (networkData %+v): want eth1, MAC %s, an address from 10.58.0.0/24, Ready", claim.Name, entry, entry.NetworkData, macOf[pf])
 	} else {
 		t.Logf("claim status.devices: %s %v %s, %s=%s", nd.InterfaceName, nd.IPs, nd.HardwareAddress, entry.Conditions[0].Type, entry.Conditions[0].Status)
+	}
+	// KEP-5304: the container has its NIC's metadata file (mounted by
+	// the kubelet plugin helper's CDI spec), with the attributes the
+	// device was published with.
+	metaPath := metadata.ResourceClaimTemplateFilePath(dra.DriverName, "gpu-nic", "*")
+	meta, err := c.Exec(ctx, "default", p.Name, "main", "sh", "-c", "cat "+metaPath)
+	if err != nil || !strings.Contains(meta, `"railyard.io/rdmaDevice"`) || !strings.Contains(meta, pf) {
+		t.Errorf("metadata file %s in the container: %q (%v): want the NIC's attributes (PCI address %s)", metaPath, meta, err, pf)
 	}
 	for pci, dev := range netdevOf {
 		err := exec.Command("ip", "link", "show", dev).Run()
