@@ -52,8 +52,10 @@ type lateBinding struct {
 	listed map[string]bool
 	// refresh recomputes the pools' tokens (set by the agent).
 	refresh func()
-	// unheld is when GC first saw a binding's token held by no pod.
-	unheld map[string]time.Time
+	// unheld is when GC first saw a binding's token held by no pod, by
+	// binding (token and pod): a token bound again to another pod starts
+	// again.
+	unheld map[unheldKey]time.Time
 
 	// The early binder's state (earlybind.go): when kubelet last
 	// allocated each token, and the list time of the early bind made
@@ -83,6 +85,21 @@ type lateBinding struct {
 // A token another pod holds is released at once.
 func (b *lateBinding) unheldGrace() time.Duration {
 	return max(b.cfg.ResyncInterval.Duration, 5*time.Second)
+}
+
+// unheldKey is a binding, as GC times it.
+type unheldKey struct {
+	token string
+	pod   binding.PodRef
+}
+
+// kubeletRestarted forgets when tokens were first seen unheld: a kubelet
+// that just restarted lists no pods for a moment, so each binding's grace
+// counts again from after the restart.
+func (b *lateBinding) kubeletRestarted() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unheld = nil
 }
 
 var _ deviceplugin.Binder = (*lateBinding)(nil)
@@ -342,10 +359,10 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.unheld == nil {
-		b.unheld = map[string]time.Time{}
+		b.unheld = map[unheldKey]time.Time{}
 	}
 	out := map[string]binding.PodRef{}
-	seen := map[string]bool{}
+	seen := map[unheldKey]bool{}
 	for _, bd := range bs {
 		if !h.Postdates(bd) {
 			continue
@@ -358,10 +375,11 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 			out[bd.Token] = bd.Pod // kubelet gave the token to another pod
 			continue
 		}
-		seen[bd.Token] = true
-		first, ok := b.unheld[bd.Token]
+		k := unheldKey{bd.Token, bd.Pod}
+		seen[k] = true
+		first, ok := b.unheld[k]
 		if !ok {
-			b.unheld[bd.Token] = h.At
+			b.unheld[k] = h.At
 			continue
 		}
 		grace := b.unheldGrace()
@@ -372,9 +390,9 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 			out[bd.Token] = bd.Pod
 		}
 	}
-	for t := range b.unheld {
-		if !seen[t] {
-			delete(b.unheld, t)
+	for k := range b.unheld {
+		if !seen[k] {
+			delete(b.unheld, k)
 		}
 	}
 	return out

@@ -177,6 +177,40 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	if m := metricsText(t, r); !strings.Contains(m, `railyard_bindings_released_total{reason="pod-gone"} 1`) {
 		t.Errorf("metrics:\n%s", grepLines(m, "railyard_bind"))
 	}
+
+	// The same token goes to the next pod, then kubelet restarts and
+	// lists no pods for a moment. The first pod's unheld time is not the
+	// new binding's: one GC round must not release it. (It did: the
+	// unheld times were kept by token, and a proof run lost three bindings
+	// of running pods right after a kubelet restart.)
+	if _, err := c.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: tok}}}); err != nil {
+		t.Fatal(err)
+	}
+	pr.Set(&podresourcesapi.PodResources{Name: "trainer-2", Namespace: "ml", Containers: []*podresourcesapi.ContainerResources{{
+		Name: "main", Devices: []*podresourcesapi.ContainerDevices{
+			{ResourceName: vfRes, DeviceIds: tok}, {ResourceName: "nvidia.com/gpu", DeviceIds: []string{gpu}}}}}})
+	if _, err := c.PreStartContainer(ctx, &pluginapi.PreStartContainerRequest{DevicesIds: tok}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(spec); err != nil {
+		t.Fatalf("the next pod's token not bound: %v", err)
+	}
+	pr.Set()
+	r.agent.collectBindings(ctx)
+	if _, err := os.Stat(spec); err != nil {
+		t.Fatalf("the next pod's binding released after one unheld observation (the first pod's unheld time was reused): %v", err)
+	}
+	// A kubelet restart starts every unheld time again.
+	r.agent.late.mu.Lock()
+	for k, at := range r.agent.late.unheld {
+		r.agent.late.unheld[k] = at.Add(-r.agent.late.unheldGrace())
+	}
+	r.agent.late.mu.Unlock()
+	r.agent.late.kubeletRestarted()
+	r.agent.collectBindings(ctx)
+	if _, err := os.Stat(spec); err != nil {
+		t.Fatalf("released right after a kubelet restart: %v", err)
+	}
 }
 
 func grepLines(s, sub string) string {

@@ -90,6 +90,9 @@ func (a *Agent) loop(ctx context.Context, w *watcher) {
 			case ev.Name == kubeletSock && ev.Has(fsnotify.Create):
 				a.log.Info("kubelet.sock recreated: kubelet restarted, registering again")
 				a.metrics.kubeletRestarts.Inc()
+				if a.late != nil {
+					a.late.kubeletRestarted()
+				}
 				for _, pp := range a.pools {
 					pp.plugin.Restart()
 				}
