@@ -165,11 +165,7 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 	if _, err := os.Stat(spec); err != nil {
 		t.Fatalf("released after one unheld observation: %v", err)
 	}
-	r.agent.late.mu.Lock()
-	for tk, at := range r.agent.late.unheld {
-		r.agent.late.unheld[tk] = at.Add(-r.agent.late.unheldGrace())
-	}
-	r.agent.late.mu.Unlock()
+	backdateUnheld(r.agent.late)
 	r.agent.collectBindings(ctx)
 	if _, err := os.Stat(spec); !os.IsNotExist(err) {
 		t.Errorf("spec of the ended pod's token still there: %v", err)
@@ -201,15 +197,21 @@ func TestLateBindingThroughTheAgent(t *testing.T) {
 		t.Fatalf("the next pod's binding released after one unheld observation (the first pod's unheld time was reused): %v", err)
 	}
 	// A kubelet restart starts every unheld time again.
-	r.agent.late.mu.Lock()
-	for k, at := range r.agent.late.unheld {
-		r.agent.late.unheld[k] = at.Add(-r.agent.late.unheldGrace())
-	}
-	r.agent.late.mu.Unlock()
+	backdateUnheld(r.agent.late)
 	r.agent.late.kubeletRestarted()
 	r.agent.collectBindings(ctx)
 	if _, err := os.Stat(spec); err != nil {
 		t.Fatalf("released right after a kubelet restart: %v", err)
+	}
+}
+
+// backdateUnheld makes every token GC saw unheld look unheld for the
+// grace already.
+func backdateUnheld(b *lateBinding) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, at := range b.unheld {
+		b.unheld[k] = at.Add(-b.unheldGrace())
 	}
 }
 

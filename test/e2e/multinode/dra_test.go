@@ -27,6 +27,7 @@ import (
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
 	"github.com/railyard-io/railyard/internal/fabric"
+	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/internal/nodefabric"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -302,6 +303,84 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 
 	t.Run("half a node per pod: per-pod claims split the rails, the job template does not", func(t *testing.T) {
 		testHalfNodeJob(ctx, t, c, bin)
+	})
+	t.Run("an unhealthy NIC: tainted where the API server keeps taints, left out where it drops them", func(t *testing.T) {
+		testUnhealthyNIC(ctx, t, c, gpus[0], topos[gpus[0].Name])
+	})
+}
+
+// testUnhealthyNIC takes the port of one of a node's rail NICs DOWN in its
+// generated tree. The agent's port poll sees it; its DRA driver, which
+// probed the real API server at start with a dry-run slice, publishes the
+// NIC with the rdma.railyard.io/unhealthy NoSchedule taint on 1.37 (device
+// taints GA) and leaves it out on 1.35 (the gate off: the server would drop
+// the taint). The port back up, the NIC is published untainted again.
+func testUnhealthyNIC(ctx context.Context, t *testing.T, c *framework.MultiCluster, n framework.NodeInfo, topo *topology.Topology) {
+	var nic topology.NIC
+	for _, x := range topo.NICs {
+		if x.RDMA != "" && slices.Contains(n.Rails, x.Netdev) {
+			nic = x
+			break
+		}
+	}
+	if nic.RDMA == "" {
+		t.Fatalf("node %s: no rail NIC with an RDMA device in %v", n.Name, n.Rails)
+	}
+	name, err := dra.DeviceName(nic.PCI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysfs := filepath.Join(n.Dir, "machine", "sysfs")
+	keeps := minorOf(release) >= 37
+	device := func(ctx context.Context) (found bool, taints []resourceapi.DeviceTaint, err error) {
+		list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName + "," + resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+		if err != nil {
+			return false, nil, err
+		}
+		for _, s := range list.Items {
+			for _, d := range s.Spec.Devices {
+				if d.Name == name {
+					return true, d.Taints, nil
+				}
+			}
+		}
+		return false, nil, nil
+	}
+	if err := fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortDown); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	t.Cleanup(func() {
+		if !restored {
+			_ = fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortActive)
+		}
+	})
+	down := time.Now()
+	poll(ctx, t, fmt.Sprintf("%s (%s) on %s unhealthy in its slice", name, nic.RDMA, n.Name), func(ctx context.Context) (bool, string) {
+		found, taints, err := device(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if keeps {
+			ok := found && len(taints) == 1 && taints[0].Key == dra.TaintKey && taints[0].Effect == resourceapi.DeviceTaintEffectNoSchedule &&
+				strings.Contains(taints[0].Value, "down")
+			return ok, fmt.Sprintf("Kubernetes %s keeps taints: published %v, taints %+v; want one %s NoSchedule", release, found, taints, dra.TaintKey)
+		}
+		return !found, fmt.Sprintf("Kubernetes %s drops taints: published %v (taints %+v); want it left out", release, found, taints)
+	})
+	t.Logf("Kubernetes %s: port DOWN -> %s %s in %v", release, name, map[bool]string{true: "tainted NoSchedule", false: "left out of the slice"}[keeps],
+		time.Since(down).Round(10*time.Millisecond))
+	if err := fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortActive); err != nil {
+		t.Fatal(err)
+	}
+	restored = true
+	poll(ctx, t, fmt.Sprintf("%s published untainted again", name), func(ctx context.Context) (bool, string) {
+		found, taints, err := device(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return found && len(taints) == 0, fmt.Sprintf("published %v, taints %+v", found, taints)
 	})
 }
 
