@@ -39,8 +39,7 @@ esac
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
   usage
 fi
-mkdir -p "$1"
-dir="$(cd "$1" && pwd)"
+target="$1"
 shift
 # --kubernetes is up.sh's own; every other option goes to railyard-cluster.
 kubernetes=1.35
@@ -60,6 +59,8 @@ case "$kubernetes" in
   1.37) k8s_bin="$repo/_output/k8s-1.37/bin" ;;
   *) echo "up: --kubernetes $kubernetes: this cluster runs 1.35 or 1.37" >&2; usage ;;
 esac
+mkdir -p "$target"
+dir="$(cd "$target" && pwd)"
 t0=$(date +%s)
 cd "$repo"
 
