@@ -175,8 +175,9 @@ func speed(ports []topology.Port) int64 {
 }
 
 // deviceAttributes builds the attributes of one pool device.
-func deviceAttributes(t *topology.Topology, d pool.Device, pl placement, vals *values) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
-	a := newAttrs(16+len(pl.classes), vals)
+func deviceAttributes(t *topology.Topology, d pool.Device, resource string, pl placement, vals *values) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
+	a := newAttrs(17+len(pl.classes), vals)
+	a.str(AttrPool, resource)
 	if pd, ok := t.Device(d.ID); ok && pd.HostBridge != "" {
 		root := pd.HostBridge
 		if hb, err := pciaddr.ParseHostBridge(root); err == nil {

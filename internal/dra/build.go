@@ -188,7 +188,7 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			pl.leaf = opts.Leaves[nic.Name()]
 			placements[d.PF] = pl
 		}
-		attrs, dropped := deviceAttributes(t, d, pl, vals)
+		attrs, dropped := deviceAttributes(t, d, p.Name, pl, vals)
 		for _, w := range dropped {
 			out.Warnings = append(out.Warnings, devName+": "+w)
 		}

@@ -151,6 +151,7 @@ func TestAttributesOnDGXH100(t *testing.T) {
 			"railyard.io/rdmaDevice": "mlx5_12", "railyard.io/linkLayer": "InfiniBand", "railyard.io/speedGbps": "400",
 			"railyard.io/rail": "0", "railyard.io/pcieRootPort": "0000:15:01.0", "railyard.io/pcieSwitch": "0000:16:00.0",
 			"railyard.io/vendorID": "15b3", "railyard.io/deviceID": "101e", "railyard.io/bestGPUClass": "PIX",
+			"railyard.io/pool": "railyard.io/rdma_vf",
 		}},
 		{find(t, pfs, "0000:29:00.0"), map[string]string{
 			"resource.kubernetes.io/pcieRoot": "pci0000:26", "resource.kubernetes.io/pciBusID": "0000:29:00.0",
@@ -159,6 +160,7 @@ func TestAttributesOnDGXH100(t *testing.T) {
 			"railyard.io/rdmaDevice": "mlx5_1", "railyard.io/linkLayer": "InfiniBand", "railyard.io/speedGbps": "100",
 			"railyard.io/pcieRootPort": "0000:26:01.0",
 			"railyard.io/vendorID":     "15b3", "railyard.io/deviceID": "101b", "railyard.io/bestGPUClass": "NODE",
+			"railyard.io/pool": "railyard.io/rdma_pf",
 		}},
 	} {
 		want := tc.want

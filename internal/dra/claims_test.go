@@ -27,7 +27,18 @@ var schedulerFeatures = structured.Features{AdminAccess: true, PrioritizedList: 
 
 var _ structured.DeviceClassLister = gpustandin.Classes(nil)
 
-func deviceClasses() gpustandin.Classes { return gpustandin.NewClasses() }
+func deviceClasses() gpustandin.Classes {
+	c := gpustandin.NewClasses()
+	for _, pool := range poolsWithClasses {
+		dc := dra.PoolDeviceClass(pool)
+		c[dc.Name] = dc
+	}
+	return c
+}
+
+// poolsWithClasses are the pools whose DeviceClass (dra.PoolDeviceClass)
+// the tests' allocator knows, as the chart renders one per DRA pool.
+var poolsWithClasses = []string{"railyard.io/rdma_vf", "railyard.io/rdma_pf"}
 
 // filterTimeout is kube-scheduler's default DRA Filter timeout
 // (DynamicResourcesFilterTimeoutDefault, feature DRASchedulerFilterTimeout

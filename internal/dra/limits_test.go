@@ -224,15 +224,15 @@ func TestGPUClassesBeyondTheAttributeLimitAreTheFarthest(t *testing.T) {
 			count[attrString(d, name)]++
 		}
 	}
-	// 13 attributes of its own (no vfIndex, no pcieSwitch) leave 19 for
-	// GPU classes.
-	if count["PHB"] != 4 || count["NODE"] != 10 || count["SYS"] != 5 {
-		t.Errorf("GPU classes kept %v, want 4 PHB, 10 NODE, 5 SYS", count)
+	// 14 attributes of its own (no vfIndex, no pcieSwitch; its pool) leave
+	// 18 for GPU classes.
+	if count["PHB"] != 4 || count["NODE"] != 10 || count["SYS"] != 4 {
+		t.Errorf("GPU classes kept %v, want 4 PHB, 10 NODE, 4 SYS", count)
 	}
-	if attrString(d, gpuAttr(t, "0000:84:00.0")) != "SYS" || attrString(d, gpuAttr(t, "0000:85:00.0")) != "" {
+	if attrString(d, gpuAttr(t, "0000:83:00.0")) != "SYS" || attrString(d, gpuAttr(t, "0000:84:00.0")) != "" {
 		t.Error("the SYS GPUs kept are not the lowest addresses")
 	}
-	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "5 of 24 GPU classes") {
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "6 of 24 GPU classes") {
 		t.Errorf("warnings %q", p.Warnings)
 	}
 	if errs := checkSlices(dra.ResourceSlices("n", []dra.Pool{p}, 1)); len(errs) > 0 {

@@ -32,6 +32,10 @@ const (
 
 // Railyard's attributes (see docs/dra.md for each one's meaning).
 const (
+	// AttrPool is the Railyard pool publishing the device
+	// ("railyard.io/rdma_vf"): what a pool's DeviceClass selects
+	// (PoolDeviceClass).
+	AttrPool         = resourceapi.QualifiedName(Domain + "/pool")
 	AttrRDMADevice   = resourceapi.QualifiedName(Domain + "/rdmaDevice")
 	AttrLinkLayer    = resourceapi.QualifiedName(Domain + "/linkLayer")
 	AttrSpeedGbps    = resourceapi.QualifiedName(Domain + "/speedGbps")
@@ -111,11 +115,7 @@ func GPUClassAttribute(gpuPCI string) (resourceapi.QualifiedName, error) {
 // node "n1" -> "n1/rdma-vf-a"). DRA pool names are unique per driver in the
 // whole cluster, hence the node.
 func PoolName(node, pool string) (string, error) {
-	name := pool
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	name := poolBase(pool)
 	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
 		return "", fmt.Errorf("%w: node %q: %s", ErrName, node, strings.Join(errs, "; "))
 	}
@@ -127,4 +127,13 @@ func PoolName(node, pool string) (string, error) {
 		return "", fmt.Errorf("%w: pool name %q is longer than %d", ErrName, full, resourceapi.PoolNameMaxLength)
 	}
 	return full, nil
+}
+
+// poolBase is a Railyard pool's name after its domain, lower-cased, "_"
+// as "-" ("railyard.io/rdma_vf" is "rdma-vf").
+func poolBase(pool string) string {
+	if i := strings.LastIndexByte(pool, '/'); i >= 0 {
+		pool = pool[i+1:]
+	}
+	return strings.ReplaceAll(strings.ToLower(pool), "_", "-")
 }

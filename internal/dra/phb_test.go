@@ -3,6 +3,7 @@ package dra_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -241,5 +242,50 @@ func TestRealAllocatorSelectsANICByItsLeaf(t *testing.T) {
 	none := exactly("nic", dra.DeviceClassName, `"leaf" in device.attributes["railyard.io"] && device.attributes["railyard.io"].leaf == "leaf-r99"`)
 	if res, _ := allocate(ctx, t, slices, sets.New[structured.DeviceID](), nodeName, claim("none", []resourceapi.DeviceRequest{none}, nil), countTimeout); res != nil {
 		t.Error("a NIC under a leaf none reaches")
+	}
+}
+
+// A pool's DeviceClass serves its extended resource (KEP-5004): the
+// scheduler's claim for a pod asking "railyard.io/rdma_vf: 2" names the
+// class and nothing else (no selector, no constraint), and the real
+// allocator gives it two devices of that pool only, never the PF pool's.
+func TestPoolDeviceClassServesItsExtendedResource(t *testing.T) {
+	ctx := context.Background()
+	topo, err := machines.Topology(ctx, "dgx-h100", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := dra.Build(nodeName, topo, []v1alpha1.Pool{
+		{Name: "railyard.io/rdma_vf", DeviceKind: v1alpha1.KindVF},
+		{Name: "railyard.io/rdma_pf", DeviceKind: v1alpha1.KindPF},
+	}, dra.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices := dra.ResourceSlices(nodeName, pools, 1)
+	for _, tc := range []struct {
+		pool string
+		vf   bool
+	}{{"railyard.io/rdma_vf", true}, {"railyard.io/rdma_pf", false}} {
+		dc := dra.PoolDeviceClass(tc.pool)
+		if dc.Spec.ExtendedResourceName == nil || *dc.Spec.ExtendedResourceName != tc.pool {
+			t.Fatalf("class %s serves %v, want %s", dc.Name, dc.Spec.ExtendedResourceName, tc.pool)
+		}
+		req := exactly("container-0-request-0", dc.Name)
+		req.Exactly.Count = 2
+		res, _ := allocate(ctx, t, slices, sets.New[structured.DeviceID](), nodeName, claim("ext-"+dc.Name, []resourceapi.DeviceRequest{req}, nil), filterTimeout)
+		if res == nil || len(res.Devices.Results) != 2 {
+			t.Fatalf("%s: %+v", dc.Name, res)
+		}
+		for _, r := range res.Devices.Results {
+			pci, err := dra.PCIAddress(r.Device)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, isVF := topo.VF(pci)
+			if isVF != tc.vf || !strings.HasSuffix(r.Pool, "/"+strings.ReplaceAll(strings.TrimPrefix(tc.pool, "railyard.io/"), "_", "-")) {
+				t.Errorf("%s gave %s of pool %s (VF %v)", dc.Name, pci, r.Pool, isVF)
+			}
+		}
 	}
 }

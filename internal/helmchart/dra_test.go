@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/dra"
@@ -53,12 +54,28 @@ func TestDRARendersDeviceClassRBACAndPolicy(t *testing.T) {
 		}
 	}
 
-	_, objs := render(t, draVariant(t))
-	var dc resourceapi.DeviceClass
-	objs.one(t, "DeviceClass", &dc)
-	want := dra.DeviceClass()
-	if dc.Name != want.Name || !equality.Semantic.DeepEqual(dc.Spec, want.Spec) {
-		t.Errorf("DeviceClass %s %+v, want %s %+v", dc.Name, dc.Spec, want.Name, want.Spec)
+	vals := draVariant(t)
+	_, objs := render(t, vals)
+	// Railyard's DeviceClass, then one per DRA pool, each exactly as
+	// internal/dra makes them.
+	wants := []*resourceapi.DeviceClass{dra.DeviceClass()}
+	for _, p := range vals["config"].(map[string]any)["pools"].([]any) {
+		if pm := p.(map[string]any); pm["delivery"] == "dra" {
+			wants = append(wants, dra.PoolDeviceClass(pm["name"].(string)))
+		}
+	}
+	docs := objs.byKind["DeviceClass"]
+	if len(docs) != len(wants) || len(wants) < 2 {
+		t.Fatalf("%d DeviceClasses rendered, want %d (Railyard's and one per DRA pool)", len(docs), len(wants))
+	}
+	for i, want := range wants {
+		var dc resourceapi.DeviceClass
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), &dc); err != nil {
+			t.Fatal(err)
+		}
+		if dc.Name != want.Name || !equality.Semantic.DeepEqual(dc.Spec, want.Spec) {
+			t.Errorf("DeviceClass %s %+v, want %s %+v", dc.Name, dc.Spec, want.Name, want.Spec)
+		}
 	}
 
 	var role rbacv1.ClusterRole
