@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -307,6 +308,59 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	t.Run("an unhealthy NIC: tainted where the API server keeps taints, left out where it drops them", func(t *testing.T) {
 		testUnhealthyNIC(ctx, t, c, gpus[0], topos[gpus[0].Name])
 	})
+	t.Run("a pod asking for a pool's extended resource is served by DRA", func(t *testing.T) {
+		needRelease(t, "1.37", "serving an extended resource through DRA (KEP-5004; the 1.35 API server drops the DeviceClass's extendedResourceName)")
+		testExtendedResource(ctx, t, c, gpus[1].Name)
+	})
+	t.Run("a claimed NIC's health in its pod's status", func(t *testing.T) {
+		needRelease(t, "1.37", "device health in pod status (KEP-4680: beta and on since 1.36; the 1.35 kubelet does not watch it)")
+		testDeviceHealthInPodStatus(ctx, t, c, gpus[1])
+	})
+}
+
+// testExtendedResource: a plain pod asking for "railyard.io/rail5: 1" in
+// its limits, as it would of a device plugin, on a node whose rail pools
+// are delivered by DRA only (no device plugin advertises them). The
+// chart's DeviceClass of the pool names it as its extendedResourceName;
+// the 1.37 scheduler makes the pod's claim from it, the node's agent
+// prepares it, and the container gets the rail's NIC (NCCL_IB_HCA from
+// the claim's CDI spec).
+func testExtendedResource(ctx context.Context, t *testing.T, c *framework.MultiCluster, node string) {
+	res := railPool(5)
+	pod := framework.BusyboxPod("default", "ext-res", "sleep", "3600")
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{res: *resource.NewQuantity(1, resource.DecimalSI)}
+	if n, err := allocatable(ctx, c, node, res); err != nil || n != 0 {
+		t.Fatalf("%s allocatable on %s: %d (%v); want none (the pool is DRA's)", res, node, n, err)
+	}
+	start := time.Now()
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", pod.Name) })
+	p, err := c.WaitForPodPhase(ctx, "default", pod.Name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := time.Since(start)
+	st := p.Status.ExtendedResourceClaimStatus
+	if st == nil || st.ResourceClaimName == "" || len(st.RequestMappings) != 1 || st.RequestMappings[0].ResourceName != string(res) {
+		t.Fatalf("pod %s: extended resource claim status %+v", pod.Name, st)
+	}
+	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, st.ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Driver != dra.DriverName ||
+		a.Devices.Results[0].Pool != node+"/rail5" {
+		t.Fatalf("claim %s allocation %+v: want one device of %s/rail5", claim.Name, claim.Status.Allocation, node)
+	}
+	env, err := c.Exec(ctx, "default", pod.Name, "main", "env")
+	if err != nil || !strings.Contains(env, "NCCL_IB_HCA=") {
+		t.Errorf("the container's env has no NCCL_IB_HCA from the claim's CDI spec: %v\n%s", err, env)
+	}
+	t.Logf("pod asking for %s: 1 Running in %v with claim %s (device %s)", res, running.Round(10*time.Millisecond), claim.Name, claim.Status.Allocation.Devices.Results[0].Device)
+
 }
 
 // testUnhealthyNIC takes the port of one of a node's rail NICs DOWN in its
@@ -654,4 +708,108 @@ func publishFabricPorts(ctx context.Context, t *testing.T, c *framework.MultiClu
 			t.Fatalf("publishing %s's fabric ports: %v", node, err)
 		}
 	}
+}
+
+// testDeviceHealthInPodStatus: a pod whose claim (from a template asking
+// for one device of the pool railyard.io/rail6 through its DeviceClass)
+// holds a PF. Kubelet (KEP-4680, beta and on since 1.36) shows the health
+// the agent's driver reports for it in the container's status: Healthy,
+// Unhealthy once its port goes DOWN, Healthy again once it is back up.
+// (Kubelet reports it only for a container's own claims, not for the
+// claim it makes for an extended resource.)
+func testDeviceHealthInPodStatus(ctx context.Context, t *testing.T, c *framework.MultiCluster, n framework.NodeInfo) {
+	node := n.Name
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-rail6", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "nic", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: dra.PoolDeviceClassName(string(railPool(6))), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}},
+		}}},
+	}
+	if _, err := c.Client.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.ResourceV1().ResourceClaimTemplates("default").Delete(context.Background(), tmpl.Name, metav1.DeleteOptions{})
+	})
+	pod := claimPod("nic-health", node, tmpl.Name)
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", pod.Name) })
+	p, err := c.WaitForPodPhase(ctx, "default", pod.Name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("pod %s: claim statuses %+v", pod.Name, p.Status.ResourceClaimStatuses)
+	}
+	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("claim %s: allocation %+v", claim.Name, claim.Status.Allocation)
+	}
+	device := claim.Status.Allocation.Devices.Results[0].Device
+	// KEP-4680 (beta and on since 1.36): kubelet shows the health the
+	// agent's driver reports for the pod's device in the container's
+	// status: Healthy, then Unhealthy with the reason once its port goes
+	// DOWN, then Healthy again.
+	health := func(ctx context.Context) (string, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err.Error()
+		}
+		var seen []string
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, rs := range cs.AllocatedResourcesStatus {
+				for _, rh := range rs.Resources {
+					seen = append(seen, fmt.Sprintf("%s %s=%s", rs.Name, rh.ResourceID, rh.Health))
+					// Kubelet names the device by its CDI device ID
+					// ("rdma.railyard.io/claim=<claim UID>-<device>").
+					if strings.HasSuffix(string(rh.ResourceID), "-"+device) {
+						return string(rh.Health), strings.Join(seen, "; ")
+					}
+				}
+			}
+		}
+		return "", "allocatedResourcesStatus: " + strings.Join(seen, "; ")
+	}
+	poll(ctx, t, "the pod's device Healthy in its container status", func(ctx context.Context) (bool, string) {
+		h, all := health(ctx)
+		return h == string(corev1.ResourceHealthStatusHealthy), all
+	})
+	pci, err := dra.PCIAddress(device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysfs, rdma := filepath.Join(n.Dir, "machine", "sysfs"), ""
+	topo, err := discovery.Discover(ctx, sysfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nic, ok := topo.NIC(pci); ok {
+		rdma = nic.RDMA
+	}
+	if rdma == "" {
+		t.Fatalf("no RDMA device for %s on %s", pci, node)
+	}
+	if err := fakesysfs.SetPortState(sysfs, rdma, 1, fakesysfs.PortDown); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fakesysfs.SetPortState(sysfs, rdma, 1, fakesysfs.PortActive) }()
+	down := time.Now()
+	poll(ctx, t, "the pod's device Unhealthy in its container status once its port is DOWN", func(ctx context.Context) (bool, string) {
+		h, all := health(ctx)
+		return h == string(corev1.ResourceHealthStatusUnhealthy), all
+	})
+	t.Logf("port DOWN -> the pod's device Unhealthy in its container status in %v", time.Since(down).Round(10*time.Millisecond))
+	if err := fakesysfs.SetPortState(sysfs, rdma, 1, fakesysfs.PortActive); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the pod's device Healthy again", func(ctx context.Context) (bool, string) {
+		h, all := health(ctx)
+		return h == string(corev1.ResourceHealthStatusHealthy), all
+	})
 }
