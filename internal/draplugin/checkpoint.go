@@ -62,6 +62,11 @@ type preparedDevice struct {
 	// Published is the device as published when the claim was prepared
 	// (dra.Options.Prepared keeps it so while the claim holds it).
 	Published resourceapi.Device `json:"published"`
+	// AdminAccess marks a device of an admin-access request (KEP-5018):
+	// allocated even while another claim holds it, to look at it (doctor,
+	// counters), never to take it: it holds nothing, and railyard-cni does
+	// not move its netdev (it is not in the DRA view).
+	AdminAccess bool `json:"adminAccess,omitempty"`
 }
 
 type checkpointDoc struct {

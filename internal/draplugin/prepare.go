@@ -133,19 +133,25 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 	if !ok {
 		return preparedDevice{}, fmt.Errorf("device %s (%s) of pool %q: %s", r.Device, pci, r.Pool, d.whyNotLocked(r.Pool, pci))
 	}
+	admin := r.AdminAccess != nil && *r.AdminAccess
+	var owner *preparedDevice // the claim holding it, for an admin-access request
 	for other, oc := range d.claims {
 		if other == uid {
 			continue
 		}
-		for _, pd := range oc.Devices {
-			if pd.PCI == pci {
+		for i, pd := range oc.Devices {
+			switch {
+			case pd.PCI != pci || pd.AdminAccess:
+			case admin:
+				owner = &oc.Devices[i]
+			default:
 				return preparedDevice{}, fmt.Errorf("device %s (%s) is held by claim %s/%s (%s)", r.Device, pci, oc.Namespace, oc.Name, other)
 			}
 		}
 	}
 	pd := preparedDevice{
 		Request: r.Request, Pool: r.Pool, Device: r.Device, PCI: pci, Resource: pool.Resource,
-		Rail: -1, PF: pci, CDIDevice: CDIKind + "=" + cdiName(uid, r.Device), Published: dev,
+		Rail: -1, PF: pci, CDIDevice: CDIKind + "=" + cdiName(uid, r.Device), Published: dev, AdminAccess: admin,
 	}
 	if a, ok := dev.Attributes[dra.AttrRail]; ok && a.IntValue != nil {
 		pd.Rail = int(*a.IntValue)
@@ -157,6 +163,12 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 		// Prepared before by this claim: its RDMA device may be out of
 		// the host's view now; what was found then still holds.
 		pd.RDMA, pd.Nodes = held.RDMA, held.Nodes
+		return pd, nil
+	}
+	if owner != nil {
+		// Looking at a device another claim holds: its RDMA device may be
+		// in that pod's namespace; the owner's record says which it is.
+		pd.RDMA, pd.Nodes = owner.RDMA, owner.Nodes
 		return pd, nil
 	}
 	var uverbs, umad, issm string

@@ -12,11 +12,13 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/utils/ptr"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
+	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
 
@@ -350,5 +352,55 @@ func TestPrepareRetriesAfterTheSpecCouldNotBeWritten(t *testing.T) {
 	}
 	if un, _ := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: c.UID}}); un[c.UID] != nil || len(d.Prepared()) != 0 {
 		t.Fatalf("Unprepare: %v, prepared %v", un[c.UID], d.Prepared())
+	}
+}
+
+// Admin access (KEP-5018, GA in 1.36): a claim whose request has
+// adminAccess gets a device another claim holds, to look at it (the same
+// verbs device in its CDI spec), without taking it: it is not in the DRA
+// view, so railyard-cni never moves the owner's netdev, and a plain claim
+// for the device is still refused while the owner holds it. Before, the
+// admin claim failed to prepare ("held by claim ...").
+func TestAdminAccessClaimLooksAtAHeldDevice(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	d := n.driver(t)
+	ctx := context.Background()
+	const uidB, uidC = "0f1e2d3c-aaaa-4bbb-8ccc-00000000000b", "0f1e2d3c-aaaa-4bbb-8ccc-00000000000c"
+	owner := claim(t, uidA, nic("0000:18:00.1", "nic0"))
+	admin := claim(t, uidB, nic("0000:18:00.1", "look"))
+	admin.Status.Allocation.Devices.Results[0].AdminAccess = ptr.To(true)
+	plain := claim(t, uidC, nic("0000:18:00.1", "nic0"))
+	for _, c := range []*resourceapi.ResourceClaim{owner, admin} {
+		res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+		if err != nil || res[c.UID].Err != nil {
+			t.Fatalf("prepare %s: %v, %v", c.Name, err, res[c.UID].Err)
+		}
+	}
+	res, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{plain})
+	if err := res[plain.UID].Err; err == nil || !strings.Contains(err.Error(), "is held by claim") {
+		t.Errorf("a plain claim of the held device: %v, want refused", err)
+	}
+	if ownerSpec, adminSpec := n.spec(t, owner.UID), n.spec(t, admin.UID); len(adminSpec.Devices) != 1 ||
+		!reflect.DeepEqual(adminSpec.Devices[0].ContainerEdits.DeviceNodes, ownerSpec.Devices[0].ContainerEdits.DeviceNodes) {
+		t.Errorf("admin spec %+v, want the owner's device nodes %+v", adminSpec.Devices, ownerSpec.Devices)
+	}
+	v, err := draview.Read(n.view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Claims {
+		if c.UID == uidB && len(c.Devices) != 0 {
+			t.Errorf("the admin claim's device is in the DRA view (railyard-cni would move the owner's netdev): %+v", c.Devices)
+		}
+		if c.UID == uidA && len(c.Devices) != 1 {
+			t.Errorf("the owner's device is not in the DRA view: %+v", c.Devices)
+		}
+	}
+	// The admin claim unprepared first, the owner keeps its device.
+	if res, err := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: admin.UID}}); err != nil || res[admin.UID] != nil {
+		t.Fatalf("unprepare admin: %v, %v", err, res)
+	}
+	if _, ok := d.Prepared()[owner.UID]; !ok {
+		t.Error("unpreparing the admin claim dropped the owner's")
 	}
 }

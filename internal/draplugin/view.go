@@ -53,6 +53,9 @@ func (d *Driver) viewLocked() draview.View {
 			vc.Pods = append(vc.Pods, draview.Pod{Name: p.Name, UID: string(p.UID)})
 		}
 		for _, pd := range c.Devices {
+			if pd.AdminAccess {
+				continue // looked at, never attached: its netdev is its owner's
+			}
 			vc.Devices = append(vc.Devices, draview.Device{PCI: pd.PCI, Resource: pd.Resource, RDMA: pd.RDMA, PF: pd.PF, Rail: pd.Rail})
 		}
 		v.Claims = append(v.Claims, vc)

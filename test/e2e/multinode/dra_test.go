@@ -752,6 +752,7 @@ func testDeviceHealthInPodStatus(ctx context.Context, t *testing.T, c *framework
 		t.Fatalf("claim %s: allocation %+v", claim.Name, claim.Status.Allocation)
 	}
 	device := claim.Status.Allocation.Devices.Results[0].Device
+	testAdminAccess(ctx, t, c, node, pod.Name, device)
 	// KEP-4680 (beta and on since 1.36): kubelet shows the health the
 	// agent's driver reports for the pod's device in the container's
 	// status: Healthy, then Unhealthy with the reason once its port goes
@@ -812,4 +813,59 @@ func testDeviceHealthInPodStatus(ctx context.Context, t *testing.T, c *framework
 		h, all := health(ctx)
 		return h == string(corev1.ResourceHealthStatusHealthy), all
 	})
+}
+
+// testAdminAccess: while pod owner holds device, a pod in a namespace
+// labelled for admin access (KEP-5018, GA in 1.36) claims the same device
+// with adminAccess and runs on it, with the same verbs device in
+// /dev/infiniband: how doctor or a counter reader looks at a NIC another
+// pod holds. The owner keeps its device (its netdev stays in its pod).
+func testAdminAccess(ctx context.Context, t *testing.T, c *framework.MultiCluster, node, owner, device string) {
+	const ns = "railyard-admin"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{resourceapi.DRAAdminNamespaceLabelKey: "true"}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	pci, err := dra.PCIAddress(device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "look", Namespace: ns},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "nic",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+				AdminAccess: ptr.To(true),
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `device.attributes["resource.kubernetes.io"].pciBusID == "` + pci + `"`}}}}}}}},
+	}
+	if _, err := c.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := framework.BusyboxPod(ns, "look", "sleep", "3600")
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimName: ptr.To(claim.Name)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "nic"}}
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.DeletePod(context.Background(), ns, pod.Name) }()
+	if _, err := c.WaitForPodPhase(ctx, ns, pod.Name, corev1.PodRunning); err != nil {
+		t.Fatal(err)
+	}
+	looked, err := c.Exec(ctx, ns, pod.Name, "main", "ls", "/dev/infiniband")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Exec(ctx, "default", owner, "main", "ls", "/dev/infiniband")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(looked, "uverbs") || strings.TrimSpace(looked) != strings.TrimSpace(held) {
+		t.Errorf("admin pod's /dev/infiniband %q, owner's %q: want the same verbs device", looked, held)
+	}
+	if p, err := c.Client.CoreV1().Pods("default").Get(ctx, owner, metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the owner pod after the admin pod started: %v", err)
+	}
+	t.Logf("admin-access pod runs beside %s's claim on %s, with %s", owner, device, strings.Join(strings.Fields(looked), " "))
 }
