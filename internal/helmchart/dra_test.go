@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chartutil"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -122,5 +123,16 @@ func TestDRARendersDeviceClassRBACAndPolicy(t *testing.T) {
 	_, off := render(t, values)
 	if len(off.byKind["ValidatingAdmissionPolicy"]) != 0 || len(off.byKind["ClusterRole"]) != 1 {
 		t.Errorf("restrictSlicesToNode false: %d policies, %d roles", len(off.byKind["ValidatingAdmissionPolicy"]), len(off.byKind["ClusterRole"]))
+	}
+}
+
+// The chart's kubeVersion is the version matrix's oldest release and
+// newer: helm install refuses an older cluster instead of failing later.
+func TestChartKubeVersionIsTheMatrix(t *testing.T) {
+	kv := loadChart(t).Metadata.KubeVersion
+	for ver, ok := range map[string]bool{"v1.35.8": true, "v1.37.2": true, "v1.34.9": false, "v1.26.0": false} {
+		if chartutil.IsCompatibleRange(kv, ver) != ok {
+			t.Errorf("kubeVersion %q accepts %s: %v, want %v", kv, ver, !ok, ok)
+		}
 	}
 }
