@@ -81,8 +81,8 @@ func (d *Driver) SyncStatus(ctx context.Context, c kubernetes.Interface) error {
 			return strings.Compare(a.Pool+"/"+a.Device, b.Pool+"/"+b.Device)
 		})
 		key := statusKey(w.entries)
-		if d.appliedStatus(uid) == key {
-			continue
+		if applied, known := d.appliedStatus(uid); known && applied == key {
+			continue // unknown (a new claim, an agent restart): read the claim once
 		}
 		if meta != nil {
 			errs = append(errs, updateMetadata(ctx, meta, uid, w.ns, w.name, w.devices, w.network))
@@ -101,10 +101,13 @@ func (d *Driver) SyncStatus(ctx context.Context, c kubernetes.Interface) error {
 	return errors.Join(errs...)
 }
 
-func (d *Driver) appliedStatus(uid types.UID) string {
+// appliedStatus is what the claim's entries were last found or written
+// to be; false when not known since the driver started.
+func (d *Driver) appliedStatus(uid types.UID) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.applied[uid]
+	key, ok := d.applied[uid]
+	return key, ok
 }
 
 // writeStatus replaces the claim's entries of this driver with entries,

@@ -79,6 +79,18 @@ func TestSyncStatusWritesNetworkDataFromRailyardCNIRecords(t *testing.T) {
 	if updates != 2 {
 		t.Errorf("%d status updates after a restart with nothing to change, want 2", updates)
 	}
+	// An entry whose record went while the agent was down (a DEL during a
+	// restart) is removed by the restarted agent's first pass.
+	c2, err := client.ResourceV1().ResourceClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	must(t, err)
+	c2.Status.Devices = append(c2.Status.Devices, e)
+	_, err = client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, c2, metav1.UpdateOptions{})
+	must(t, err)
+	d3 := n.driver(t)
+	must(t, d3.SyncStatus(ctx, client))
+	if got := status(); len(got) != 1 || got[0].Driver != "gpu.example.com" {
+		t.Errorf("a stale entry after a restart: %+v", got)
+	}
 }
 
 func must(t testing.TB, err error) {
