@@ -334,14 +334,7 @@ func testExtendedResource(ctx context.Context, t *testing.T, c *framework.MultiC
 		t.Fatalf("%s allocatable on %s: %d (%v); want none (the pool is DRA's)", res, node, n, err)
 	}
 	start := time.Now()
-	if _, err := c.CreatePod(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", pod.Name) })
-	p, err := c.WaitForPodPhase(ctx, "default", pod.Name, corev1.PodRunning)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := runPod(ctx, t, c, pod)
 	running := time.Since(start)
 	st := p.Status.ExtendedResourceClaimStatus
 	if st == nil || st.ResourceClaimName == "" || len(st.RequestMappings) != 1 || st.RequestMappings[0].ResourceName != string(res) {
@@ -550,18 +543,25 @@ func claimPod(name, node, template string) *corev1.Pod {
 	return pod
 }
 
+// runPod creates pod, deleted when the test ends, and waits until it runs.
+func runPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), pod.Namespace, pod.Name) })
+	p, err := c.WaitForPodPhase(ctx, pod.Namespace, pod.Name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // runJobPod runs a pod on node with a claim from template and returns the
 // rails of the NICs its claim got, sorted.
 func runJobPod(ctx context.Context, t *testing.T, c *framework.MultiCluster, name, node, template string) []int64 {
 	t.Helper()
-	if _, err := c.CreatePod(ctx, claimPod(name, node, template)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", name) })
-	p, err := c.WaitForPodPhase(ctx, "default", name, corev1.PodRunning)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := runPod(ctx, t, c, claimPod(name, node, template))
 	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
 		t.Fatalf("pod %s: claim statuses %+v", name, p.Status.ResourceClaimStatuses)
 	}
@@ -733,14 +733,7 @@ func testDeviceHealthInPodStatus(ctx context.Context, t *testing.T, c *framework
 		_ = c.Client.ResourceV1().ResourceClaimTemplates("default").Delete(context.Background(), tmpl.Name, metav1.DeleteOptions{})
 	})
 	pod := claimPod("nic-health", node, tmpl.Name)
-	if _, err := c.CreatePod(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", pod.Name) })
-	p, err := c.WaitForPodPhase(ctx, "default", pod.Name, corev1.PodRunning)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := runPod(ctx, t, c, pod)
 	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
 		t.Fatalf("pod %s: claim statuses %+v", pod.Name, p.Status.ResourceClaimStatuses)
 	}
