@@ -56,7 +56,32 @@ func (n *node) firmware(context.Context) []Check {
 		default:
 			c.Summary = fmt.Sprintf("every NIC of the model runs %s", versions[0])
 		}
+		// Known issues of the releases found (firmwareIssues): a warning
+		// with the notes' workaround, whatever the rest said.
+		var issues, fixes []string
+		for _, v := range versions {
+			for _, fi := range knownIssues(m.device, v) {
+				issues = append(issues, fmt.Sprintf("%s on %s: %s", v, strings.Join(byModel[m][v], ", "), fi))
+				fixes = append(fixes, fi.ID+": "+fi.Fix)
+			}
+		}
+		if len(issues) > 0 {
+			if c.Status == OK {
+				c.Summary = "" // "every NIC runs ..." is in Read
+			}
+			c.Status = Warn
+			c.Summary = strings.Join(append(nonEmpty(c.Summary), issues...), "; ")
+			c.Fix = strings.Join(append(nonEmpty(c.Fix), append(fixes, "or move to a release whose notes no longer list the issue")...), "; ")
+		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// nonEmpty is s as a list, empty when s is "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
