@@ -12,6 +12,12 @@ import (
 
 const runDirPrefix = "railyard-e2e-"
 
+// failureTestDirPrefix starts the base directories of the start-failure
+// test (start_failure_test.go), one per injected failure, below the
+// temporary directory: ReapStale looks in them too, so a killed run of
+// that test leaves no cgroup behind.
+const failureTestDirPrefix = "ryfail-"
+
 // ReapStale tears down runs under baseDir whose test process is gone (killed
 // before its teardown ran), using the state each run saved. It fails if a
 // run's owner (this process included) is still alive: two clusters cannot
@@ -21,6 +27,11 @@ func ReapStale(baseDir string, logf func(string, ...any)) error {
 	if err != nil {
 		return fmt.Errorf("reap stale runs: %w", err)
 	}
+	nested, err := filepath.Glob(filepath.Join(baseDir, failureTestDirPrefix+"*", runDirPrefix+"*"))
+	if err != nil {
+		return fmt.Errorf("reap stale runs: %w", err)
+	}
+	dirs = append(dirs, nested...)
 	var errs []error
 	for _, d := range dirs {
 		s, err := loadState(d)
