@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -143,5 +144,47 @@ func TestCgroupDirsRejectsPathNames(t *testing.T) {
 		if _, err := cgroupDirs(name); err == nil {
 			t.Errorf("cgroupDirs(%q) accepted", name)
 		}
+	}
+}
+
+// With a live run beside it, ReapStale tears nothing down: a stale run's
+// teardown restores the host directories it snapshotted, which would
+// delete what the live run's kubelet made there (it deleted a live
+// kubelet's device-plugins socket once, when the reaper ran by hand during
+// a proof run). The stale run is reaped once the live one is gone.
+func TestReapStaleLeavesEverythingWhileARunIsLive(t *testing.T) {
+	base := t.TempDir()
+	self, err := procCmdline(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, pid int, cmdline []string) string {
+		d := filepath.Join(base, runDirPrefix+name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := &runState{RunDir: d, OwnerPID: pid, OwnerCmdline: cmdline, CgroupName: runDirPrefix + "reaptest-" + name}
+		if err := s.save(); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	live := mk("live", os.Getpid(), self)
+	stale := mk("stale", 1<<22+7, []string{"gone"}) // no such process
+	err = ReapStale(base, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "of live process") {
+		t.Fatalf("ReapStale with a live run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(stale, stateFile)); err != nil {
+		t.Fatalf("the stale run was torn down beside a live one: %v", err)
+	}
+	if err := os.RemoveAll(live); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReapStale(base, t.Logf); err != nil {
+		t.Fatalf("ReapStale with only the stale run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(stale, stateFile)); !os.IsNotExist(err) {
+		t.Errorf("the stale run is still there once alone: %v", err)
 	}
 }

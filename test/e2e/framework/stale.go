@@ -33,6 +33,11 @@ func ReapStale(baseDir string, logf func(string, ...any)) error {
 	}
 	dirs = append(dirs, nested...)
 	var errs []error
+	type run struct {
+		dir string
+		s   *runState
+	}
+	var stale []run
 	for _, d := range dirs {
 		s, err := loadState(d)
 		if err != nil {
@@ -51,9 +56,19 @@ func ReapStale(baseDir string, logf func(string, ...any)) error {
 			errs = append(errs, fmt.Errorf("reap stale runs: run %s of live process %d is still up; stop it first", d, s.OwnerPID))
 			continue
 		}
-		logf("framework: tearing down stale run %s (owner pid %d gone)", d, s.OwnerPID)
-		if err := teardown(s); err != nil {
-			errs = append(errs, fmt.Errorf("reap stale run %s: %w", d, err))
+		stale = append(stale, run{d, s})
+	}
+	if len(errs) > 0 {
+		// Tearing a stale run down restores the host directories it
+		// snapshotted (kubelet's device-plugins, ...) to what they held
+		// when it started: with a live run beside it, that would delete
+		// the live kubelet's socket. Nothing is torn down then.
+		return errors.Join(errs...)
+	}
+	for _, r := range stale {
+		logf("framework: tearing down stale run %s (owner pid %d gone)", r.dir, r.s.OwnerPID)
+		if err := teardown(r.s); err != nil {
+			errs = append(errs, fmt.Errorf("reap stale run %s: %w", r.dir, err))
 		}
 	}
 	return errors.Join(errs...)
