@@ -76,7 +76,7 @@ func (rs *runState) outcome(o bench.Options) RunOutcome {
 		nodes = mpiWorkers(rs.run.MPIJob)
 	}
 	out := RunOutcome{Name: rs.run.Name, Test: rs.run.Test, Scenario: rs.run.Variant, Status: rs.status, Reason: rs.reason,
-		Logs: rs.logs, Nodes: nodes}
+		Logs: rs.logs, Nodes: nodes, ServerVia: rs.serverVia}
 	if resName != "" {
 		out.ResultPod = ns + "/" + resName
 	}

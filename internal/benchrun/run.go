@@ -122,6 +122,10 @@ type RunOutcome struct {
 	// plan places them (the scaling table orders training runs by it); 0
 	// for other runs.
 	Nodes int
+	// ServerVia says which address the client was given for its server
+	// and where it came from (a run whose client bench run starts once
+	// its server runs); "" for other runs.
+	ServerVia string
 }
 
 // runState follows one run while it executes.
@@ -141,6 +145,9 @@ type runState struct {
 	job       *unstructured.Unstructured
 	launcher  string
 	collected bool
+	// serverVia is where the client's server address came from
+	// (RunOutcome.ServerVia).
+	serverVia string
 }
 
 // Execute creates the plan's objects, waits for every run, collects logs,

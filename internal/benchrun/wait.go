@@ -149,7 +149,9 @@ func (e *executor) update(ctx context.Context, rs *runState, seen map[string]*co
 			rs.fail(Failed, fmt.Sprintf("server pod %s exited before its client %s started", server, pod.Name))
 			return
 		case sp.Status.Phase == corev1.PodRunning && sp.Status.PodIP != "":
-			client := withServerHost(pod.DeepCopy(), sp.Status.PodIP)
+			host, via := serverHost(sp)
+			rs.serverVia = via
+			client := withServerHost(pod.DeepCopy(), host)
 			if err := e.createPod(ctx, rs, client); err != nil {
 				rs.fail(Failed, fmt.Sprintf("create pod %s: %v", pod.Name, err))
 				return

@@ -202,6 +202,11 @@ func printRuns(w io.Writer, out benchrun.Outcome) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print: %w", err)
 	}
+	for _, r := range out.Runs {
+		if r.ServerVia != "" {
+			fmt.Fprintf(w, "%s: the client reached %s\n", r.Name, r.ServerVia)
+		}
+	}
 	switch {
 	case out.Kept:
 		fmt.Fprintf(w, "kept %d objects (--keep); delete them with: kubectl delete pod,service -l %s -A\n", len(out.Created), benchplan.LabelRun)
