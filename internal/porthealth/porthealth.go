@@ -2,7 +2,6 @@ package porthealth
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,16 +22,44 @@ const (
 	LinkError
 )
 
-// Rules are the counters that degrade a port, by rdmacounter's name, and
-// their class. Every other counter's rise is left to railyard doctor.
-var Rules = map[string]Class{
-	"port_link_downed":                     Flap,
-	"port_link_error_recoveries":           Flap,
-	"link_downed":                          Flap, // rxe: its netdev went down
-	"port_symbol_errors":                   LinkError,
-	"port_local_link_integrity_errors":     LinkError,
-	"port_excessive_buffer_overrun_errors": LinkError,
+// Rule is one counter that degrades a port, by rdmacounter's name, and
+// its class.
+type Rule struct {
+	Counter string
+	Class   Class
 }
+
+// Rules are the counters that degrade a port, in the order reasons name
+// them. Every other counter's rise is left to railyard doctor.
+var Rules = []Rule{
+	{"link_downed", Flap}, // rxe: its netdev went down
+	{"port_excessive_buffer_overrun_errors", LinkError},
+	{"port_link_downed", Flap},
+	{"port_link_error_recoveries", Flap},
+	{"port_local_link_integrity_errors", LinkError},
+	{"port_symbol_errors", LinkError},
+}
+
+// rule is a Rule with its counter's row in rdmacounter.Counters().
+type rule struct {
+	counter rdmacounter.Counter
+	index   int
+	class   Class
+}
+
+// rules resolves Rules against rdmacounter's table once.
+var rules = func() []rule {
+	table := rdmacounter.Counters()
+	out := make([]rule, 0, len(Rules))
+	for _, r := range Rules {
+		i := rdmacounter.Index(r.Counter)
+		if i < 0 {
+			panic("porthealth: no counter " + r.Counter + " in rdmacounter's table")
+		}
+		out = append(out, rule{table[i], i, r.Class})
+	}
+	return out
+}()
 
 // Config is the threshold (docs/agent.md, "Health from counters"; the
 // agent's defaults are api/config/v1alpha1's ErrorCounters').
@@ -77,7 +104,6 @@ func New(cfg Config, fs sysfs.FS) *Tracker {
 // cannot be read is not judged (and keeps what it was until its hold
 // ends); a port that left the topology is forgotten.
 func (tr *Tracker) Observe(t *topology.Topology, now time.Time) map[string]string {
-	table := rdmacounter.Counters()
 	seen := map[portKey]bool{}
 	var out map[string]string
 	for _, dev := range rdmacounter.Devices(t, nil) {
@@ -95,7 +121,7 @@ func (tr *Tracker) Observe(t *topology.Topology, now time.Time) map[string]strin
 			}
 			s, err := rdmacounter.Read(tr.fs, dev.RDMA, num, true, now)
 			if err == nil {
-				tr.judge(p, table, s, num, now)
+				tr.judge(p, s, num, now)
 			}
 			if now.Before(p.until) {
 				reasons = append(reasons, p.reason)
@@ -118,7 +144,7 @@ func (tr *Tracker) Observe(t *topology.Topology, now time.Time) map[string]strin
 
 // judge counts the rises from p's base to s and degrades p when Rules
 // say so; the base moves to s once it is a window old.
-func (tr *Tracker) judge(p *port, table []rdmacounter.Counter, s rdmacounter.Sample, num int, now time.Time) {
+func (tr *Tracker) judge(p *port, s rdmacounter.Sample, num int, now time.Time) {
 	if !p.haveBase {
 		p.base, p.haveBase = s, true
 		return
@@ -126,19 +152,13 @@ func (tr *Tracker) judge(p *port, table []rdmacounter.Counter, s rdmacounter.Sam
 	var flaps, linkErrs []string
 	var linkSum uint64
 	rebase := false // a counter went down: later rises count from s
-	names := make([]string, 0, len(Rules))
-	for name := range Rules {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		i := rdmacounter.Index(name)
-		v0, ok0 := p.base.Raw(i)
-		v1, ok1 := s.Raw(i)
+	for _, r := range rules {
+		v0, ok0 := p.base.Raw(r.index)
+		v1, ok1 := s.Raw(r.index)
 		if !ok0 || !ok1 {
 			continue
 		}
-		d, ev := table[i].RawDelta(v0, v1)
+		d, ev := r.counter.RawDelta(v0, v1)
 		if ev != rdmacounter.Counted {
 			rebase = true
 			continue
@@ -146,8 +166,8 @@ func (tr *Tracker) judge(p *port, table []rdmacounter.Counter, s rdmacounter.Sam
 		if d == 0 {
 			continue
 		}
-		rise := fmt.Sprintf("%s +%d", table[i].File, d)
-		switch Rules[name] {
+		rise := fmt.Sprintf("%s +%d", r.counter.File, d)
+		switch r.class {
 		case Flap:
 			flaps = append(flaps, rise)
 		case LinkError:
