@@ -48,10 +48,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 func resultDevices(pc *preparedClaim) []kubeletplugin.Device {
 	devs := make([]kubeletplugin.Device, 0, len(pc.Devices))
 	for _, pd := range pc.Devices {
-		devs = append(devs, kubeletplugin.Device{
-			Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
-			CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, nil),
-		})
+		devs = append(devs, resultDevice(pd, nil))
 	}
 	return devs
 }
@@ -298,6 +295,15 @@ func pcis(c *preparedClaim) []string {
 		out[i] = pd.PCI
 	}
 	return out
+}
+
+// resultDevice is pd as the kubelet plugin helper hands it to kubelet,
+// with its metadata (nd: its interface in the pod, once known).
+func resultDevice(pd preparedDevice, nd *resourceapi.NetworkDeviceData) kubeletplugin.Device {
+	return kubeletplugin.Device{
+		Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
+		CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, nd),
+	}
 }
 
 // deviceMetadata is what the workload reads of a device in its KEP-5304

@@ -206,9 +206,7 @@ func updateMetadata(ctx context.Context, meta MetadataUpdater, uid types.UID, ns
 		if _, ok := byRequest[pd.Request]; !ok {
 			order = append(order, pd.Request)
 		}
-		byRequest[pd.Request] = append(byRequest[pd.Request], kubeletplugin.Device{
-			Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
-			CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, network[pd.PCI])})
+		byRequest[pd.Request] = append(byRequest[pd.Request], resultDevice(pd, network[pd.PCI]))
 	}
 	var errs []error
 	for _, r := range order {
