@@ -56,14 +56,18 @@ type attrs struct {
 	m       map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	vals    *values
 	dropped []string
+	// room is how many attributes fit: the API's limit of attributes and
+	// capacities together, less the device's capacities.
+	room int
 }
 
-func newAttrs(n int, vals *values) *attrs {
-	return &attrs{m: make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, n), vals: vals}
+func newAttrs(n, capacities int, vals *values) *attrs {
+	return &attrs{m: make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, n), vals: vals,
+		room: resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice - capacities}
 }
 
 func (a *attrs) full() bool {
-	return len(a.m) >= resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
+	return len(a.m) >= a.room
 }
 
 func (a *attrs) str(name resourceapi.QualifiedName, v string) {
@@ -175,8 +179,8 @@ func speed(ports []topology.Port) int64 {
 }
 
 // deviceAttributes builds the attributes of one pool device.
-func deviceAttributes(t *topology.Topology, d pool.Device, resource string, pl placement, vals *values) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
-	a := newAttrs(17+len(pl.classes), vals)
+func deviceAttributes(t *topology.Topology, d pool.Device, resource string, pl placement, capacities int, vals *values) (map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, []string) {
+	a := newAttrs(17+len(pl.classes), capacities, vals)
 	a.str(AttrPool, resource)
 	if pd, ok := t.Device(d.ID); ok && pd.HostBridge != "" {
 		root := pd.HostBridge

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
@@ -17,9 +18,19 @@ import (
 )
 
 // ErrUnsupportedKind is returned for a pool whose deviceKind DRA cannot
-// publish yet: "shared" (one NIC for many claims needs consumable
-// capacity, alpha in Kubernetes 1.34/1.35).
+// publish (not vf, pf or shared).
 var ErrUnsupportedKind = errors.New("device kind not supported by DRA")
+
+// CapacityShares is the capacity of a shared pool's NIC (KEP-5075
+// consumable capacity): the pool's sharedLimit. A claim consumes one share
+// unless its request asks for more (capacity.requests), at most all of
+// them; the scheduler allocates the NIC to claims while shares are left.
+const CapacityShares = resourceapi.QualifiedName(Domain + "/shares")
+
+// NoConsumableCapacity is why a shared pool's NICs are left out where the
+// API server drops consumable capacity: published without
+// allowMultipleAllocations, a NIC would go to one claim only.
+const NoConsumableCapacity = "a shared NIC needs consumable capacity, which the API server drops (DRAConsumableCapacity off, as in Kubernetes 1.35)"
 
 // Pool is the DRA pool of one Railyard pool on one node.
 type Pool struct {
@@ -27,8 +38,12 @@ type Pool struct {
 	Name string
 	// Resource is the Railyard pool it comes from ("railyard.io/rdma_vf").
 	Resource string
-	// Kind is the pool's device kind, v1alpha1.KindVF or KindPF.
+	// Kind is the pool's device kind, v1alpha1.KindVF, KindPF or
+	// KindShared (one device per NIC, allocated to up to Shares claims).
 	Kind string
+	// Shares is the shares of each NIC of a shared pool (its
+	// sharedLimit), 0 for other kinds.
+	Shares int
 	// Devices are the published devices: healthy, in PCI address order
 	// (the order the scheduler's first-fit allocator tries them in).
 	Devices []resourceapi.Device
@@ -93,6 +108,12 @@ type Options struct {
 	// would publish the device untainted, so the kubelet plugin turns it on
 	// only after probing the server (draplugin).
 	TaintUnhealthy bool
+	// ConsumableCapacity publishes a shared pool's NICs, each allocatable
+	// to many claims (allowMultipleAllocations) while its CapacityShares
+	// last. Only where the API server keeps them (DRAConsumableCapacity:
+	// beta and on in Kubernetes 1.37, alpha and off in 1.35); elsewhere a
+	// shared pool's NICs are left out (NoConsumableCapacity).
+	ConsumableCapacity bool
 }
 
 // Unpublished is a device of a pool that is not published.
@@ -141,12 +162,24 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 	if kind == "" {
 		kind = v1alpha1.KindVF
 	}
-	if kind != v1alpha1.KindVF && kind != v1alpha1.KindPF {
+	if kind != v1alpha1.KindVF && kind != v1alpha1.KindPF && kind != v1alpha1.KindShared {
 		return Pool{}, fmt.Errorf("pool %s: %w: %q", p.Name, ErrUnsupportedKind, kind)
 	}
 	devs := sel.Select(t)
+	out := Pool{Name: name, Resource: p.Name, Kind: kind}
+	var capacity map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
+	if kind == v1alpha1.KindShared {
+		devs, out.Shares = nicsOf(devs), sel.Shares()
+		if !opts.ConsumableCapacity {
+			for _, d := range devs {
+				out.Unpublished = append(out.Unpublished, Unpublished{d.ID, NoConsumableCapacity})
+			}
+			return out, nil
+		}
+		capacity = sharesCapacity(out.Shares)
+	}
 	pciaddr.SortByAddress(devs, func(d pool.Device) string { return d.ID })
-	out := Pool{Name: name, Resource: p.Name, Kind: kind, Devices: make([]resourceapi.Device, 0, len(devs))}
+	out.Devices = make([]resourceapi.Device, 0, len(devs))
 	placements := map[string]placement{}
 	for _, d := range devs {
 		if prev, taken := owner[d.ID]; taken {
@@ -159,7 +192,9 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		}
 		var taints []resourceapi.DeviceTaint
 		if !d.Healthy {
-			if held, ok := opts.Prepared[d.ID]; ok && held.Name == devName && outOfView(t, d) {
+			// A shared NIC stays in the host's namespace (the RDMA
+			// subsystem in shared mode): unhealthy is unhealthy.
+			if held, ok := opts.Prepared[d.ID]; ok && held.Name == devName && capacity == nil && outOfView(t, d) {
 				owner[d.ID] = name
 				out.Held = append(out.Held, d.ID)
 				out.Devices = append(out.Devices, held)
@@ -188,14 +223,46 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 			pl.leaf = opts.Leaves[nic.Name()]
 			placements[d.PF] = pl
 		}
-		attrs, dropped := deviceAttributes(t, d, p.Name, pl, vals)
+		attrs, dropped := deviceAttributes(t, d, p.Name, pl, len(capacity), vals)
 		for _, w := range dropped {
 			out.Warnings = append(out.Warnings, devName+": "+w)
 		}
 		owner[d.ID] = name
-		out.Devices = append(out.Devices, resourceapi.Device{Name: devName, Attributes: attrs, Taints: taints})
+		dev := resourceapi.Device{Name: devName, Attributes: attrs, Taints: taints}
+		if capacity != nil {
+			dev.AllowMultipleAllocations, dev.Capacity = vals.yes, capacity
+		}
+		out.Devices = append(out.Devices, dev)
 	}
 	return out, nil
+}
+
+// nicsOf turns a shared pool's shares into its NICs: DRA publishes a
+// shared NIC once, as the device, and counts its shares as capacity.
+func nicsOf(shares []pool.Device) []pool.Device {
+	var out []pool.Device
+	for _, d := range shares {
+		if d.Share == 0 {
+			d.ID, d.Share = d.PF, -1
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sharesCapacity is a shared NIC's capacity (one map for every NIC of the
+// pool: read-only, like the attributes): n shares, one per claim by
+// default, 1 to n per request.
+func sharesCapacity(n int) map[resourceapi.QualifiedName]resourceapi.DeviceCapacity {
+	one, all := resource.NewQuantity(1, resource.DecimalSI), resource.NewQuantity(int64(n), resource.DecimalSI)
+	step := one.DeepCopy()
+	return map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{CapacityShares: {
+		Value: *all,
+		RequestPolicy: &resourceapi.CapacityRequestPolicy{
+			Default:    one,
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: one, Max: all, Step: &step},
+		},
+	}}
 }
 
 // taintValue makes a reason a taint value (a label value: at most 63 of

@@ -38,7 +38,7 @@ func deviceClasses() gpustandin.Classes {
 
 // poolsWithClasses are the pools whose DeviceClass (dra.PoolDeviceClass)
 // the tests' allocator knows, as the chart renders one per DRA pool.
-var poolsWithClasses = []string{"railyard.io/rdma_vf", "railyard.io/rdma_pf"}
+var poolsWithClasses = []string{"railyard.io/rdma_vf", "railyard.io/rdma_pf", "railyard.io/rdma_shared"}
 
 // filterTimeout is kube-scheduler's default DRA Filter timeout
 // (DynamicResourcesFilterTimeoutDefault, feature DRASchedulerFilterTimeout

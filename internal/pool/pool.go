@@ -122,6 +122,10 @@ func Compile(p v1alpha1.Pool) (Selector, error) {
 	return s, nil
 }
 
+// Shares is the shares per NIC of a shared pool (its sharedLimit), 0 for
+// other kinds.
+func (s Selector) Shares() int { return s.shares }
+
 // Select returns the pool's devices in t, sorted by ID. A shared pool
 // returns SharedLimit shares of every matching NIC, each with the NIC's
 // health.

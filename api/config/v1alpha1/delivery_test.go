@@ -20,8 +20,8 @@ func TestDeliveryDefaultsToDevicePlugin(t *testing.T) {
 }
 
 // TestDeliveryErrorsHaveFieldPaths: a pool is served one way only ("both"
-// is no mode), and a dra pool cannot be shared, bound late or given CDI
-// names, and needs cdiSpecDir.
+// is no mode), and a dra pool cannot be bound late or given CDI names,
+// and needs cdiSpecDir. A shared dra pool is valid (consumable capacity).
 func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 	_, err := Load("testdata/invalid-delivery.yaml")
 	if err == nil {
@@ -30,7 +30,6 @@ func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		`pools[0].delivery: Unsupported value: "both": supported values: "devicePlugin", "dra"`,
-		`pools[1].deviceKind: Invalid value: "shared": DRA publishes whole VFs or PFs`,
 		`pools[1].binding: Invalid value: "sandbox": the scheduler binds a DRA pool's devices`,
 		`pools[1].cdiKind: Invalid value: "railyard.io/rdma": a DRA pool's devices always reach the container`,
 	} {
@@ -48,5 +47,13 @@ func TestDeliveryErrorsHaveFieldPaths(t *testing.T) {
 	c.CDISpecDir = "/var/run/cdi"
 	if errs := Validate(c); len(errs) != 0 {
 		t.Errorf("a plain dra pool with cdiSpecDir: %v", errs)
+	}
+	c.Pools[0].DeviceKind, c.Pools[0].SharedLimit = KindShared, nil
+	Default(c)
+	if errs := Validate(c); len(errs) != 0 || *c.Pools[0].SharedLimit != DefaultSharedLimit {
+		t.Errorf("a shared dra pool: %v, sharedLimit %d", errs, *c.Pools[0].SharedLimit)
+	}
+	if strings.Contains(msg, "deviceKind") {
+		t.Errorf("a shared dra pool's kind is refused:\n%s", msg)
 	}
 }

@@ -160,9 +160,6 @@ func validateDelivery(path *field.Path, c *AgentConfig, p *Pool) field.ErrorList
 	if c.CDISpecDir == "" {
 		errs = append(errs, field.Invalid(path.Child("delivery"), p.Delivery, "a DRA claim's devices reach the container through CDI: set cdiSpecDir (/var/run/cdi; containerd >= 1.7 or CRI-O)"))
 	}
-	if p.DeviceKind == KindShared {
-		errs = append(errs, field.Invalid(path.Child("deviceKind"), p.DeviceKind, "DRA publishes whole VFs or PFs: a NIC shared by many claims needs consumable capacity (alpha)"))
-	}
 	if p.Binding == BindingSandbox {
 		errs = append(errs, field.Invalid(path.Child("binding"), p.Binding, "the scheduler binds a DRA pool's devices with the pod's GPUs: late binding is for devicePlugin pools"))
 	}
