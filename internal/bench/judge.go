@@ -80,6 +80,10 @@ type Thresholds struct {
 	// BaselineTolerance: a training run's per-GPU throughput may be this
 	// much below the baseline run's. Default 0.05.
 	BaselineTolerance float64
+	// GPUDirectLineRateFraction: the gpudirect-near run (GPU memory
+	// through the GPU's rail NIC) passes at this fraction of the line
+	// rate, or at LineRateFraction when that is lower. Default 0.80.
+	GPUDirectLineRateFraction float64
 }
 
 // DefaultThresholds returns the defaults documented on Thresholds.
@@ -87,7 +91,8 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{LineRateFraction: defaultLineRateFr, PodTolerance: defaultPodTol,
 		MinSpeedup: defaultMinSpeedup, NCCLFraction: defaultNCCLFr, LargeMessageBytes: DefaultLargeBytes,
 		MinScalingEfficiency: defaultMinScalingEff, MinTrainingGain: defaultMinTrainingGain,
-		MaxLatencyFactor: defaultMaxLatencyFact, BaselineTolerance: defaultBaselineTol}
+		MaxLatencyFactor: defaultMaxLatencyFact, BaselineTolerance: defaultBaselineTol,
+		GPUDirectLineRateFraction: defaultGPUDirectLineRateFr}
 }
 
 // Roles name the scenarios the comparisons use.
@@ -197,6 +202,9 @@ func (in *JudgeInput) defaults() {
 	if !(t.BaselineTolerance > 0 && t.BaselineTolerance < 1) {
 		t.BaselineTolerance = d.BaselineTolerance
 	}
+	if !(t.GPUDirectLineRateFraction > 0) || math.IsInf(t.GPUDirectLineRateFraction, 0) {
+		t.GPUDirectLineRateFraction = d.GPUDirectLineRateFraction
+	}
 	if in.LinkType == "" {
 		in.LinkType = LinkTypeOf(in.Results)
 	}
@@ -301,6 +309,10 @@ type peakBW struct {
 	// Exempt, when set, makes the verdict info with this appended (the far
 	// NIC of a GPUDirect pair); a TCP scenario is info before it.
 	Exempt string
+	// Fraction, when set, is the pass mark instead of LineRateFraction
+	// (the GPUDirect run's); Why, appended after it, says why.
+	Fraction float64
+	Why      string
 }
 
 // judgeLineRate is the line-rate judgement of every tool: v.Measured (Gb/s)
@@ -316,10 +328,14 @@ func judgeLineRate(in JudgeInput, v Verdict, p peakBW) Verdict {
 	if p.Bidirectional {
 		line, dir = 2*line, " (x2: bidirectional)"
 	}
-	v.Target = line * in.Thresholds.LineRateFraction
+	mark := in.Thresholds.LineRateFraction
+	if p.Fraction > 0 {
+		mark = p.Fraction
+	}
+	v.Target = line * mark
 	frac := v.Measured / line
 	v.Reason = fmt.Sprintf("%s = %.1f%% of %g Gb/s line rate%s; pass at %.0f%%",
-		p.What, 100*frac, line, dir, 100*in.Thresholds.LineRateFraction) + p.Note
+		p.What, 100*frac, line, dir, 100*mark) + p.Why + p.Note
 	switch {
 	case v.Scenario == in.Roles.TCP:
 		v.Status = StatusInfo
@@ -366,8 +382,11 @@ func lineRateVerdict(in JudgeInput, l Labelled) Verdict {
 		}
 		p.Note = fmt.Sprintf("; %s at MTU %d cannot exceed about %.1f%%", proto, r.Info.MTU, 100*p.Ceiling)
 	}
-	if l.Scenario == ScenarioGPUDirectFar {
+	switch l.Scenario {
+	case ScenarioGPUDirectFar:
 		p.Exempt = "the far NIC of the GPUDirect pair, slow on purpose: judged in the gpudirect-alignment check"
+	case ScenarioGPUDirectNear:
+		p.Fraction, p.Why = gpudirectLineRateMark(in.Thresholds)
 	}
 	return judgeLineRate(in, v, p)
 }

@@ -55,6 +55,8 @@ func TestReportRejectsNonFiniteFlags(t *testing.T) {
 		{"--line-rate-gbps", "+Inf", "--line-rate-gbps +Inf"},
 		{"--pass-line-rate", "NaN", "--pass-line-rate NaN: want a fraction in (0, 1]"},
 		{"--pass-nccl", "NaN", "--pass-nccl NaN"},
+		{"--pass-gpudirect-line-rate", "NaN", "--pass-gpudirect-line-rate NaN: want a fraction in (0, 1]"},
+		{"--pass-gpudirect-line-rate", "1.5", "--pass-gpudirect-line-rate 1.5"},
 		{"--min-speedup", "NaN", "--min-speedup NaN: want a number in (0, 1e+06]"},
 		{"--min-speedup", "Inf", "--min-speedup +Inf"},
 		{"--pod-tolerance", "NaN", "--pod-tolerance NaN: want a fraction in [0, 1)"},

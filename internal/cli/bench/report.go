@@ -167,6 +167,8 @@ func (f *reportFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&f.out, "out", "report", "directory to write the report into")
 	fl.StringVar(&f.title, "title", "", "report title")
 	fl.Float64Var(&f.th.LineRateFraction, "pass-line-rate", f.th.LineRateFraction, "perftest passes at this fraction of the line rate")
+	fl.Float64Var(&f.th.GPUDirectLineRateFraction, "pass-gpudirect-line-rate", f.th.GPUDirectLineRateFraction,
+		"the gpudirect-near run (GPU memory) passes at this fraction of the line rate, or at --pass-line-rate when lower")
 	fl.Float64Var(&f.th.PodTolerance, "pod-tolerance", f.th.PodTolerance, "a pod may be this fraction worse than bare metal")
 	fl.Float64Var(&f.th.MinSpeedup, "min-speedup", f.th.MinSpeedup, "RDMA must be this many times better than TCP")
 	fl.Float64Var(&f.th.NCCLFraction, "pass-nccl", f.th.NCCLFraction, "nccl-tests passes at this fraction of NICs x line rate")
@@ -227,6 +229,9 @@ func (f *reportFlags) validate() []error {
 	// Each test is written so that NaN fails it.
 	if !(f.th.LineRateFraction > 0 && f.th.LineRateFraction <= 1) {
 		errs = append(errs, fmt.Errorf("--pass-line-rate %g: want a fraction in (0, 1]", f.th.LineRateFraction))
+	}
+	if !(f.th.GPUDirectLineRateFraction > 0 && f.th.GPUDirectLineRateFraction <= 1) {
+		errs = append(errs, fmt.Errorf("--pass-gpudirect-line-rate %g: want a fraction in (0, 1]", f.th.GPUDirectLineRateFraction))
 	}
 	if !(f.th.NCCLFraction > 0 && f.th.NCCLFraction <= 1) {
 		errs = append(errs, fmt.Errorf("--pass-nccl %g: want a fraction in (0, 1]", f.th.NCCLFraction))
