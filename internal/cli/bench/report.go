@@ -73,7 +73,8 @@ as raw tool outputs or as bench parse --json output, and:
     osu_latency against the fabric's expected small-message latency,
   - judges the GPUDirect pair (scenarios gpudirect-near and gpudirect-far,
     from bench plan --tests gpudirect) as a ratio, with the NICs' classes
-    from --gpudirect-classes NEAR,FAR,
+    from --gpudirect-classes NEAR,FAR; the near run's line rate passes at
+    --pass-gpudirect-line-rate (GPU memory crosses PCIe peer to peer),
   - judges nccl-tests peak bus bandwidth against NICs x line rate (on 2
     nodes tree algorithms can exceed it: rerun with NCCL_ALGO=Ring),
   - builds the training scaling table from training logs (Horovod,
