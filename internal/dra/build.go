@@ -17,10 +17,6 @@ import (
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
-// ErrUnsupportedKind is returned for a pool whose deviceKind DRA cannot
-// publish (not vf, pf or shared).
-var ErrUnsupportedKind = errors.New("device kind not supported by DRA")
-
 // CapacityShares is the capacity of a shared pool's NIC (KEP-5075
 // consumable capacity): the pool's sharedLimit. A claim consumes one share
 // unless its request asks for more (capacity.requests), at most all of
@@ -161,9 +157,6 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 	kind := p.DeviceKind
 	if kind == "" {
 		kind = v1alpha1.KindVF
-	}
-	if kind != v1alpha1.KindVF && kind != v1alpha1.KindPF && kind != v1alpha1.KindShared {
-		return Pool{}, fmt.Errorf("pool %s: %w: %q", p.Name, ErrUnsupportedKind, kind)
 	}
 	devs := sel.Select(t)
 	out := Pool{Name: name, Resource: p.Name, Kind: kind}

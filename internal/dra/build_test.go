@@ -333,8 +333,8 @@ func TestBuildPoolsConflicts(t *testing.T) {
 	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/rdma_x"}, {Name: "b.io/rdma-x"}}, dra.Options{}); !errors.Is(err, dra.ErrName) {
 		t.Errorf("two pools named rdma-x: %v, want ErrName", err)
 	}
-	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/s", DeviceKind: v1alpha1.KindShared}}, dra.Options{}); !errors.Is(err, dra.ErrUnsupportedKind) {
-		t.Errorf("shared pool: %v, want ErrUnsupportedKind", err)
+	if _, err := dra.Build("n", topo, []v1alpha1.Pool{{Name: "a.io/s", DeviceKind: "vdpa"}}, dra.Options{}); err == nil || !strings.Contains(err.Error(), `unknown device kind "vdpa"`) {
+		t.Errorf("a pool of kind vdpa: %v, want unknown device kind", err)
 	}
 	if _, err := dra.Build("n", nil, nil, dra.Options{}); err == nil {
 		t.Error("no topology: no error")
