@@ -131,7 +131,11 @@ func TestDRAPoolIsServedByTheKubeletPluginOnly(t *testing.T) {
 func checkDRAPoolIsServedByTheKubeletPluginOnly(t *testing.T, keepTaints bool) {
 	e := newEnv(t, "roce-8gpu-4nic", 2)
 	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}})
-	draplugintest.DryRunSlices(kube, keepTaints)
+	keeps := draplugintest.Release135
+	if keepTaints {
+		keeps = draplugintest.Release137
+	}
+	draplugintest.DryRunSlices(kube, keeps)
 	a, log, stop := startWithClient(t, e.draArgs(e.writeConfig(t, draConfig(e, "node-a"))), kube)
 	defer stop()
 	var want, down int

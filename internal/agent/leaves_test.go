@@ -41,7 +41,7 @@ func TestDRALeavesFollowTheNodesFabricPorts(t *testing.T) {
 		once.Do(func() { close(watching) })
 		return false, nil, nil
 	})
-	draplugintest.DryRunSlices(kube, false)
+	draplugintest.DryRunSlices(kube, draplugintest.Release135)
 	a, log, stop := startWithClient(t, e.draArgs(e.writeConfig(t, draConfig(e, "node-a"))), kube)
 	defer stop()
 	select {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,8 +81,8 @@ type Driver struct {
 	claims    map[types.UID]*preparedClaim
 	lastErr   error
 	view      []byte // the DRA view last written
-	// taint publishes unhealthy devices tainted (SetTaintUnhealthy).
-	taint bool
+	// features are what the API server keeps (SetServerFeatures).
+	features ServerFeatures
 	// builtAt is when the pools were last built: each device's health
 	// dates from it.
 	builtAt time.Time
@@ -178,7 +179,8 @@ func (d *Driver) SetLeaves(ctx context.Context, leaves map[string]string) (chang
 // rebuildLocked builds the pools of t with leaves and publishes them; the
 // driver keeps t and leaves only when they built.
 func (d *Driver) rebuildLocked(ctx context.Context, t *topology.Topology, leaves map[string]string) ([]dra.Pool, error) {
-	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked(), Leaves: leaves, TaintUnhealthy: d.taint})
+	pools, err := dra.Build(d.cfg.NodeName, t, d.cfg.Pools, dra.Options{Prepared: d.preparedLocked(), Leaves: leaves,
+		TaintUnhealthy: d.features.Taints, ConsumableCapacity: d.features.ConsumableCapacity})
 	if err != nil {
 		return nil, fmt.Errorf("draplugin: %w", err)
 	}
@@ -229,14 +231,17 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	d.mu.Lock()
 	d.lastErr = fmt.Errorf("%s: %w", msg, err)
 	d.mu.Unlock()
-	if taintsDropped(err) {
-		// The server stopped keeping taints (probed before): leave
-		// unhealthy devices out again, or they would be schedulable. In a
-		// goroutine: the controller reporting this may hold what
-		// publishing needs.
+	d.mu.Lock()
+	f, changed := d.features.dropped(err)
+	d.mu.Unlock()
+	if changed {
+		// The server stopped keeping taints or consumable capacity
+		// (probed before): leave unhealthy devices and shared NICs out
+		// again. In a goroutine: the controller reporting this may hold
+		// what publishing needs.
 		go func() {
-			if err := d.SetTaintUnhealthy(context.WithoutCancel(ctx), false); err != nil {
-				d.HandleError(ctx, err, "leaving unhealthy devices out after the API server dropped their taints")
+			if err := d.SetServerFeatures(context.WithoutCancel(ctx), f); err != nil {
+				d.HandleError(ctx, err, "publishing without the DRA features the API server dropped")
 			}
 		}()
 	}
@@ -250,4 +255,9 @@ func (d *Driver) LastError() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.lastErr
+}
+
+// hasSharedPool says whether a pool of the driver is shared.
+func (d *Driver) hasSharedPool() bool {
+	return slices.ContainsFunc(d.cfg.Pools, func(p v1alpha1.Pool) bool { return p.DeviceKind == v1alpha1.KindShared })
 }

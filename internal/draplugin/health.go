@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -74,17 +74,30 @@ func (d *Driver) notifyHealthLocked() {
 	d.healthChanged = make(chan struct{})
 }
 
-// SetTaintUnhealthy chooses how unhealthy devices are published
-// (dra.Options.TaintUnhealthy: tainted, or left out) and, once the driver
-// has a topology, rebuilds and republishes. Turn it on only where the API
-// server keeps device taints (ProbeTaints).
-func (d *Driver) SetTaintUnhealthy(ctx context.Context, on bool) error {
+// ServerFeatures are the DRA fields of a ResourceSlice that the API
+// server keeps (it drops those of features its gates turn off) and that
+// the driver publishes only where it keeps them.
+type ServerFeatures struct {
+	// Taints: device taints (DRADeviceTaints, GA in Kubernetes 1.37, off
+	// in 1.35). Kept, unhealthy devices are published tainted
+	// (dra.Options.TaintUnhealthy); otherwise they are left out.
+	Taints bool
+	// ConsumableCapacity: allowMultipleAllocations and capacity request
+	// policies (DRAConsumableCapacity, beta and on in 1.37, off in 1.35).
+	// Kept, shared pools are published (dra.Options.ConsumableCapacity);
+	// otherwise their NICs are left out.
+	ConsumableCapacity bool
+}
+
+// SetServerFeatures sets what the API server keeps (ProbeFeatures) and,
+// once the driver has a topology, rebuilds and republishes.
+func (d *Driver) SetServerFeatures(ctx context.Context, f ServerFeatures) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.taint == on {
+	if d.features == f {
 		return nil
 	}
-	d.taint = on
+	d.features = f
 	if d.topo == nil {
 		return nil
 	}
@@ -92,41 +105,67 @@ func (d *Driver) SetTaintUnhealthy(ctx context.Context, on bool) error {
 	return err
 }
 
-// TaintUnhealthy reports whether unhealthy devices are published tainted.
-func (d *Driver) TaintUnhealthy() bool {
+// ServerFeatures reports what the driver publishes as kept by the server.
+func (d *Driver) ServerFeatures() ServerFeatures {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.taint
+	return d.features
 }
 
-// taintsDropped reports whether err is the ResourceSlice controller's
-// report that the API server dropped the devices' taints (DRADeviceTaints
-// off): the slices it stored publish unhealthy devices untainted.
-func taintsDropped(err error) bool {
-	var dropped *resourceslice.DroppedFieldsError
-	return errors.As(err, &dropped) && slices.Contains(dropped.DisabledFeatures(), "DRADeviceTaints")
+// dropped reports which of f's features the ResourceSlice controller's
+// error says the API server dropped (a downgrade, or gates turned off
+// after the probe): the driver must stop publishing them, or unhealthy
+// devices would be schedulable and shared NICs go to one claim each.
+func (f ServerFeatures) dropped(err error) (ServerFeatures, bool) {
+	var de *resourceslice.DroppedFieldsError
+	if !errors.As(err, &de) {
+		return f, false
+	}
+	out := f
+	for _, name := range de.DisabledFeatures() {
+		switch name {
+		case "DRADeviceTaints":
+			out.Taints = false
+		case "DRAConsumableCapacity":
+			out.ConsumableCapacity = false
+		}
+	}
+	return out, out != f
 }
 
-// ProbeTaints asks the API server whether it keeps a device's taints
-// (DRADeviceTaints: GA and on in Kubernetes 1.37, alpha and off in 1.35)
-// by creating a ResourceSlice of node with one tainted device in a
-// server-side dry run, which stores nothing: the answer is what the
-// server would store. The agent's own-node admission policy applies to
-// it like to the real slices.
-func ProbeTaints(ctx context.Context, c kubernetes.Interface, node string) (bool, error) {
+// ProbeFeatures asks the API server which of ServerFeatures it keeps by
+// creating a ResourceSlice of node in a server-side dry run, which stores
+// nothing: one device with a taint, one allocatable many times with a
+// capacity request policy. The answer is what the server would store. The
+// agent's own-node admission policy applies to it like to the real slices.
+func ProbeFeatures(ctx context.Context, c kubernetes.Interface, node string) (ServerFeatures, error) {
+	one := resource.MustParse("1")
+	yes := true
 	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: node + "-railyard-taint-probe-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: node + "-railyard-probe-"},
 		Spec: resourceapi.ResourceSliceSpec{
 			Driver:   dra.DriverName,
-			Pool:     resourceapi.ResourcePool{Name: node + "/railyard-taint-probe", ResourceSliceCount: 1},
+			Pool:     resourceapi.ResourcePool{Name: node + "/railyard-probe", ResourceSliceCount: 1},
 			NodeName: &node,
-			Devices: []resourceapi.Device{{Name: "probe",
-				Taints: []resourceapi.DeviceTaint{{Key: dra.TaintKey, Value: "probe", Effect: resourceapi.DeviceTaintEffectNoSchedule}}}},
+			Devices: []resourceapi.Device{
+				{Name: "taint", Taints: []resourceapi.DeviceTaint{{Key: dra.TaintKey, Value: "probe", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
+				{Name: "shared", AllowMultipleAllocations: &yes, Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+					dra.CapacityShares: {Value: one, RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: &one}}}},
+			},
 		},
 	}
 	out, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
-		return false, fmt.Errorf("draplugin: probing device taints with a dry-run ResourceSlice: %w", err)
+		return ServerFeatures{}, fmt.Errorf("draplugin: probing the API server's DRA features with a dry-run ResourceSlice: %w", err)
 	}
-	return len(out.Spec.Devices) == 1 && len(out.Spec.Devices[0].Taints) == 1, nil
+	var f ServerFeatures
+	for _, dev := range out.Spec.Devices {
+		switch dev.Name {
+		case "taint":
+			f.Taints = len(dev.Taints) == 1
+		case "shared":
+			f.ConsumableCapacity = dev.AllowMultipleAllocations != nil && *dev.AllowMultipleAllocations
+		}
+	}
+	return f, nil
 }

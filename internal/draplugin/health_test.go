@@ -23,25 +23,27 @@ import (
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 )
 
-func TestProbeTaintsReadsWhatTheServerWouldStore(t *testing.T) {
-	for _, keep := range []bool{true, false} {
+func TestProbeFeaturesReadsWhatTheServerWouldStore(t *testing.T) {
+	for _, keeps := range []draplugin.ServerFeatures{
+		draplugintest.Release135, draplugintest.Release137, {Taints: true}, {ConsumableCapacity: true},
+	} {
 		c := fake.NewClientset()
-		draplugintest.DryRunSlices(c, keep)
-		got, err := draplugin.ProbeTaints(context.Background(), c, node)
-		if err != nil || got != keep {
-			t.Errorf("server keeps taints %v: probe says %v, %v", keep, got, err)
+		draplugintest.DryRunSlices(c, keeps)
+		got, err := draplugin.ProbeFeatures(context.Background(), c, node)
+		if err != nil || got != keeps {
+			t.Errorf("server keeps %+v: probe says %+v, %v", keeps, got, err)
 		}
 		if l, _ := c.ResourceV1().ResourceSlices().List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 			t.Errorf("the probe stored %d slices", len(l.Items))
 		}
 	}
-	// A refusal (admission, RBAC) is an error, never "taints kept".
+	// A refusal (admission, RBAC) is an error, never "kept".
 	c := fake.NewClientset()
 	c.PrependReactor("create", "resourceslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceslices"}, "", errors.New("not your node"))
 	})
-	if got, err := draplugin.ProbeTaints(context.Background(), c, node); err == nil || got {
-		t.Errorf("refused probe: %v, %v", got, err)
+	if got, err := draplugin.ProbeFeatures(context.Background(), c, node); err == nil || got != (draplugin.ServerFeatures{}) {
+		t.Errorf("refused probe: %+v, %v", got, err)
 	}
 }
 
@@ -126,7 +128,7 @@ func TestDroppedTaintsLeaveUnhealthyDevicesOut(t *testing.T) {
 	d := n.driver(t)
 	rec := record(t, d)
 	ctx := context.Background()
-	if err := d.SetTaintUnhealthy(ctx, true); err != nil {
+	if err := d.SetServerFeatures(ctx, draplugin.ServerFeatures{Taints: true}); err != nil {
 		t.Fatal(err)
 	}
 	res, _ := rec.last()
@@ -146,15 +148,15 @@ func TestDroppedTaintsLeaveUnhealthyDevicesOut(t *testing.T) {
 	actual := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Devices: []resourceapi.Device{{Name: "pci-0000-18-00-1"}}}}
 	d.HandleError(ctx, &resourceslice.DroppedFieldsError{PoolName: node + "/rdma-vf", DesiredSlice: desired, ActualSlice: actual}, "publishing")
 	deadline := time.Now().Add(10 * time.Second)
-	for d.TaintUnhealthy() && time.Now().Before(deadline) {
+	for d.ServerFeatures().Taints && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	// SetTaintUnhealthy publishes under the driver's lock before
+	// SetServerFeatures publishes under the driver's lock before
 	// TaintUnhealthy can see the change: the last publication is the
 	// rebuilt one.
 	res, _ = rec.last()
 	got := published(res, node+"/rdma-vf")
-	if d.TaintUnhealthy() || len(got) != 22 || got["pci-0000-18-00-1"] {
-		t.Errorf("after the server dropped taints: taints %v, %d published (18:00.1 %v); want off, 22, left out", d.TaintUnhealthy(), len(got), got["pci-0000-18-00-1"])
+	if d.ServerFeatures().Taints || len(got) != 22 || got["pci-0000-18-00-1"] {
+		t.Errorf("after the server dropped taints: taints %v, %d published (18:00.1 %v); want off, 22, left out", d.ServerFeatures().Taints, len(got), got["pci-0000-18-00-1"])
 	}
 }

@@ -67,18 +67,25 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 	if err != nil {
 		return nil, fmt.Errorf("draplugin: starting the kubelet plugin: %w", err)
 	}
-	// Unhealthy devices are published tainted only where the server keeps
-	// taints; otherwise they would be published schedulable.
-	taint, err := ProbeTaints(ctx, o.Client, d.cfg.NodeName)
+	// Unhealthy devices are published tainted, and shared NICs at all,
+	// only where the server keeps what that needs.
+	f, err := ProbeFeatures(ctx, o.Client, d.cfg.NodeName)
 	switch {
 	case err != nil:
-		log.Error(err, "device taints: cannot tell whether the API server keeps them; unhealthy devices are left out of the ResourceSlices")
-	case taint:
-		log.Info("device taints: the API server keeps them; unhealthy devices are published with a NoSchedule taint", "key", dra.TaintKey)
+		log.Error(err, "DRA features: cannot tell what the API server keeps; unhealthy devices and shared pools' NICs are left out of the ResourceSlices")
 	default:
-		log.Info("device taints: the API server drops them (DRADeviceTaints off, as before Kubernetes 1.37); unhealthy devices are left out of the ResourceSlices")
+		if f.Taints {
+			log.Info("device taints: the API server keeps them; unhealthy devices are published with a NoSchedule taint", "key", dra.TaintKey)
+		} else {
+			log.Info("device taints: the API server drops them (DRADeviceTaints off, as before Kubernetes 1.37); unhealthy devices are left out of the ResourceSlices")
+		}
+		if f.ConsumableCapacity {
+			log.Info("consumable capacity: the API server keeps it; each NIC of a shared pool is published once, allocatable to many claims", "capacity", dra.CapacityShares)
+		} else if d.hasSharedPool() {
+			log.Error(nil, "consumable capacity: the API server drops it (DRAConsumableCapacity off, as in Kubernetes 1.35); the NICs of shared pools are not published: serve them with the device plugin (delivery: devicePlugin) on this cluster")
+		}
 	}
-	if err := d.SetTaintUnhealthy(ctx, taint); err != nil {
+	if err := d.SetServerFeatures(ctx, f); err != nil {
 		h.Stop()
 		return nil, err
 	}

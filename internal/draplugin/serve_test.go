@@ -45,7 +45,7 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}},
 		c,
 	)
-	draplugintest.DryRunSlices(client, false) // a 1.35 server: taints dropped
+	draplugintest.DryRunSlices(client, draplugintest.Release135) // taints and consumable capacity dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h, err := draplugin.Serve(ctx, d, draplugin.ServeOptions{Client: client, PluginDataDir: plugins, RegistrarDir: reg})
@@ -53,7 +53,7 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Stop()
-	if d.TaintUnhealthy() {
+	if d.ServerFeatures().Taints {
 		t.Error("unhealthy devices published tainted on a server that drops taints")
 	}
 
