@@ -15,7 +15,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools cni-tools images manifests clean
+.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools cni-tools images images-infiniband manifests clean
 
 all: build
 
@@ -60,6 +60,10 @@ cni-tools:
 ## images: the OCI image archive _output/images/railyard-$(VERSION)-$(IMAGE_ARCH).tar (no Docker daemon; ctr import / docker load)
 images:
 	$(GO) run ./hack/image --version $(VERSION) --revision $(REVISION) --created $(SOURCE_DATE_EPOCH) --arch $(IMAGE_ARCH)
+
+## images-infiniband: the same image plus a layer with infiniband-diags' smpquery from pinned Debian packages (downloaded once into _output/debs, SHA256-checked): _output/images/railyard-$(VERSION)-infiniband-diags-$(IMAGE_ARCH).tar, for the chart's fabric.infiniband.enabled (docs/fabric.md)
+images-infiniband:
+	$(GO) run ./hack/image --infiniband-diags --version $(VERSION) --revision $(REVISION) --created $(SOURCE_DATE_EPOCH) --arch $(IMAGE_ARCH)
 
 ## manifests: render deploy/*.yaml from the Helm chart deploy/helm/railyard (a go test fails when they drift)
 manifests:

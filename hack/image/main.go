@@ -2,6 +2,7 @@
 // daemon (`make images`); see internal/image and docs/install.md.
 //
 //	go run ./hack/image --version 0.1.0 --revision $(git rev-parse HEAD)
+//	go run ./hack/image --version 0.1.0 --revision $(git rev-parse HEAD) --infiniband-diags
 package main
 
 import (

@@ -18,5 +18,16 @@
 // railyard-cni-install and the railyard CLI): the DaemonSet's installer and
 // agent then always come from one version and a node pulls one image.
 //
+// With --infiniband-diags (`make images-infiniband`) the image gets a
+// second layer and the tag <version>-infiniband-diags: infiniband-diags'
+// smpquery and exactly what it loads (its loader, libc, libibmad,
+// libibumad), taken from Debian 12 packages pinned by version, size and
+// SHA256 (debian.go), downloaded from deb.debian.org once into
+// _output/debs and verified before use, plus each package's copyright
+// file and dpkg status stanza (var/lib/dpkg/status.d, for scanners). The
+// layer is built as deterministically as the first; the first layer is
+// the plain image's, byte for byte. The chart's fabric DaemonSet runs it
+// with fabric.infiniband.enabled (docs/fabric.md).
+//
 // hack/image is the command (`make images`); see docs/install.md.
 package image

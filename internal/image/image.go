@@ -23,6 +23,9 @@ const (
 	KeyVersion  = "org.opencontainers.image.version"
 	KeyTitle    = "org.opencontainers.image.title"
 	KeyCreated  = "org.opencontainers.image.created"
+	// LabelDebianPackages lists the Debian packages of an image's Debian
+	// layer as "name=version ..." (only on such an image).
+	LabelDebianPackages = "io.railyard.image.debian-packages"
 )
 
 // NonRootUser is the image's default user, uid:gid 65532 (the "nonroot"
@@ -39,31 +42,50 @@ type Meta struct {
 	Created  time.Time
 	// Cmd is the default command (containers of the chart set their own).
 	Cmd []string
+	// Debian, when set, is a second layer above the binaries' (hack/image
+	// --infiniband-diags): PATH then also has /usr/sbin and the image is
+	// labelled with the packages.
+	Debian *DebianLayer
+}
+
+// DebianLayer is an uncompressed layer of files from Debian packages.
+type DebianLayer struct {
+	Tar      []byte
+	Packages []DebianPackage
 }
 
 // Assemble builds an OCI image (OCI manifest and config media types) of one
-// gzip layer from an uncompressed layer tar. The result depends only on its
-// arguments.
+// gzip layer from an uncompressed layer tar, and a second one from
+// m.Debian's when set. The result depends only on its arguments.
 func Assemble(layerTar []byte, m Meta) (v1.Image, error) {
 	if m.Arch == "" {
 		return nil, fmt.Errorf("image: no architecture")
 	}
 	created := v1.Time{Time: m.Created.UTC().Truncate(time.Second)}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
-	if err != nil {
-		return nil, fmt.Errorf("image: layer: %w", err)
+	layers := []mutate.Addendum{{MediaType: types.OCILayer,
+		History: v1.History{Created: created, CreatedBy: "railyard hack/image (go-containerregistry)", Comment: "static railyard binaries"}}}
+	tars := [][]byte{layerTar}
+	env := "PATH=/usr/local/bin"
+	if m.Debian != nil {
+		layers = append(layers, mutate.Addendum{MediaType: types.OCILayer,
+			History: v1.History{Created: created, CreatedBy: "railyard hack/image (Debian packages, verified by SHA256)", Comment: PackageList(m.Debian.Packages)}})
+		tars = append(tars, m.Debian.Tar)
+		env = "PATH=" + DebianPath
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
-		History:   v1.History{Created: created, CreatedBy: "railyard hack/image (go-containerregistry)", Comment: "static railyard binaries"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("image: append layer: %w", err)
+	for i := range layers {
+		t := tars[i]
+		layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(t)), nil
+		}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
+		if err != nil {
+			return nil, fmt.Errorf("image: layer: %w", err)
+		}
+		layers[i].Layer = layer
+		if img, err = mutate.Append(img, layers[i]); err != nil {
+			return nil, fmt.Errorf("image: append layer: %w", err)
+		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -75,7 +97,7 @@ func Assemble(layerTar []byte, m Meta) (v1.Image, error) {
 	cf.Created = created
 	labels := Labels(m)
 	cf.Config = v1.Config{
-		Env:        []string{"PATH=/usr/local/bin"},
+		Env:        []string{env},
 		User:       NonRootUser,
 		WorkingDir: "/",
 		Cmd:        m.Cmd,
@@ -94,11 +116,15 @@ func Assemble(layerTar []byte, m Meta) (v1.Image, error) {
 
 // Labels are the OCI labels and manifest annotations of an image.
 func Labels(m Meta) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		KeySource:   m.Source,
 		KeyRevision: m.Revision,
 		KeyVersion:  m.Version,
 		KeyTitle:    "railyard",
 		KeyCreated:  m.Created.UTC().Truncate(time.Second).Format(time.RFC3339),
 	}
+	if m.Debian != nil {
+		l[LabelDebianPackages] = PackageList(m.Debian.Packages)
+	}
+	return l
 }

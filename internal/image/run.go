@@ -27,6 +27,11 @@ type Options struct {
 	Created  time.Time
 	Name     string // image name with registry and tag
 	Out      string // archive path
+	// InfinibandDiags adds a second layer with infiniband-diags' smpquery
+	// and what it loads, from pinned Debian packages (InfinibandDiags).
+	InfinibandDiags bool
+	// Debian says where those packages come from.
+	Debian DebianOptions
 }
 
 // Result describes a built archive.
@@ -37,6 +42,11 @@ type Result struct {
 	Layer    int64            // compressed layer
 	Unpacked int64            // uncompressed layer
 	Sizes    map[string]int64 // binary name -> bytes
+	// Of the Debian layer (--infiniband-diags), included in Layer and
+	// Unpacked above: its compressed and uncompressed sizes, its packages.
+	DebianLayer    int64
+	DebianUnpacked int64
+	Packages       []DebianPackage
 }
 
 // Build compiles the binaries, assembles the image and writes the archive
@@ -45,6 +55,20 @@ type Result struct {
 func Build(ctx context.Context, o Options) (Result, error) {
 	if _, err := ParseRef(o.Name); err != nil {
 		return Result{}, err
+	}
+	// The Debian layer first: a missing package or an unreachable mirror
+	// fails before the binaries are compiled.
+	var debian *DebianLayer
+	if o.InfinibandDiags {
+		pkgs, err := InfinibandDiags(o.Arch)
+		if err != nil {
+			return Result{}, err
+		}
+		debTar, err := DebianLayerTar(ctx, pkgs, o.Debian, o.Created)
+		if err != nil {
+			return Result{}, err
+		}
+		debian = &DebianLayer{Tar: debTar, Packages: pkgs}
 	}
 	tmp, err := os.MkdirTemp("", "railyard-image-")
 	if err != nil {
@@ -59,14 +83,20 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	img, err := Assemble(layerTar, Meta{
+	meta := Meta{
 		Arch: o.Arch, Version: o.Version, Revision: o.Revision, Source: o.Source, Created: o.Created,
-		Cmd: []string{"/" + BinDir + "/railyard-agent"},
-	})
+		Cmd: []string{"/" + BinDir + "/railyard-agent"}, Debian: debian,
+	}
+	res := Result{Name: o.Name, Unpacked: int64(len(layerTar)), Sizes: map[string]int64{}}
+	if debian != nil {
+		res.Packages = debian.Packages
+		res.DebianUnpacked = int64(len(debian.Tar))
+		res.Unpacked += res.DebianUnpacked
+	}
+	img, err := Assemble(layerTar, meta)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Name: o.Name, Unpacked: int64(len(layerTar)), Sizes: map[string]int64{}}
 	for _, f := range files {
 		res.Sizes[path.Base(f.Path)] = int64(len(f.Data))
 	}
@@ -77,12 +107,15 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("image: %w", err)
 	}
-	for _, l := range layers {
+	for i, l := range layers {
 		n, err := l.Size()
 		if err != nil {
 			return Result{}, fmt.Errorf("image: %w", err)
 		}
 		res.Layer += n
+		if i == 1 {
+			res.DebianLayer = n
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
 		return Result{}, fmt.Errorf("image: %w", err)
@@ -130,6 +163,9 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), ou
 	fs.StringVar(&o.Out, "out", "", "archive path (default _output/images/railyard-<version>-<arch>.tar)")
 	fs.StringVar(&created, "created", "", "creation time, Unix seconds (default $SOURCE_DATE_EPOCH, else 0); make images passes the commit time")
 	fs.StringSliceVar(&o.Packages, "packages", DefaultPackages(), "packages to build into /usr/local/bin")
+	fs.BoolVar(&o.InfinibandDiags, "infiniband-diags", false, "add a layer with infiniband-diags' smpquery from pinned Debian packages (tag <version>"+InfinibandDiagsTagSuffix+"; docs/fabric.md)")
+	fs.StringVar(&o.Debian.Mirror, "debian-mirror", DefaultDebianMirror, "Debian archive the packages are downloaded from (checked against pinned SHA256 sums)")
+	fs.StringVar(&o.Debian.CacheDir, "debian-cache", filepath.Join("_output", "debs"), "directory keeping the verified .deb files between builds")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -153,11 +189,15 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), ou
 		return fmt.Errorf("--created / SOURCE_DATE_EPOCH %q: want Unix seconds", created)
 	}
 	o.Created = time.Unix(secs, 0).UTC()
+	tag := o.Version
+	if o.InfinibandDiags {
+		tag += InfinibandDiagsTagSuffix
+	}
 	if o.Name == "" {
-		o.Name = "ghcr.io/railyard-io/railyard:" + o.Version
+		o.Name = "ghcr.io/railyard-io/railyard:" + tag
 	}
 	if o.Out == "" {
-		o.Out = filepath.Join("_output", "images", "railyard-"+o.Version+"-"+o.Arch+".tar")
+		o.Out = filepath.Join("_output", "images", "railyard-"+tag+"-"+o.Arch+".tar")
 	}
 	res, err := Build(ctx, o)
 	if err != nil {
@@ -167,6 +207,9 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), ou
 	for _, p := range o.Packages {
 		b := path.Base(p)
 		fmt.Fprintf(out, "  /%s/%s %s\n", BinDir, b, mib(res.Sizes[b]))
+	}
+	if res.Packages != nil {
+		fmt.Fprintf(out, "  Debian layer %s gzip (%s unpacked): %s\n", mib(res.DebianLayer), mib(res.DebianUnpacked), PackageList(res.Packages))
 	}
 	return nil
 }
