@@ -52,6 +52,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The fabric container's image: with fabric.infiniband.enabled, the image
+with infiniband-diags (hack/image --infiniband-diags: <tag>-infiniband-diags),
+never image.digest (the plain image's). */}}
+{{- define "railyard.fabricImage" -}}
+{{- $ib := .Values.fabric.infiniband -}}
+{{- if not $ib.enabled -}}
+{{- include "railyard.image" . -}}
+{{- else if $ib.image.digest -}}
+{{- printf "%s@%s" ($ib.image.repository | default .Values.image.repository) $ib.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" ($ib.image.repository | default .Values.image.repository) ($ib.image.tag | default (printf "%s-infiniband-diags" (.Values.image.tag | default .Chart.AppVersion))) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The agent configuration file: values.config + apiVersion, kind, metricsAddr. */}}
 {{- define "railyard.agentConfig" -}}
 {{- $cfg := deepCopy .Values.config -}}
