@@ -35,7 +35,8 @@ func draPod(pod binding.PodRef) draview.PodRef {
 // bindDRA points the session at the pod's next device of the DRA pool
 // resourceName: the devices of the prepared claims reserved for the pod
 // (claims in the view's order, each claim's devices in rail order), the
-// first that no other interface of this sandbox holds. The kubelet
+// first that no other interface of this sandbox holds (a share of a
+// shared NIC: a macvlan on it, keyed by its share ID). The kubelet
 // prepares a pod's claims before it creates the sandbox, so they are in
 // the view at ADD. A pod holding no device of the pool gets nothing
 // (errNothingToAttach); a device attached to another sandbox (a claim
@@ -47,7 +48,11 @@ func (p *Plugin) bindDRA(s *session, a Args, pod binding.PodRef, v *draview.View
 		return errNothingToAttach
 	}
 	for _, h := range held {
-		rec, err := s.store.Get(h.PCI)
+		key := h.PCI // a device held whole; a share is keyed by its share ID
+		if id := h.ShareID(); id != "" {
+			key = id
+		}
+		rec, err := s.store.Get(key)
 		switch {
 		case errors.Is(err, state.ErrNoRecord),
 			err == nil && rec.ContainerID == a.ContainerID && rec.IfName == a.IfName, // ADD retried
@@ -65,6 +70,14 @@ func (p *Plugin) bindDRA(s *session, a Args, pod binding.PodRef, v *draview.View
 				h.PCI, h.Claim.Namespace, h.Claim.Name, s.cfg.ResourceName, rec.ContainerID, rec.IfName, pod, a.ContainerID, why))
 		}
 		s.cfg.DeviceID = h.PCI
+		if id := h.ShareID(); id != "" {
+			// A share of a shared NIC: a macvlan on the NIC, as for the
+			// device plugin's shares (share.go).
+			if s.cfg.RDMA {
+				return invalidf("rdma: %s is a share of a shared NIC (claim %s/%s): its RDMA device stays in the host namespace for every pod sharing it (the RDMA subsystem in shared netns mode); remove rdma/rdmaIsolation", id, h.Claim.Namespace, h.Claim.Name)
+			}
+			s.cfg.Share = id
+		}
 		s.key = deviceKey(s.fs, s.cfg)
 		s.dra = &h
 		return nil

@@ -67,6 +67,14 @@ type preparedDevice struct {
 	// counters), never to take it: it holds nothing, and railyard-cni does
 	// not move its netdev (it is not in the DRA view).
 	AdminAccess bool `json:"adminAccess,omitempty"`
+	// ShareID is the allocation's share of a shared NIC (KEP-5075
+	// consumable capacity): many claims hold the NIC, each its share.
+	ShareID *types.UID `json:"shareID,omitempty"`
+	// Share is the node's index of that share, 0 to the pool's
+	// sharedLimit-1, lowest free first: railyard-cni keys the pod's
+	// macvlan on the NIC with it as the device plugin's shares are keyed
+	// (deviceid.Share). nil for a device that is not a share.
+	Share *int `json:"share,omitempty"`
 }
 
 type checkpointDoc struct {

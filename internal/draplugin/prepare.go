@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
+	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/dra"
@@ -79,6 +80,9 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClaim, err)
 	}
+	if err := oneShareEach(pc.Devices); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClaim, err)
+	}
 	railOrder(pc.Devices)
 	if len(pc.Devices) == 0 {
 		return pc, nil // nothing of this driver's: nothing to hold or inject
@@ -131,7 +135,9 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 		return preparedDevice{}, fmt.Errorf("device %s (%s) of pool %q: %s", r.Device, pci, r.Pool, d.whyNotLocked(r.Pool, pci))
 	}
 	admin := r.AdminAccess != nil && *r.AdminAccess
+	shared := pool.Kind == v1alpha1.KindShared && !admin
 	var owner *preparedDevice // the claim holding it, for an admin-access request
+	taken := map[int]bool{}   // share indexes other claims hold on it
 	for other, oc := range d.claims {
 		if other == uid {
 			continue
@@ -141,6 +147,8 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 			case pd.PCI != pci || pd.AdminAccess:
 			case admin:
 				owner = &oc.Devices[i]
+			case shared && pd.Share != nil:
+				taken[*pd.Share] = true
 			default:
 				return preparedDevice{}, fmt.Errorf("device %s (%s) is held by claim %s/%s (%s)", r.Device, pci, oc.Namespace, oc.Name, other)
 			}
@@ -149,6 +157,18 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 	pd := preparedDevice{
 		Request: r.Request, Pool: r.Pool, Device: r.Device, PCI: pci, Resource: pool.Resource,
 		Rail: -1, PF: pci, CDIDevice: CDIKind + "=" + cdiName(uid, r.Device), Published: dev, AdminAccess: admin,
+	}
+	if shared {
+		if r.ShareID == nil {
+			return preparedDevice{}, fmt.Errorf("device %s (%s) of shared pool %s: the allocation has no share ID (a scheduler without consumable capacity?)", r.Device, pci, r.Pool)
+		}
+		id := *r.ShareID
+		pd.ShareID = &id
+		k, err := freeShare(taken, pool.Shares, d.heldShareLocked(uid, pci))
+		if err != nil {
+			return preparedDevice{}, fmt.Errorf("device %s (%s) of shared pool %s: %w", r.Device, pci, r.Pool, err)
+		}
+		pd.Share = &k
 	}
 	if a, ok := dev.Attributes[dra.AttrRail]; ok && a.IntValue != nil {
 		pd.Rail = int(*a.IntValue)
@@ -215,6 +235,47 @@ func (d *Driver) whyNotLocked(pool, pci string) string {
 		return "no such pool on node " + d.cfg.NodeName
 	}
 	return "not published on node " + d.cfg.NodeName + " (removed, or of another pool)"
+}
+
+// heldShareLocked is the share index the claim holds on pci (-1: none).
+func (d *Driver) heldShareLocked(uid types.UID, pci string) int {
+	if pd, ok := d.heldLocked(uid, pci); ok && pd.Share != nil {
+		return *pd.Share
+	}
+	return -1
+}
+
+// freeShare is the share index a claim gets on a shared NIC: the one it
+// holds (prepared before), else the lowest that no other claim holds.
+func freeShare(taken map[int]bool, shares, held int) (int, error) {
+	if held >= 0 {
+		return held, nil
+	}
+	for k := range shares {
+		if !taken[k] {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("all %d shares are held by other claims", shares)
+}
+
+// oneShareEach refuses a claim holding two shares of one NIC (two
+// requests allocated the same multi-allocatable device): its container
+// would get the NIC once where it asked for two. A distinctAttribute
+// constraint keeps the scheduler from doing it.
+func oneShareEach(devs []preparedDevice) error {
+	seen := map[string]string{}
+	for _, pd := range devs {
+		if pd.Share == nil {
+			continue
+		}
+		if first, dup := seen[pd.PCI]; dup {
+			return fmt.Errorf("requests %s and %s got two shares of one NIC, %s (%s): a pod gets a NIC once; add a constraint {requests: [%s, %s], distinctAttribute: %s} to the claim, or ask one request for capacity %s: 2",
+				first, pd.Request, pd.Device, pd.PCI, first, pd.Request, dra.AttrPCIBusID, dra.CapacityShares)
+		}
+		seen[pd.PCI] = pd.Request
+	}
+	return nil
 }
 
 func (d *Driver) heldLocked(uid types.UID, pci string) (preparedDevice, bool) {
@@ -301,7 +362,7 @@ func pcis(c *preparedClaim) []string {
 // with its metadata (nd: its interface in the pod, once known).
 func resultDevice(pd preparedDevice, nd *resourceapi.NetworkDeviceData) kubeletplugin.Device {
 	return kubeletplugin.Device{
-		Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device,
+		Requests: []string{pd.Request}, PoolName: pd.Pool, DeviceName: pd.Device, ShareID: pd.ShareID,
 		CDIDeviceIDs: []string{pd.CDIDevice}, Metadata: deviceMetadata(pd, nd),
 	}
 }

@@ -147,7 +147,7 @@ func (d *Driver) writeStatus(ctx context.Context, c kubernetes.Interface, uid ty
 // deviceStatus is the entry of a device railyard-cni attached.
 func deviceStatus(pd preparedDevice, r draview.DeviceStatus) resourceapi.AllocatedDeviceStatus {
 	return resourceapi.AllocatedDeviceStatus{
-		Driver: dra.DriverName, Pool: pd.Pool, Device: pd.Device,
+		Driver: dra.DriverName, Pool: pd.Pool, Device: pd.Device, ShareID: (*string)(pd.ShareID),
 		NetworkData: &resourceapi.NetworkDeviceData{InterfaceName: r.IfName, IPs: r.IPs, HardwareAddress: r.MAC},
 		Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: reasonAttached,
 			Message:            fmt.Sprintf("railyard-cni attached %s (%s) to sandbox %s as %s", pd.PCI, pd.RDMA, shortID(r.ContainerID), r.IfName),
@@ -160,6 +160,9 @@ func statusKey(entries []resourceapi.AllocatedDeviceStatus) string {
 	var b strings.Builder
 	for _, e := range entries {
 		fmt.Fprintf(&b, "%s|%s|%s|", e.Driver, e.Pool, e.Device)
+		if e.ShareID != nil {
+			fmt.Fprintf(&b, "%s|", *e.ShareID)
+		}
 		if n := e.NetworkData; n != nil {
 			fmt.Fprintf(&b, "%s|%s|%s|", n.InterfaceName, strings.Join(n.IPs, ","), n.HardwareAddress)
 		}

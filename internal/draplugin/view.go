@@ -56,7 +56,7 @@ func (d *Driver) viewLocked() draview.View {
 			if pd.AdminAccess {
 				continue // looked at, never attached: its netdev is its owner's
 			}
-			vc.Devices = append(vc.Devices, draview.Device{PCI: pd.PCI, Resource: pd.Resource, RDMA: pd.RDMA, PF: pd.PF, Rail: pd.Rail})
+			vc.Devices = append(vc.Devices, draview.Device{PCI: pd.PCI, Resource: pd.Resource, RDMA: pd.RDMA, PF: pd.PF, Rail: pd.Rail, Share: pd.Share})
 		}
 		v.Claims = append(v.Claims, vc)
 	}

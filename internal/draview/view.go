@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
@@ -68,6 +69,20 @@ type Device struct {
 	RDMA string `json:"rdma,omitempty"`
 	PF   string `json:"pf"`
 	Rail int    `json:"rail"`
+	// Share is the node's index of the claim's share of a shared NIC
+	// (0 to sharedLimit-1): the pod gets a macvlan on the NIC, keyed as
+	// the device plugin's share deviceid.Share(PCI, Share). nil for a
+	// device the claim holds whole.
+	Share *int `json:"share,omitempty"`
+}
+
+// ShareID is the share's device ID ("0000:18:00.0-s2"), "" for a device
+// held whole.
+func (d Device) ShareID() string {
+	if d.Share == nil {
+		return ""
+	}
+	return deviceid.Share(d.PCI, *d.Share)
 }
 
 // PodRef names a pod: CNI_ARGS' K8S_POD_NAMESPACE, K8S_POD_NAME and
@@ -212,7 +227,8 @@ func (v *View) check() error {
 		}
 	}
 	uids := map[string]bool{}
-	holder := map[string]string{}
+	holder := map[string]string{} // PCI address or share ID -> claim
+	shared := map[string]bool{}   // PCI address -> held whole (true) or as shares
 	for i := range v.Claims {
 		c := &v.Claims[i]
 		if c.UID == "" || c.Namespace == "" || c.Name == "" || uids[c.UID] {
@@ -228,10 +244,25 @@ func (v *View) check() error {
 			if !pciaddr.IsCanonical(d.PCI) || d.Resource == "" {
 				return fmt.Errorf("claim %s/%s: device %q of %q: not a canonical PCI address or no resource", c.Namespace, c.Name, d.PCI, d.Resource)
 			}
-			if other, ok := holder[d.PCI]; ok {
-				return fmt.Errorf("device %s is in claims %s and %s/%s", d.PCI, other, c.Namespace, c.Name)
+			if d.Share != nil {
+				if _, _, err := deviceid.ParseShare(d.ShareID()); err != nil {
+					return fmt.Errorf("claim %s/%s: device %s: %w", c.Namespace, c.Name, d.PCI, err)
+				}
 			}
+			// A NIC is held whole by one claim, or shared: each share by
+			// one claim.
+			whole, held := shared[d.PCI]
+			switch {
+			case held && (whole || d.Share == nil):
+				return fmt.Errorf("device %s is in claims %s and %s/%s", d.PCI, holder[d.PCI], c.Namespace, c.Name)
+			case d.Share != nil && holder[d.ShareID()] != "":
+				return fmt.Errorf("share %s is in claims %s and %s/%s", d.ShareID(), holder[d.ShareID()], c.Namespace, c.Name)
+			}
+			shared[d.PCI] = d.Share == nil
 			holder[d.PCI] = c.Namespace + "/" + c.Name
+			if d.Share != nil {
+				holder[d.ShareID()] = c.Namespace + "/" + c.Name
+			}
 		}
 	}
 	return nil

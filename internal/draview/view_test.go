@@ -123,6 +123,25 @@ func TestPodDevices(t *testing.T) {
 
 // TestParseRefuses: every inconsistency a reader relies on is an error,
 // and Write refuses to write one.
+// Two claims hold shares of one NIC, each its own share: valid, and each
+// device's ShareID names it as the device plugin's shares are named.
+func TestSharesOfOneNIC(t *testing.T) {
+	t.Parallel()
+	in := `{"version":1,"pools":["r"],"claims":[` +
+		`{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"0000:18:00.0","rail":0,"share":0}]},` +
+		`{"namespace":"ml","name":"d","uid":"v","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"0000:18:00.0","rail":0,"share":1}]}]}`
+	v, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := v.Claims[0].Devices[0].ShareID(), v.Claims[1].Devices[0].ShareID(); a != "0000:18:00.0-s0" || b != "0000:18:00.0-s1" {
+		t.Errorf("share IDs %q %q", a, b)
+	}
+	if id := sample().Claims[0].Devices[0].ShareID(); id != "" {
+		t.Errorf("a device held whole has share ID %q", id)
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
@@ -139,6 +158,11 @@ func TestParseRefuses(t *testing.T) {
 		"no resource":      `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"","pf":"","rail":0}]}]}`,
 		"device twice":     `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"u","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]},{"namespace":"ml","name":"d","uid":"v","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]}]}`,
 		"not JSON":         `{"version":1,`,
+		"share twice":      `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"c","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":1}]},{"namespace":"ml","name":"d","uid":"d","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":1}]}]}`,
+		"whole and share":  `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"c","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]},{"namespace":"ml","name":"d","uid":"d","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":0}]}]}`,
+		"share and whole":  `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"c","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":0}]},{"namespace":"ml","name":"d","uid":"d","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0}]}]}`,
+		"negative share":   `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"c","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":-1}]}]}`,
+		"share past limit": `{"version":1,"pools":[],"claims":[{"namespace":"ml","name":"c","uid":"c","pods":[],"devices":[{"pci":"0000:18:00.0","resource":"r","pf":"","rail":0,"share":10000}]}]}`,
 	}
 	for name, in := range cases {
 		if _, err := Parse([]byte(in)); err == nil {
