@@ -41,11 +41,15 @@ func nicOnly() *resourceapi.ResourceClaim {
 var examples = []struct {
 	file  string
 	claim func() *resourceapi.ResourceClaim
+	// shared: a claim of a shared pool's NICs (TestDocSharedExample
+	// allocates it), not of the VF pool.
+	shared bool
 }{
-	{"gpu-and-nic.yaml", func() *resourceapi.ResourceClaim { return alignedPairs(1) }},
-	{"gpu-and-nic-same-root.yaml", func() *resourceapi.ResourceClaim { return strictPairs(1) }},
-	{"8-gpus-8-rails.yaml", func() *resourceapi.ResourceClaim { return alignedPairs(8) }},
-	{"nic-only.yaml", nicOnly},
+	{"gpu-and-nic.yaml", func() *resourceapi.ResourceClaim { return alignedPairs(1) }, false},
+	{"gpu-and-nic-same-root.yaml", func() *resourceapi.ResourceClaim { return strictPairs(1) }, false},
+	{"8-gpus-8-rails.yaml", func() *resourceapi.ResourceClaim { return alignedPairs(8) }, false},
+	{"nic-only.yaml", nicOnly, false},
+	{"two-shared-nics.yaml", twoSharedNICs, true},
 }
 
 // withoutDefaults drops what the API server defaults (allocationMode
@@ -185,6 +189,9 @@ func loadExample(t *testing.T, file string) *resourceapi.ResourceClaim {
 func TestDocExamplesAllocateOnDGXH100(t *testing.T) {
 	c := newCluster(t, "dgx-h100", v1alpha1.KindVF, 2)
 	for _, ex := range examples {
+		if ex.shared {
+			continue
+		}
 		cl := loadExample(t, ex.file)
 		if !equality.Semantic.DeepEqual(cl.Spec, ex.claim().Spec) {
 			t.Errorf("%s: decoded spec differs from the claim", ex.file)

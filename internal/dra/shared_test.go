@@ -324,3 +324,33 @@ func TestSharedAndPFPoolDoNotPublishOneNICTwice(t *testing.T) {
 		t.Errorf("%d NICs left out as the pf pool's, want %d: %v", n, want, pools[1].Unpublished)
 	}
 }
+
+// twoSharedNICs is docs/dra.md's claim of a share of each of two NICs of
+// a shared pool: a request per NIC, kept on two NICs by distinctAttribute.
+func twoSharedNICs() *resourceapi.ResourceClaim {
+	pci := resourceapi.FullyQualifiedName(dra.AttrPCIBusID)
+	return perRail("two-shared-nics", 2, resourceapi.DeviceConstraint{Requests: []string{"nic-0", "nic-1"}, DistinctAttribute: &pci})
+}
+
+// docs/examples/dra/two-shared-nics.yaml, read from its file, allocates
+// two NICs' shares on a DGX H100's shared pool, and a second copy of it
+// the NICs' second shares (a limit of 2: a third does not fit).
+func TestDocSharedExampleAllocates(t *testing.T) {
+	_, slices := sharedSlices(t, sharedPool(2, v1alpha1.Selectors{PCIAddresses: []string{"0000:18:00.0", "0000:29:00.0"}}))
+	st := newSharedState()
+	for i := range 3 {
+		cl := loadExample(t, "two-shared-nics.yaml")
+		cl.UID = types.UID("uid-example-" + strconv.Itoa(i))
+		res := allocateShared(t, slices, st, cl)
+		if i == 2 {
+			if res != nil {
+				t.Errorf("a third copy fit on 2 NICs of 2 shares: %+v", res.Devices.Results)
+			}
+			break
+		}
+		if res == nil || len(res.Devices.Results) != 2 || res.Devices.Results[0].Device == res.Devices.Results[1].Device {
+			t.Fatalf("copy %d: %+v", i+1, res)
+		}
+		st.add(res)
+	}
+}
