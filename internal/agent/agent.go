@@ -117,7 +117,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 	if err != nil {
 		return nil, err
 	}
-	if a.dra, err = newDRA(cfg, logr.FromSlogHandler(log.Handler())); err != nil {
+	if a.dra, err = newDRA(cfg, logr.FromSlogHandler(log.Handler()), a.metrics); err != nil {
 		return nil, err
 	}
 	for _, pc := range cfg.Pools {

@@ -38,7 +38,7 @@ type draState struct {
 
 // newDRA builds the driver of the configuration's dra pools (nil when
 // there is none).
-func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger) (*draState, error) {
+func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger, m *Metrics) (*draState, error) {
 	var pools []v1alpha1.Pool
 	for _, p := range cfg.Pools {
 		if p.Delivery == v1alpha1.DeliveryDRA {
@@ -62,6 +62,7 @@ func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger) (*draState, error) {
 		OnError: func(_ context.Context, err error, msg string, fatal bool) {
 			log.Error(err, "DRA kubelet plugin: "+msg, "fatal", fatal)
 		},
+		Observe: m.ObserveDRA,
 	})
 	if err != nil {
 		return nil, err

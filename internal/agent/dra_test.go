@@ -244,7 +244,7 @@ func TestDRAViewOfAnEarlierConfigurationIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		d, err := newDRA(cfg, logr.Discard())
+		d, err := newDRA(cfg, logr.Discard(), NewMetrics())
 		if err != nil || d != nil {
 			t.Fatalf("start %d: %v, %v; want no DRA plugin and no error", i, d, err)
 		}

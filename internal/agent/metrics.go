@@ -25,6 +25,7 @@ type Metrics struct {
 	preferredByDist *prometheus.CounterVec
 	allocated       *prometheus.CounterVec
 	rpc             *prometheus.HistogramVec
+	dra             *prometheus.HistogramVec
 	discovery       *prometheus.HistogramVec
 	kubeletRestarts prometheus.Counter
 	degraded        *prometheus.GaugeVec
@@ -61,6 +62,10 @@ func NewMetrics() *Metrics {
 			Name: "railyard_rpc_duration_seconds", Help: "Device plugin RPC latency.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
 		}, []string{"resource", "method", "code"}),
+		dra: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "railyard_dra_duration_seconds", Help: "DRA kubelet plugin call latency: NodePrepareResources (prepare) and NodeUnprepareResources (unprepare) of all a pod's claims, checkpoint and CDI specs written.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
+		}, []string{"method", "result"}),
 		discovery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "railyard_discovery_duration_seconds", Help: "Topology discovery time.",
 			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14),
@@ -72,7 +77,7 @@ func NewMetrics() *Metrics {
 			Name: "railyard_nic_degraded", Help: "1 while the NIC's error counters mark it degraded (its link flapped, or took errorCounters.linkErrors link errors in a window): its devices are unhealthy for the device plugin and DRA.",
 		}, []string{"pci", "rdma"}),
 	}
-	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.discovery, m.kubeletRestarts, m.degraded,
+	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.dra, m.discovery, m.kubeletRestarts, m.degraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, reason := range []string{warningPoolEmpty, warningPoolsOverlap} {
 		m.warnings.WithLabelValues(reason) // exported as 0 before the first warning
@@ -83,6 +88,16 @@ func NewMetrics() *Metrics {
 // ObserveRPC implements deviceplugin.Metrics.
 func (m *Metrics) ObserveRPC(resource, method string, d time.Duration, err error) {
 	m.rpc.WithLabelValues(resource, method, status.Code(err).String()).Observe(d.Seconds())
+}
+
+// ObserveDRA is draplugin.Config.Observe: a kubelet call's latency, by
+// method and result ("ok", or "error" when a claim of it failed).
+func (m *Metrics) ObserveDRA(method string, d time.Duration, failed bool) {
+	result := "ok"
+	if failed {
+		result = "error"
+	}
+	m.dra.WithLabelValues(method, result).Observe(d.Seconds())
 }
 
 // ObservePreferred implements deviceplugin.Metrics.

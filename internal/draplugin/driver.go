@@ -55,6 +55,10 @@ type Config struct {
 	// (publishing slices); nil drops them. fatal is true when retrying
 	// will not help (kubeletplugin.ErrRecoverable is not wrapped).
 	OnError func(ctx context.Context, err error, msg string, fatal bool)
+	// Observe receives how long each NodePrepareResources and
+	// NodeUnprepareResources call of kubelet took ("prepare",
+	// "unprepare") and whether a claim of it failed; nil drops it.
+	Observe func(method string, d time.Duration, failed bool)
 }
 
 // Publisher publishes ResourceSlices: *kubeletplugin.Helper.
@@ -260,4 +264,11 @@ func (d *Driver) LastError() error {
 // hasSharedPool says whether a pool of the driver is shared.
 func (d *Driver) hasSharedPool() bool {
 	return slices.ContainsFunc(d.cfg.Pools, func(p v1alpha1.Pool) bool { return p.DeviceKind == v1alpha1.KindShared })
+}
+
+// observe reports a kubelet call to Config.Observe.
+func (d *Driver) observe(method string, start time.Time, failed bool) {
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(method, time.Since(start), failed)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,8 +30,9 @@ var ErrClaim = errors.New("claim cannot be prepared")
 // (same UID) gets the same answer again. A claim that cannot be prepared
 // gets its own error; the others are prepared.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	start, failed := time.Now(), false
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer func() { d.mu.Unlock(); d.observe("prepare", start, failed) }()
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, c := range claims {
 		if c == nil {
@@ -39,6 +41,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		pc, err := d.prepareLocked(c)
 		if err != nil {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)}
+			failed = true
 			continue
 		}
 		out[c.UID] = kubeletplugin.PrepareResult{Devices: resultDevices(pc)}
@@ -304,11 +307,13 @@ func (d *Driver) preparedLocked() map[string]resourceapi.Device {
 // A claim this driver does not know (never prepared, or unprepared
 // before) is a success.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	start, failed := time.Now(), false
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer func() { d.mu.Unlock(); d.observe("unprepare", start, failed) }()
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
 		out[c.UID] = d.unprepareLocked(c.UID)
+		failed = failed || out[c.UID] != nil
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -402,5 +403,44 @@ func TestAdminAccessClaimLooksAtAHeldDevice(t *testing.T) {
 	}
 	if _, ok := d.Prepared()[owner.UID]; !ok {
 		t.Error("unpreparing the admin claim dropped the owner's")
+	}
+}
+
+// Config.Observe hears every kubelet call: a prepare that succeeded, one
+// with a claim that failed, and an unprepare, each with its duration.
+func TestObserveHearsEachKubeletCall(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	type call struct {
+		method string
+		failed bool
+	}
+	var got []call
+	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view,
+		Observe: func(method string, took time.Duration, failed bool) {
+			if took <= 0 {
+				t.Errorf("%s took %v", method, took)
+			}
+			got = append(got, call{method, failed})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Update(context.Background(), n.topo(t)); err != nil {
+		t.Fatal(err)
+	}
+	ok := claim(t, uidA, nic("0000:18:00.2", "nic0"))
+	bad := claim(t, "0f1e2d3c-aaaa-4bbb-8ccc-000000000002")
+	bad.Status.Allocation = nil
+	for _, c := range [][]*resourceapi.ResourceClaim{{ok}, {ok, bad}} {
+		if _, err := d.PrepareResourceClaims(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{{UID: uidA}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []call{{"prepare", false}, {"prepare", true}, {"unprepare", false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("observed %+v, want %+v", got, want)
 	}
 }
