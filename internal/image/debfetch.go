@@ -64,7 +64,7 @@ func checkPackage(p DebianPackage) error {
 // DebianFiles returns the layer files of pkgs: each package's Files, its
 // copyright file and its control stanza under var/lib/dpkg/status.d/. Each
 // .deb comes from the cache or the mirror and is used only once its size
-// and SHA256 are the pinned ones. Unpacking data.tar.xz runs xz.
+// and SHA256 are the pinned ones.
 func DebianFiles(ctx context.Context, pkgs []DebianPackage, o DebianOptions) ([]File, error) {
 	if o.CacheDir == "" {
 		return nil, fmt.Errorf("debian: no cache directory")

@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/ulikunitz/xz"
 )
 
 // A .deb is an ar archive (deb(5)): "debian-binary", then control.tar and
@@ -116,7 +117,7 @@ func member(ctx context.Context, members map[string][]byte, base string) ([]byte
 			}
 			return readBounded(zr, name)
 		case ".xz":
-			return unxz(ctx, b, name)
+			return unxz(b, name)
 		default:
 			return nil, fmt.Errorf("%s: compression not supported (gzip, xz or none)", name)
 		}
@@ -135,36 +136,15 @@ func readBounded(r io.Reader, name string) ([]byte, error) {
 	return b, nil
 }
 
-// unxz decompresses with the xz command (the Go standard library has no
-// xz reader; its output is the same bytes whatever xz's version).
-func unxz(ctx context.Context, b []byte, name string) ([]byte, error) {
-	xz, err := exec.LookPath("xz")
+// unxz decompresses an xz member (the standard library has no xz
+// reader; github.com/ulikunitz/xz is pure Go, so the build needs no xz
+// command).
+func unxz(b []byte, name string) ([]byte, error) {
+	r, err := xz.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%s: needs the xz command (Debian and Ubuntu: xz-utils): %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	cmd := exec.CommandContext(ctx, xz, "--decompress", "--stdout")
-	cmd.Stdin = bytes.NewReader(b)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("%s: xz: %w", name, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: xz: %w", name, err)
-	}
-	out, rerr := readBounded(stdout, name)
-	if rerr != nil {
-		_ = cmd.Process.Kill()
-	}
-	werr := cmd.Wait()
-	if rerr != nil {
-		return nil, rerr
-	}
-	if werr != nil {
-		return nil, fmt.Errorf("%s: xz: %w: %s", name, werr, clip(strings.TrimSpace(stderr.String())))
-	}
-	return out, nil
+	return readBounded(r, name)
 }
 
 type treeEntry struct {
