@@ -156,6 +156,7 @@ type fn struct {
 	umad, issm   string
 	ports        []topology.Port
 	entries      []string // directory listing of an RDMA PF (virtfnN links)
+	firmware     string   // an RDMA PF's fw_ver, "" if unreadable
 	err          error    // the function could not be read
 	warnings     []topology.Warning
 }
@@ -283,6 +284,9 @@ func (r *reader) readFunction(addr string) *fn {
 	f.hasRDMA = f.rdma != ""
 	if f.hasRDMA {
 		f.entries, _ = r.fs.List(f.dir)
+		// One small file per NIC, read here by the workers; a NIC whose
+		// fw_ver cannot be read is still a NIC, without a version.
+		f.firmware, _ = r.fs.FirmwareVersion(f.rdma)
 	}
 	return f
 }
@@ -345,7 +349,7 @@ func (r *reader) readIdentity(addr, dir string) (*fn, error) {
 func (r *reader) readNIC(f *fn, funcs map[string]*fn) topology.NIC {
 	n := topology.NIC{PCI: f.dev.Address, Vendor: f.dev.Vendor, Device: f.dev.Device, Driver: f.dev.Driver, NUMA: f.dev.NUMA}
 	n.Netdevs, n.RDMA, n.Uverbs, n.Ports = f.netdevs, f.rdma, f.uverbs, f.ports
-	n.UMAD, n.ISSM = f.umad, f.issm
+	n.UMAD, n.ISSM, n.Firmware = f.umad, f.issm, f.firmware
 	if len(n.Ports) > 0 {
 		n.LinkLayer = n.Ports[0].LinkLayer
 	}

@@ -88,7 +88,11 @@ type NIC struct {
 	ISSM string `json:"issm,omitempty"`
 	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE), from port 1.
 	LinkLayer string `json:"link_layer"`
-	Ports     []Port `json:"ports"`
+	// Firmware is the RDMA device's firmware version, its fw_ver
+	// ("28.39.1002" on a ConnectX-7), as ibv_devinfo prints it; "" when
+	// it could not be read or the NIC has no RDMA device.
+	Firmware string `json:"firmware,omitempty"`
+	Ports    []Port `json:"ports"`
 	// TotalVFs is sriov_totalvfs (0 without SR-IOV); NumVFs is sriov_numvfs.
 	TotalVFs int  `json:"total_vfs"`
 	NumVFs   int  `json:"num_vfs"`
