@@ -28,6 +28,12 @@ type Port struct {
 	// unknown).
 	RateGbps float64 `json:"rateGbps,omitempty"`
 	MTU      int     `json:"mtu,omitempty"`
+	// Model is the NIC's PCI vendor:device ("15b3:1021", a ConnectX-7),
+	// as doctor names models, and Firmware its RDMA device's fw_ver
+	// ("28.39.1002"); "" when unknown (an annotation written before they
+	// were published, or an unreadable fw_ver).
+	Model    string `json:"model,omitempty"`
+	Firmware string `json:"firmware,omitempty"`
 }
 
 // Node is one node's ports.
@@ -93,20 +99,22 @@ func (r Report) Status() int {
 }
 
 // Analyze puts the nodes' ports side by side and finds what disagrees.
-// Ports with no rail (-1) are left out: no GPU uses them.
+// Ports with no rail (-1) are left out of the rails (no GPU uses them)
+// but not of the firmware comparison, which is per model (firmware).
 func Analyze(nodes []Node) Report {
 	nodes = append([]Node(nil), nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var rep Report
 	byRail := map[int][]*portAt{}
+	var all []*portAt
 	for ni, n := range nodes {
 		rep.Nodes = append(rep.Nodes, n.Name)
 		for pi := range n.Ports {
-			p := &n.Ports[pi]
-			if p.Rail < 0 {
-				continue
+			p := &portAt{node: ni, name: n.Name, Port: &n.Ports[pi]}
+			all = append(all, p)
+			if p.Rail >= 0 {
+				byRail[p.Rail] = append(byRail[p.Rail], p)
 			}
-			byRail[p.Rail] = append(byRail[p.Rail], &portAt{node: ni, name: n.Name, Port: p})
 		}
 	}
 	indexes := make([]int, 0, len(byRail))
@@ -145,6 +153,7 @@ func Analyze(nodes []Node) Report {
 		rep.Findings = append(rep.Findings, mixed(r, byRail[r], "link rate", func(p *portAt) string { return num(p.RateGbps, " Gb/s") })...)
 		rep.Findings = append(rep.Findings, mixed(r, byRail[r], "MTU", func(p *portAt) string { return num(float64(p.MTU), "") })...)
 	}
+	rep.Findings = append(rep.Findings, firmware(all)...)
 	return rep
 }
 
@@ -183,22 +192,27 @@ func cabling(r int, p *portAt, leafOf map[int]string, railsOf map[string][]int) 
 // mixed warns, per node in the minority, when one rail's ports disagree
 // on a value (link rate, MTU); unknown values are left out.
 func mixed(r int, ports []*portAt, what string, value func(*portAt) string) []Finding {
-	known := make([]*portAt, 0, len(ports))
-	for _, p := range ports {
-		if value(p) != "" {
-			known = append(known, p)
-		}
-	}
-	common := majority(known, value)
+	odd, common, _, _ := minority(ports, value)
 	var out []Finding
-	for _, p := range known {
-		if v := value(p); v != common {
-			out = append(out, Finding{Severity: Warn, Node: p.name, Rail: r, NIC: p.NIC,
-				Message: fmt.Sprintf("rail %d NIC %s has %s %s; its peers have %s", r, p.NIC, what, v, common),
-				Fix:     fmt.Sprintf("one %s per rail: a slower or smaller port limits every ring through it", what)})
-		}
+	for _, p := range odd {
+		out = append(out, Finding{Severity: Warn, Node: p.name, Rail: r, NIC: p.NIC,
+			Message: fmt.Sprintf("rail %d NIC %s has %s %s; its peers have %s", r, p.NIC, what, value(p), common),
+			Fix:     fmt.Sprintf("one %s per rail: a slower or smaller port limits every ring through it", what)})
 	}
 	return out
+}
+
+// minority returns the ports whose value is known (non-empty) and differs
+// from the most common one (majority: ties go to the smallest), with that
+// value, how many ports have it and how many have a known value.
+func minority(ports []*portAt, value func(*portAt) string) (odd []*portAt, common string, n, known int) {
+	common, n, known = top(ports, value, nil)
+	for _, p := range ports {
+		if v := value(p); v != "" && v != common {
+			odd = append(odd, p)
+		}
+	}
+	return odd, common, n, known
 }
 
 // leaves decides each rail's leaf. A switch that more than half of a
@@ -252,12 +266,6 @@ func top(ports []*portAt, value func(*portAt) string, skip map[string]bool) (str
 		}
 	}
 	return best, count[best], known
-}
-
-// majority returns the most common non-empty value (ties: the smallest).
-func majority(ports []*portAt, value func(*portAt) string) string {
-	v, _, _ := top(ports, value, nil)
-	return v
 }
 
 func num(v float64, unit string) string {

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/railyard-io/railyard/internal/lldp"
@@ -12,12 +13,14 @@ import (
 // GPU it serves, as pools and DRA number them), so on a rail-optimized
 // node the NIC serving GPU i's share is cabled to leaf i. A NIC no GPU
 // uses has rail -1. One port per NIC: its first netdev (each port of a
-// multi-port card is its own PCI function, hence its own NIC).
+// multi-port card is its own PCI function, hence its own NIC). Each port
+// carries its NIC's model (PCI vendor:device) and firmware version.
 func PortsOf(t *topology.Topology) []Port {
 	rail := t.NICRails()
 	ports := make([]Port, 0, len(t.NICs))
 	for _, n := range t.NICs {
-		p := Port{Rail: -1, NIC: n.Name(), Netdev: n.Netdev, LinkLayer: n.LinkLayer}
+		p := Port{Rail: -1, NIC: n.Name(), Netdev: n.Netdev, LinkLayer: n.LinkLayer,
+			Model: fmt.Sprintf("%04x:%04x", n.Vendor, n.Device), Firmware: n.Firmware}
 		if r, ok := rail[n.PCI]; ok {
 			p.Rail = r
 		}
