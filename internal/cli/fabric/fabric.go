@@ -55,6 +55,8 @@ leaf (the switch most nodes reach on it), and findings:
   fail  a NIC with no neighbor while its peers on the rail have one
   warn  a node on a leaf none of its peers on that rail use
   warn  mixed link rates or MTUs on one rail
+  warn  a NIC whose firmware differs from the release most NICs of its
+        model (PCI vendor:device) run across the nodes
 
 Exit status: 0 nothing wrong, 1 warnings, 2 failures. Nodes without the
 annotation (no agent, or an agent without neighbors) are listed and skipped.`,
