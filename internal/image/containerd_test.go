@@ -84,17 +84,7 @@ func TestArchiveImportsAndRunsInContainerd(t *testing.T) {
 		t.Skip("starts containerd")
 	}
 	sock := scratchContainerd(t)
-	files, err := GoBuild(context.Background(), BuildOptions{
-		Dir: repoRoot(t), Packages: []string{"./cmd/railyard-cni-install"}, Arch: "amd64",
-		Version: "0.1.0", Revision: "test", OutDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layer, err := Layer(files, testTime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	layer := cniInstallLayer(t)
 	m := testMeta()
 	m.Cmd = []string{"/usr/local/bin/railyard-cni-install", "--help"}
 	img, err := Assemble(layer, m)
@@ -141,4 +131,22 @@ func TestArchiveImportsAndRunsInContainerd(t *testing.T) {
 	if !strings.Contains(out, "--cni-bin-dir string") {
 		t.Fatalf("container output:\n%s", out)
 	}
+}
+
+// cniInstallLayer is a layer of railyard-cni-install alone (amd64): the
+// smallest real binary of the image, for tests that run an image.
+func cniInstallLayer(t *testing.T) []byte {
+	t.Helper()
+	files, err := GoBuild(context.Background(), BuildOptions{
+		Dir: repoRoot(t), Packages: []string{"./cmd/railyard-cni-install"}, Arch: "amd64",
+		Version: "0.1.0", Revision: "test", OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := Layer(files, testTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layer
 }

@@ -265,17 +265,7 @@ func TestInfinibandDiagsImageRunsSmpqueryInContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := GoBuild(context.Background(), BuildOptions{
-		Dir: repoRoot(t), Packages: []string{"./cmd/railyard-cni-install"}, Arch: "amd64",
-		Version: "0.1.0", Revision: "test", OutDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	layer, err := Layer(files, testTime)
-	if err != nil {
-		t.Fatal(err)
-	}
+	layer := cniInstallLayer(t)
 	m := testMeta()
 	m.Debian = &DebianLayer{Tar: debLayer, Packages: pkgs}
 	img, err := Assemble(layer, m)
