@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,9 +23,16 @@ func Require(t testing.TB) {
 	}
 }
 
-// Name returns a unique interface-sized name (at most 15 bytes) "ry<pid><n><tag>".
+// Name returns an interface-sized name (at most 15 bytes), unique among
+// the test processes running at once: "ry", the process ID in base 36
+// padded to 5 digits (Linux's largest, 4194304, is "2hdts"), a per-process
+// sequence in base 36 padded to 2 (it wraps after 1296 names), then the
+// first 6 bytes of tag. The fixed widths keep the unique part whole:
+// "ry<pid><n>" once concatenated decimals, and pid 7192's 42nd name was
+// pid 71924's 2nd ("ry719242vf"), so two `go test` runs beside each
+// other deleted each other's veths.
 func Name(tag string) string {
-	n := fmt.Sprintf("ry%d%d%s", os.Getpid()%100000, seq.Add(1)%1000, tag)
+	n := fmt.Sprintf("ry%05s%02s%s", strconv.FormatInt(int64(os.Getpid()), 36), strconv.FormatInt((seq.Add(1)-1)%(36*36), 36), tag)
 	if len(n) > 15 {
 		n = n[:15]
 	}
