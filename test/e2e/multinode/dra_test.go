@@ -29,7 +29,6 @@ import (
 	"github.com/railyard-io/railyard/internal/dra/gpustandin"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/internal/nodefabric"
 	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -59,26 +58,8 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	bin := railyardBin(t)
 
 	// The chart: up.sh's values, each rail's pool delivered by DRA.
-	ch, vals := clusterChart(t, c)
-	cfg := vals["config"].(map[string]any)
-	for _, p := range cfg["pools"].([]any) {
-		p.(map[string]any)["delivery"] = "dra"
-	}
-	cfg["cdiSpecDir"] = c.Info.CDIDir
-	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard-dra", Namespace: draNS, Values: vals})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := helmchart.Stream(ms)
 	start := time.Now()
-	if out, err := kubectl(ctx, c, stream, "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		deleteRelease(ctx, t, c, stream, draNS)
-	})
+	installDRAChart(ctx, t, c, func(p map[string]any) map[string]any { return p })
 
 	// The stand-in GPU driver, one kubelet plugin per GPU node.
 	gpuClass := gpustandin.DeviceClass()

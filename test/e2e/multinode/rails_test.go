@@ -239,7 +239,7 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 		t.Fatal(err)
 	}
 	series := func(ctx context.Context) (int, string) {
-		text, err := agentMetrics(ctx, c, p.node)
+		text, err := agentMetrics(ctx, c, releaseNS, p.node)
 		if err != nil {
 			return -1, err.Error()
 		}
@@ -299,10 +299,10 @@ func testCounters(ctx context.Context, t *testing.T, c *framework.MultiCluster, 
 
 var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// agentMetrics is the /metrics text of the chart's agent on node, through
-// the apiserver's pod proxy.
-func agentMetrics(ctx context.Context, c *framework.MultiCluster, node string) (string, error) {
-	pods, err := c.Client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+// agentMetrics is the /metrics text of the agent on node of the chart
+// released in ns, through the apiserver's pod proxy.
+func agentMetrics(ctx context.Context, c *framework.MultiCluster, ns, node string) (string, error) {
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +310,7 @@ func agentMetrics(ctx context.Context, c *framework.MultiCluster, node string) (
 		if pod.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		b, err := c.Client.CoreV1().Pods(releaseNS).ProxyGet("http", pod.Name, "9410", "/metrics", nil).DoRaw(ctx)
+		b, err := c.Client.CoreV1().Pods(ns).ProxyGet("http", pod.Name, "9410", "/metrics", nil).DoRaw(ctx)
 		if err != nil {
 			return "", fmt.Errorf("scraping %s: %w", pod.Name, err)
 		}
