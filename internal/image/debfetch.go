@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/inputfile"
 )
 
 // Why DebianFiles failed, wrapped by its errors.
@@ -78,7 +80,7 @@ func DebianFiles(ctx context.Context, pkgs []DebianPackage, o DebianOptions) ([]
 		if err != nil {
 			return nil, err
 		}
-		fs, err := debFiles(ctx, p, deb)
+		fs, err := debFiles(p, deb)
 		if err != nil {
 			return nil, fmt.Errorf("debian: %s %s: %w", p.Name, p.Version, err)
 		}
@@ -88,11 +90,11 @@ func DebianFiles(ctx context.Context, pkgs []DebianPackage, o DebianOptions) ([]
 }
 
 // fetchDeb returns the verified bytes of p's .deb, from the cache or the
-// mirror (then written to the cache through a temporary file and a
-// rename, so the cache never holds a partial package).
+// mirror (then written to the cache with atomicfile, so the cache never
+// holds a partial package).
 func fetchDeb(ctx context.Context, p DebianPackage, o DebianOptions) ([]byte, error) {
 	cached := filepath.Join(o.CacheDir, path.Base(p.Path))
-	if b, err := os.ReadFile(cached); err == nil && verifyDeb(p, b) == nil {
+	if b, err := inputfile.Read(cached, maxDeb); err == nil && verifyDeb(p, b) == nil {
 		return b, nil
 	}
 	// Absent, unreadable or not the pinned bytes (an interrupted copy, a
@@ -129,26 +131,7 @@ func fetchDeb(ctx context.Context, p DebianPackage, o DebianOptions) ([]byte, er
 	if err := verifyDeb(p, b); err != nil {
 		return nil, fmt.Errorf("debian: GET %s: %w", url, err)
 	}
-	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("debian: cache: %w", err)
-	}
-	f, err := os.CreateTemp(o.CacheDir, "."+path.Base(p.Path)+".tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("debian: cache: %w", err)
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("debian: cache: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("debian: cache: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("debian: cache: %w", err)
-	}
-	if err := os.Rename(f.Name(), cached); err != nil {
+	if err := atomicfile.WriteFile(cached, b, 0o644); err != nil {
 		return nil, fmt.Errorf("debian: cache: %w", err)
 	}
 	return b, nil

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,12 +26,12 @@ const maxLinks = 16
 
 // debFiles returns p's Files, its copyright file and its status.d stanza
 // from the .deb's bytes.
-func debFiles(ctx context.Context, p DebianPackage, deb []byte) ([]File, error) {
+func debFiles(p DebianPackage, deb []byte) ([]File, error) {
 	members, err := arMembers(deb)
 	if err != nil {
 		return nil, err
 	}
-	data, err := member(ctx, members, "data.tar")
+	data, err := member(members, "data.tar")
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +39,7 @@ func debFiles(ctx context.Context, p DebianPackage, deb []byte) ([]File, error) 
 	if err != nil {
 		return nil, fmt.Errorf("data.tar: %w", err)
 	}
-	control, err := member(ctx, members, "control.tar")
+	control, err := member(members, "control.tar")
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func arMembers(b []byte) (map[string][]byte, error) {
 
 // member returns the decompressed bytes of the member named base plus one
 // of the compressions dpkg-deb writes that this builder reads.
-func member(ctx context.Context, members map[string][]byte, base string) ([]byte, error) {
+func member(members map[string][]byte, base string) ([]byte, error) {
 	for name, b := range members {
 		if !strings.HasPrefix(name, base) {
 			continue
