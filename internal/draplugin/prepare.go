@@ -161,17 +161,20 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 		Request: r.Request, Pool: r.Pool, Device: r.Device, PCI: pci, Resource: pool.Resource,
 		Rail: -1, PF: pci, CDIDevice: CDIKind + "=" + cdiName(uid, r.Device), Published: dev, AdminAccess: admin,
 	}
+	held, wasHeld := d.heldLocked(uid, pci) // prepared before by this claim
 	if shared {
 		if r.ShareID == nil {
 			return preparedDevice{}, fmt.Errorf("device %s (%s) of shared pool %s: the allocation has no share ID (a scheduler without consumable capacity?)", r.Device, pci, r.Pool)
 		}
 		id := *r.ShareID
-		pd.ShareID = &id
-		k, err := freeShare(taken, pool.Shares, d.heldShareLocked(uid, pci))
-		if err != nil {
-			return preparedDevice{}, fmt.Errorf("device %s (%s) of shared pool %s: %w", r.Device, pci, r.Pool, err)
+		pd.ShareID, pd.Share = &id, held.Share
+		if pd.Share == nil {
+			k, err := freeShare(taken, pool.Shares)
+			if err != nil {
+				return preparedDevice{}, fmt.Errorf("device %s (%s) of shared pool %s: %w", r.Device, pci, r.Pool, err)
+			}
+			pd.Share = &k
 		}
-		pd.Share = &k
 	}
 	if a, ok := dev.Attributes[dra.AttrRail]; ok && a.IntValue != nil {
 		pd.Rail = int(*a.IntValue)
@@ -179,7 +182,7 @@ func (d *Driver) deviceLocked(uid types.UID, r resourceapi.DeviceRequestAllocati
 	if a, ok := dev.Attributes[dra.AttrPFPCIAddress]; ok && a.StringValue != nil {
 		pd.PF = *a.StringValue
 	}
-	if held, ok := d.heldLocked(uid, pci); ok {
+	if wasHeld {
 		// Prepared before by this claim: its RDMA device may be out of
 		// the host's view now; what was found then still holds.
 		pd.RDMA, pd.Nodes = held.RDMA, held.Nodes
@@ -240,20 +243,9 @@ func (d *Driver) whyNotLocked(pool, pci string) string {
 	return "not published on node " + d.cfg.NodeName + " (removed, or of another pool)"
 }
 
-// heldShareLocked is the share index the claim holds on pci (-1: none).
-func (d *Driver) heldShareLocked(uid types.UID, pci string) int {
-	if pd, ok := d.heldLocked(uid, pci); ok && pd.Share != nil {
-		return *pd.Share
-	}
-	return -1
-}
-
-// freeShare is the share index a claim gets on a shared NIC: the one it
-// holds (prepared before), else the lowest that no other claim holds.
-func freeShare(taken map[int]bool, shares, held int) (int, error) {
-	if held >= 0 {
-		return held, nil
-	}
+// freeShare is the share index a claim gets on a shared NIC it did not
+// hold before: the lowest that no other claim holds.
+func freeShare(taken map[int]bool, shares int) (int, error) {
 	for k := range shares {
 		if !taken[k] {
 			return k, nil
