@@ -1,7 +1,6 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // scratchContainerd starts a containerd of its own (root, state, socket in
@@ -96,27 +97,15 @@ func TestArchiveImportsAndRunsInContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ref = "railyard.local/test/railyard:0.1.0"
-	archive := filepath.Join(t.TempDir(), "image.tar")
-	f, err := os.Create(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteArchive(f, img, ref, testTime); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	archive := archiveFile(t, img, ref)
 
 	ctr := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "railyard-image-test"}, args...)...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		out, err := ctrIn(sock, args...)
+		if err != nil {
+			t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return out.String()
+		return out
 	}
 	ctr("images", "import", "--snapshotter", "native", archive)
 	t.Cleanup(func() { ctr("images", "rm", ref) })
@@ -149,4 +138,29 @@ func cniInstallLayer(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return layer
+}
+
+// archiveFile writes img, tagged ref, as an archive file in a temporary
+// directory and returns its path.
+func archiveFile(t *testing.T, img v1.Image, ref string) string {
+	t.Helper()
+	archive := filepath.Join(t.TempDir(), "image.tar")
+	f, err := os.Create(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteArchive(f, img, ref, testTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
+// ctrIn runs ctr against the containerd at sock, in the tests' namespace
+// railyard-image-test, and returns its output (stdout and stderr).
+func ctrIn(sock string, args ...string) (string, error) {
+	out, err := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "railyard-image-test"}, args...)...).CombinedOutput()
+	return string(out), err
 }

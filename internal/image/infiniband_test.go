@@ -273,22 +273,8 @@ func TestInfinibandDiagsImageRunsSmpqueryInContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ref = "railyard.local/test/railyard:0.1.0" + InfinibandDiagsTagSuffix
-	archive := filepath.Join(t.TempDir(), "image.tar")
-	f, err := os.Create(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteArchive(f, img, ref, testTime); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ctr := func(args ...string) (string, error) {
-		cmd := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "railyard-image-test"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	archive := archiveFile(t, img, ref)
+	ctr := func(args ...string) (string, error) { return ctrIn(sock, args...) }
 	if out, err := ctr("images", "import", "--snapshotter", "native", archive); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
