@@ -88,16 +88,7 @@ func TestClusterNodesReadFirmwareFakeClientset(t *testing.T) {
 // what publish writes into the annotation.
 func TestPublishDryRunCarriesModelAndFirmware(t *testing.T) {
 	t.Parallel()
-	out, _, err := clitest.Run(t, NewCommand, "", "publish", "--machine", "roce-8gpu-4nic", "--dry-run", "--wait", "1s")
-	if err != nil {
-		t.Fatalf("publish --dry-run: %v\n%s", err, out)
-	}
-	var got struct {
-		Ports []fabric.Port `json:"ports"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("output: %v\n%s", err, out)
-	}
+	got := publishDryRun(t, "roce-8gpu-4nic")
 	if len(got.Ports) == 0 {
 		t.Fatal("no ports")
 	}

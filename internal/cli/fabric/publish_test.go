@@ -28,22 +28,33 @@ func TestPublishRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// dryRun is what `railyard fabric publish --dry-run` prints.
+type dryRun struct {
+	Ports  []fabric.Port     `json:"ports"`
+	Labels map[string]string `json:"labels"`
+}
+
+// publishDryRun runs `railyard fabric publish --dry-run` on a built-in
+// machine model and decodes what it prints.
+func publishDryRun(t *testing.T, machine string) dryRun {
+	t.Helper()
+	out, _, err := clitest.Run(t, NewCommand, "", "publish", "--machine", machine, "--dry-run", "--wait", "1s")
+	if err != nil {
+		t.Fatalf("publish --dry-run: %v\n%s", err, out)
+	}
+	var got dryRun
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output: %v\n%s", err, out)
+	}
+	return got
+}
+
 // The RoCE model's netdevs do not exist on this host, so every port says
 // why it has no neighbor; the real listening is tested against lldpd in
 // internal/lldp and on the multi-node cluster's fabric.
 func TestPublishDryRunOnAModelWithoutItsNetdevs(t *testing.T) {
 	t.Parallel()
-	out, _, err := clitest.Run(t, NewCommand, "", "publish", "--machine", "roce-8gpu-4nic", "--dry-run", "--wait", "1s")
-	if err != nil {
-		t.Fatalf("publish --dry-run: %v\n%s", err, out)
-	}
-	var got struct {
-		Ports  []fabric.Port     `json:"ports"`
-		Labels map[string]string `json:"labels"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("output: %v\n%s", err, out)
-	}
+	got := publishDryRun(t, "roce-8gpu-4nic")
 	rails := 0
 	for _, p := range got.Ports {
 		if p.Rail >= 0 {
