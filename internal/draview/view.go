@@ -227,8 +227,8 @@ func (v *View) check() error {
 		}
 	}
 	uids := map[string]bool{}
-	holder := map[string]string{} // PCI address or share ID -> claim
-	shared := map[string]bool{}   // PCI address -> held whole (true) or as shares
+	holder := map[string]string{}  // PCI address or share ID -> claim
+	heldWhole := map[string]bool{} // PCI address -> held whole (true) or as shares
 	for i := range v.Claims {
 		c := &v.Claims[i]
 		if c.UID == "" || c.Namespace == "" || c.Name == "" || uids[c.UID] {
@@ -251,14 +251,14 @@ func (v *View) check() error {
 			}
 			// A NIC is held whole by one claim, or shared: each share by
 			// one claim.
-			whole, held := shared[d.PCI]
+			whole, held := heldWhole[d.PCI]
 			switch {
 			case held && (whole || d.Share == nil):
 				return fmt.Errorf("device %s is in claims %s and %s/%s", d.PCI, holder[d.PCI], c.Namespace, c.Name)
 			case d.Share != nil && holder[d.ShareID()] != "":
 				return fmt.Errorf("share %s is in claims %s and %s/%s", d.ShareID(), holder[d.ShareID()], c.Namespace, c.Name)
 			}
-			shared[d.PCI] = d.Share == nil
+			heldWhole[d.PCI] = d.Share == nil
 			holder[d.PCI] = c.Namespace + "/" + c.Name
 			if d.Share != nil {
 				holder[d.ShareID()] = c.Namespace + "/" + c.Name
