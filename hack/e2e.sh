@@ -88,6 +88,29 @@ if ! flock -n 9; then
   echo "e2e: waited $(( $(date +%s) - t0 ))s for $lock"
 fi
 
+# reap_dead_runs cleans up after runs that died (go test timeout panic,
+# SIGKILL, a killed make) and so skipped their teardown, by the state each
+# saved: the single-node suites' kubelets and mounts (test/e2e/reap) and the
+# multi-node suite's clusters, whose server outlives a killed test binary.
+# Run under the lock only: every run below ${TMPDIR:-/tmp}/ry-mn-* is then
+# a dead one (a live e2e would hold the lock).
+reap_dead_runs() {
+  local rc=0 d
+  go run -tags e2e ./test/e2e/reap || rc=1
+  for d in "${TMPDIR:-/tmp}"/ry-mn-*; do
+    if [ -f "$d/state.json" ]; then
+      echo "e2e: stopping the multi-node cluster a dead test left in $d"
+      hack/cluster/down.sh "$d" || rc=1
+      rm -rf "$d"
+    fi
+  done
+  return $rc
+}
+
+# Before the tests too: a killed run's cluster still holds the bridge
+# ry-mn0 and its subnet, and up.sh would refuse to start beside it.
+reap_dead_runs
+
 export RAILYARD_E2E_K8S_BIN="$repo/_output/k8s/bin"
 export RAILYARD_E2E_CONTAINERD_BIN="$repo/_output/containerd/bin"
 export RAILYARD_E2E_CNI_BIN="$repo/_output/k8s/cni"
@@ -104,16 +127,5 @@ if [ $status != 0 ] && [ -d "$RAILYARD_E2E_LOGS" ]; then
     tail -n 40 "$f"
   done
 fi
-# A test binary that died (go test timeout panic, SIGKILL) skipped its
-# teardown: clean up after it now, by the state it saved.
-go run -tags e2e ./test/e2e/reap || status=1
-# The same for the multi-node suite's cluster (its server outlives a killed
-# test binary): down.sh works from the state the cluster saved.
-for d in "${TMPDIR:-/tmp}"/ry-mn-*; do
-  if [ -f "$d/state.json" ]; then
-    echo "e2e: stopping the multi-node cluster a dead test left in $d"
-    hack/cluster/down.sh "$d" || status=1
-    rm -rf "$d"
-  fi
-done
+reap_dead_runs || status=1
 exit $status

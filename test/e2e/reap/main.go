@@ -2,7 +2,8 @@
 
 // Command reap tears down end-to-end cluster runs whose test binary died
 // before its own teardown (killed, or panicked on the go test timeout).
-// hack/e2e.sh runs it after the tests; it does nothing when no run is stale.
+// hack/e2e.sh runs it before and after the tests (under its lock); it does
+// nothing when no run is stale.
 //
 //	go run -tags e2e ./test/e2e/reap [BASE_DIR]
 package main
