@@ -201,7 +201,7 @@ func gpudirectPairs(o Options) []runtime.Object {
 			}
 		}
 		nearRun = run
-		objs = append(objs, svc, server, client)
+		objs = append(objs, withRails(o, svc, server, client)...)
 	}
 	return objs
 }

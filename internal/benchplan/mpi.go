@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // mpiRun is one MPIJob: workers pods (one per node) of slots ranks each,
@@ -115,8 +116,10 @@ func horovodRuns(o Options, v Variant) []mpiRun {
 	return runs
 }
 
-// mpiJob builds the MPIJob of a run.
-func mpiJob(o Options, v Variant, r mpiRun) (*unstructured.Unstructured, error) {
+// mpiJob builds the MPIJob of a run, preceded by its ResourceClaimTemplate
+// when a rail is delivered by DRA (the workers claim it; the launcher
+// needs no rail).
+func mpiJob(o Options, v Variant, r mpiRun) ([]runtime.Object, error) {
 	args := []string{"mpirun", "--allow-run-as-root", "-np", itoa(r.workers * r.slots), "-bind-to", "none", "-map-by", "slot"}
 	args = append(args, r.mpiArgs...)
 	for _, e := range r.env {
@@ -159,6 +162,11 @@ func mpiJob(o Options, v Variant, r mpiRun) (*unstructured.Unstructured, error) 
 		},
 	}
 	worker.Labels = workerLabels
+	var objs []runtime.Object
+	if hasDRA(o.Rails) {
+		worker.Spec.ResourceClaims = podRailsClaims(jobName)
+		objs = append(objs, railsTemplate(o, jobName, runLabels(o, railsComponent, v, jobName, Test(r.component))))
+	}
 	if len(o.PodResources) > 0 {
 		addPodResources(o.PodResources, &worker.Spec) // the workers carry the traffic; the launcher only starts it
 	}
@@ -170,7 +178,7 @@ func mpiJob(o Options, v Variant, r mpiRun) (*unstructured.Unstructured, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
+	return append(objs, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": MPIJobAPIVersion,
 		"kind":       MPIJobKind,
 		"metadata": map[string]any{
@@ -187,7 +195,7 @@ func mpiJob(o Options, v Variant, r mpiRun) (*unstructured.Unstructured, error) 
 				"Worker":   map[string]any{"replicas": int64(r.workers), "template": wt},
 			},
 		},
-	}}, nil
+	}}), nil
 }
 
 // workerAffinity keeps a job's workers on distinct nodes and, when nodes

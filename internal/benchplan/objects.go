@@ -34,8 +34,9 @@ const (
 
 // Objects returns every object of the plan, in apply order: for each
 // variant the perftest server Service, server Pod and client Pod, then the
-// nccl-tests MPIJob. Pods and Services are typed; the MPIJob is
-// unstructured. The e2e suite sends these to a kube-apiserver with a
+// nccl-tests MPIJob, each run preceded by its ResourceClaimTemplate when a
+// rail is delivered by DRA. Pods, Services and templates are typed; the
+// MPIJob is unstructured. The e2e suite sends these to a kube-apiserver with a
 // server-side dry run.
 func Objects(opts Options) ([]runtime.Object, error) {
 	o, err := opts.withDefaults()
@@ -53,7 +54,7 @@ func Objects(opts Options) ([]runtime.Object, error) {
 			switch t {
 			case Perftest:
 				svc, server, client := perftestPair(ov, v)
-				objs = append(objs, svc, server, client)
+				objs = append(objs, withRails(ov, svc, server, client)...)
 				if o.BareMetal && v == RDMA {
 					objs = append(objs, bareMetalPair(o)...)
 				}
@@ -66,7 +67,7 @@ func Objects(opts Options) ([]runtime.Object, error) {
 					continue // a TCP measurement has no RDMA variant
 				}
 				svc, server, client := probePair(ov, v)
-				objs = append(objs, svc, server, client)
+				objs = append(objs, withRails(ov, svc, server, client)...)
 			case NCCLTests:
 				runs = []mpiRun{ncclRun(ov, v)}
 			case OSU:
@@ -79,7 +80,7 @@ func Objects(opts Options) ([]runtime.Object, error) {
 				if err != nil {
 					return nil, err
 				}
-				objs = append(objs, job)
+				objs = append(objs, job...)
 			}
 		}
 	}

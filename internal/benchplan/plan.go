@@ -82,9 +82,10 @@ type Options struct {
 	Nodes []string
 	// Workers is the number of nccl-tests worker pods; 0 means len(Nodes).
 	Workers int
-	// Rails are the RDMA resources every benchmark pod requests, each with
-	// the secondary network attached for it. Empty means one rail:
-	// DefaultResource with DefaultNetwork.
+	// Rails are the RDMA resources (extended resources or DRA device
+	// classes) every benchmark pod requests, each with the secondary
+	// network attached for it. Empty means one rail: DefaultResource with
+	// DefaultNetwork.
 	Rails []Rail
 	// Image must contain perftest, iperf3, nccl-tests under NCCLTestsDir,
 	// Open MPI and sshd.
@@ -328,16 +329,23 @@ func securityContext() *corev1.SecurityContext {
 }
 
 // resources requests (and limits, which extended resources require to be
-// equal) every rail's RDMA resource and optionally GPUs.
+// equal) every extended-resource rail's RDMA resource and optionally GPUs,
+// and claims RailsClaim when a rail is delivered by DRA.
 func resources(o Options, gpus int) corev1.ResourceRequirements {
 	list := corev1.ResourceList{}
 	for _, r := range o.Rails {
-		list[corev1.ResourceName(r.Resource)] = *resource.NewQuantity(int64(r.Count), resource.DecimalSI)
+		if r.Resource != "" {
+			list[corev1.ResourceName(r.Resource)] = *resource.NewQuantity(int64(r.Count), resource.DecimalSI)
+		}
 	}
 	if gpus > 0 {
 		list[corev1.ResourceName(o.GPUResource)] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	}
-	return corev1.ResourceRequirements{Requests: list.DeepCopy(), Limits: list}
+	req := corev1.ResourceRequirements{Requests: list.DeepCopy(), Limits: list}
+	if hasDRA(o.Rails) {
+		req.Claims = []corev1.ResourceClaim{{Name: RailsClaim}}
+	}
+	return req
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
@@ -22,9 +23,10 @@ func baseOptions() Options {
 // parsed is the YAML stream decoded back with strict field checking, so a
 // misspelled field fails the test.
 type parsed struct {
-	services []corev1.Service
-	pods     []corev1.Pod
-	jobs     []map[string]any
+	services  []corev1.Service
+	pods      []corev1.Pod
+	jobs      []map[string]any
+	templates []resourceapi.ResourceClaimTemplate
 }
 
 func parse(t *testing.T, data []byte) parsed {
@@ -48,6 +50,15 @@ func parse(t *testing.T, data []byte) parsed {
 				t.Fatalf("pod: %v\n%s", err, doc)
 			}
 			p.pods = append(p.pods, pod)
+		case "ResourceClaimTemplate":
+			if head.APIVersion != "resource.k8s.io/v1" {
+				t.Errorf("ResourceClaimTemplate apiVersion %q", head.APIVersion)
+			}
+			var rct resourceapi.ResourceClaimTemplate
+			if err := yaml.UnmarshalStrict([]byte(doc), &rct); err != nil {
+				t.Fatalf("resource claim template: %v\n%s", err, doc)
+			}
+			p.templates = append(p.templates, rct)
 		case MPIJobKind:
 			if head.APIVersion != MPIJobAPIVersion {
 				t.Errorf("MPIJob apiVersion %q", head.APIVersion)

@@ -55,22 +55,32 @@ func TestDefaultResourceIsAShippedPool(t *testing.T) {
 func TestParseRails(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		resources, networks []string
-		count               int
-		want                []Rail
-		err                 string
+		resources, classes, networks []string
+		count                        int
+		want                         []Rail
+		err                          string
 	}{
-		"defaults":                       {count: 1, want: []Rail{{DefaultResource, 1, DefaultNetwork}}},
-		"resource only":                  {resources: []string{"a.io/x"}, count: 2, want: []Rail{{"a.io/x", 2, DefaultNetwork}}},
-		"network only":                   {networks: []string{"n"}, count: 1, want: []Rail{{DefaultResource, 1, "n"}}},
-		"no network":                     {resources: []string{"a.io/x"}, networks: []string{""}, count: 1, want: []Rail{{"a.io/x", 1, ""}}},
-		"two rails paired":               {resources: []string{"intel.com/sriov_111", "intel.com/sriov_112=2"}, networks: []string{"sriov-111", "sriov-112"}, count: 1, want: []Rail{{"intel.com/sriov_111", 1, "sriov-111"}, {"intel.com/sriov_112", 2, "sriov-112"}}},
+		"defaults":                       {count: 1, want: []Rail{{Resource: DefaultResource, Count: 1, Network: DefaultNetwork}}},
+		"resource only":                  {resources: []string{"a.io/x"}, count: 2, want: []Rail{{Resource: "a.io/x", Count: 2, Network: DefaultNetwork}}},
+		"network only":                   {networks: []string{"n"}, count: 1, want: []Rail{{Resource: DefaultResource, Count: 1, Network: "n"}}},
+		"no network":                     {resources: []string{"a.io/x"}, networks: []string{""}, count: 1, want: []Rail{{Resource: "a.io/x", Count: 1}}},
+		"two rails paired":               {resources: []string{"intel.com/sriov_111", "intel.com/sriov_112=2"}, networks: []string{"sriov-111", "sriov-112"}, count: 1, want: []Rail{{Resource: "intel.com/sriov_111", Count: 1, Network: "sriov-111"}, {Resource: "intel.com/sriov_112", Count: 2, Network: "sriov-112"}}},
 		"two resources, default network": {resources: []string{"a.io/x", "a.io/y"}, count: 1, err: "2 --resource but 1 --network"},
 		"one resource, two networks":     {resources: []string{"a.io/x"}, networks: []string{"n1", "n2"}, count: 1, err: "1 --resource but 2 --network"},
 		"bad count":                      {resources: []string{"a.io/x=0"}, count: 1, err: `--resource "a.io/x=0"`},
 		"count not a number":             {resources: []string{"a.io/x=two"}, count: 1, err: "positive integer"},
+		// DRA rails: no default resource, no default network.
+		"device class only":      {classes: []string{"railyard.io-rail0"}, count: 1, want: []Rail{{DeviceClass: "railyard.io-rail0", Count: 1}}},
+		"device class count":     {classes: []string{"a=4", "b"}, count: 2, want: []Rail{{DeviceClass: "a", Count: 4}, {DeviceClass: "b", Count: 2}}},
+		"device class, network":  {classes: []string{"c"}, networks: []string{"ns/n@rail0"}, count: 1, want: []Rail{{DeviceClass: "c", Count: 1, Network: "ns/n@rail0"}}},
+		"resource then class":    {resources: []string{"a.io/x=2"}, classes: []string{"c"}, count: 1, want: []Rail{{Resource: "a.io/x", Count: 2}, {DeviceClass: "c", Count: 1}}},
+		"mixed, networks paired": {resources: []string{"a.io/x"}, classes: []string{"c"}, networks: []string{"nx", ""}, count: 1, want: []Rail{{Resource: "a.io/x", Count: 1, Network: "nx"}, {DeviceClass: "c", Count: 1}}},
+		"mixed, one network":     {resources: []string{"a.io/x"}, classes: []string{"c"}, networks: []string{"nx"}, count: 1, err: "1 --resource and 1 --device-class but 1 --network"},
+		"class, two networks":    {classes: []string{"c"}, networks: []string{"n1", "n2"}, count: 1, err: "0 --resource and 1 --device-class but 2 --network"},
+		"class bad count":        {classes: []string{"c=-1"}, count: 1, err: `--device-class "c=-1": the count`},
+		"both counts bad":        {resources: []string{"a.io/x=0"}, classes: []string{"c=x"}, count: 1, err: `--resource "a.io/x=0": the count after '=' must be a positive integer` + "\n" + `--device-class "c=x"`},
 	} {
-		got, err := ParseRails(tc.resources, tc.networks, tc.count)
+		got, err := ParseRails(tc.resources, tc.classes, tc.networks, tc.count)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: err = %v, want %q", name, err, tc.err)

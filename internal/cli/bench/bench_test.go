@@ -242,6 +242,58 @@ func TestPlanCommandTwoRails(t *testing.T) {
 	}
 }
 
+// TestPlanCommandDeviceClass: --device-class rails come after the
+// --resource ones, take no default resource or network, and give each run
+// a ResourceClaimTemplate its pods claim.
+func TestPlanCommandDeviceClass(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		counts map[string]int
+		err    string
+	}{
+		{name: "device class only", args: []string{"--tests", "probe", "--variant", "tcp", "--device-class", "railyard.io-rail0"},
+			counts: map[string]int{
+				"kind: ResourceClaimTemplate":                               1,
+				"name: railyard-bench-probe-tcp-rails":                      1,
+				"resourceClaimTemplateName: railyard-bench-probe-tcp-rails": 2,
+				"deviceClassName: railyard.io-rail0":                        1,
+				"railyard.io/rdma_vf":                                       0, // no default --resource
+				"k8s.v1.cni.cncf.io/networks":                               0, // no default --network
+			}},
+		{name: "resource then class, networks paired", args: []string{"--tests", "perftest", "--variant", "rdma",
+			"--resource", "a.io/x", "--device-class", "c=2", "--resource-count", "3", "--network", "nx", "--network", ""},
+			counts: map[string]int{
+				"name: railyard-bench-perftest-rdma-rails": 1,
+				"a.io/x: \"3\"":                   4, // requests and limits of two pods
+				"count: 2":                        1,
+				"name: rail1":                     1,
+				"k8s.v1.cni.cncf.io/networks: nx": 2,
+			}},
+		{name: "networks must number the rails", args: []string{"--resource", "a.io/x", "--device-class", "c", "--network", "nx"},
+			err: "1 --resource and 1 --device-class but 1 --network"},
+		{name: "bad count", args: []string{"--device-class", "c=0"}, err: `--device-class "c=0"`},
+		{name: "bad class", args: []string{"--device-class", "Rail_0"}, err: `device class "Rail_0"`},
+	} {
+		out, _, err := run(t, "", append([]string{"plan", "--image", "i", "--nodes", "a,b"}, tc.args...)...)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		for want, n := range tc.counts {
+			if got := strings.Count(out, want); got != n {
+				t.Errorf("%s: %q appears %d times, want %d", tc.name, want, got, n)
+			}
+		}
+	}
+}
+
 func TestReportLineRateFromSysfs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sys")
 	if err := machines.WriteSysfs("roce-8gpu-4nic", dir, 0); err != nil {

@@ -18,7 +18,7 @@ import (
 func newPlanCommand(s iostreams.Streams) *cobra.Command {
 	var o benchplan.Options
 	var variant, perftestArgs, ncclArgs, horovodArgs string
-	var tests, env, resources, networks []string
+	var tests, env, resources, deviceClasses, networks []string
 	var resourceCount int
 	var source topo.Source
 	var gpudirectGPU, farClass, podResources string
@@ -57,6 +57,17 @@ count, --resource-count the others'. Unequal numbers of --resource and
     --resource intel.com/sriov_111 --network sriov-111 \
     --resource intel.com/sriov_112 --network sriov-112
 
+Rails delivered by DRA (resource.k8s.io/v1): --device-class NAME[=COUNT]
+names a DeviceClass instead of an extended resource. Each run gets one
+ResourceClaimTemplate, <run>-rails, with one request per such rail, and
+every pod of the run claims from it. Rails are the --resource ones, then the
+--device-class ones; --network pairs with that list by position, and
+without --network no rail gets one (the container runtime's chained CNI
+configuration attaches the claimed NIC) and no default --resource is added.
+bench run then finds the server's address in the claim's
+status.devices[].networkData when the pod has no Multus network-status:
+  railyard bench plan --image IMAGE --nodes gpu-1,gpu-2 --tests probe --variant tcp --device-class railyard.io-rail0
+
 GPUDirect RDMA, aligned against unaligned: --tests gpudirect with the
 node's topology (--machine NAME or --sysfs DIR; --gpudirect-gpu picks the
 GPU) plans two perftest pairs with --use_cuda on one GPU, one through that
@@ -83,7 +94,8 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 		Example: `  railyard bench plan --image IMAGE --nodes a,b > plan.yaml
   railyard bench plan --image IMAGE --nodes a,b --variant rdma --tests perftest --bare-metal \
     --pod-resources hugepages-1Gi=4Gi,cpu=6,memory=8Gi
-  railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --sysfs /sys --far-class PHB`,
+  railyard bench plan --image IMAGE --nodes a,b --tests gpudirect --sysfs /sys --far-class PHB
+  railyard bench plan --image IMAGE --nodes gpu-1,gpu-2 --tests probe --variant tcp --device-class railyard.io-rail0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch variant {
@@ -111,7 +123,7 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 			if resourceCount < 1 {
 				return fmt.Errorf("--resource-count %d: want at least 1", resourceCount)
 			}
-			rails, err := benchplan.ParseRails(resources, networks, resourceCount)
+			rails, err := benchplan.ParseRails(resources, deviceClasses, networks, resourceCount)
 			if err != nil {
 				return err
 			}
@@ -172,8 +184,9 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringSliceVar(&o.Nodes, "nodes", nil, "node names: perftest server on the first, client on the second; nccl-tests workers one per node")
 	fl.IntVar(&o.Workers, "workers", 0, "nccl-tests worker pods (default: one per --nodes entry)")
 	fl.StringArrayVar(&resources, "resource", nil, "extended resource of an RDMA pool, NAME or NAME=COUNT; repeat for several rails (default "+benchplan.DefaultResource+")")
-	fl.IntVar(&resourceCount, "resource-count", 1, "how many of each --resource without =COUNT each benchmark pod requests")
-	fl.StringArrayVar(&networks, "network", nil, "secondary network of the --resource at the same position, [namespace/]name[@ifname] (\"\" for none; default "+benchplan.DefaultNetwork+")")
+	fl.StringArrayVar(&deviceClasses, "device-class", nil, "DRA DeviceClass of a rail, NAME or NAME=COUNT, claimed through one ResourceClaimTemplate per run; repeat for several rails (after the --resource rails)")
+	fl.IntVar(&resourceCount, "resource-count", 1, "how many of each --resource or --device-class without =COUNT each benchmark pod requests")
+	fl.StringArrayVar(&networks, "network", nil, "secondary network of the rail at the same position (--resource rails, then --device-class ones), [namespace/]name[@ifname] (\"\" for none; default "+benchplan.DefaultNetwork+", none with --device-class)")
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", benchplan.DefaultGPUsPerNode, "GPUs (and MPI ranks) per nccl-tests worker")
 	fl.StringVar(&o.GPUResource, "gpu-resource", benchplan.DefaultGPUResource, "GPU extended resource")
 	fl.StringVar(&variant, "variant", "both", "rdma, tcp (over the secondary network), tcp-podnet (no secondary network), both (rdma and tcp) or all")
