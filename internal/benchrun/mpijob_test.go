@@ -249,7 +249,12 @@ func TestExecuteMPIJobWithoutControllerTimesOut(t *testing.T) {
 func TestExecuteMPIJobInterruptedCleansUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	k := benchruntest.New(map[string]benchruntest.Script{benchruntest.LauncherPod(ncclJob): {NeverExits: true}})
+	// Every pod runs until interrupted: workers that exit at once (the
+	// default script) could end before any poll saw all three running,
+	// and a loaded machine made that happen (the run then waited out the
+	// 30s context).
+	k := benchruntest.New(map[string]benchruntest.Script{benchruntest.LauncherPod(ncclJob): {NeverExits: true},
+		benchruntest.WorkerPod(ncclJob, 0): {NeverExits: true}, benchruntest.WorkerPod(ncclJob, 1): {NeverExits: true}})
 	k.InstallMPIOperator(true)
 	k.Run(ctx, t)
 	runCtx, stop := context.WithCancel(ctx)
