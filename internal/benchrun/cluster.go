@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,12 @@ import (
 type Cluster interface {
 	CreateService(ctx context.Context, svc *corev1.Service) error
 	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	// CreateClaimTemplate creates a run's ResourceClaimTemplate (its
+	// rails delivered by DRA).
+	CreateClaimTemplate(ctx context.Context, t *resourceapi.ResourceClaimTemplate) error
+	// GetClaim reads a ResourceClaim (a server pod's, for the address its
+	// status.devices networkData records).
+	GetClaim(ctx context.Context, ns, name string) (*resourceapi.ResourceClaim, error)
 	// ListPods lists the pods of namespace ns matching the label selector.
 	ListPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error)
 	// PodLogs returns at most limit bytes of a container's log.
@@ -25,8 +32,9 @@ type Cluster interface {
 	CreateMPIJob(ctx context.Context, job *unstructured.Unstructured) error
 	// GetMPIJob reads an MPIJob (its status has the operator's conditions).
 	GetMPIJob(ctx context.Context, ns, name string) (*unstructured.Unstructured, error)
-	// Delete deletes a Pod, a Service or an MPIJob ("Pod", "Service",
-	// "MPIJob"; an MPIJob with its pods); a missing object is no error.
+	// Delete deletes a Pod, a Service, a ResourceClaimTemplate or an
+	// MPIJob ("Pod", "Service", "ResourceClaimTemplate", "MPIJob"; an
+	// MPIJob with its pods); a missing object is no error.
 	Delete(ctx context.Context, kind, ns, name string) error
 	// Exists reports whether the object is still there (for an MPIJob:
 	// it or one of its pods).
@@ -59,6 +67,17 @@ func (k Kube) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
+// CreateClaimTemplate implements Cluster.
+func (k Kube) CreateClaimTemplate(ctx context.Context, t *resourceapi.ResourceClaimTemplate) error {
+	_, err := k.Client.ResourceV1().ResourceClaimTemplates(t.Namespace).Create(ctx, t, metav1.CreateOptions{})
+	return err
+}
+
+// GetClaim implements Cluster.
+func (k Kube) GetClaim(ctx context.Context, ns, name string) (*resourceapi.ResourceClaim, error) {
+	return k.Client.ResourceV1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
 // ListPods implements Cluster.
 func (k Kube) ListPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
 	l, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -82,6 +101,8 @@ func (k Kube) Delete(ctx context.Context, kind, ns, name string) error {
 		err = k.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	case kindService:
 		err = k.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	case kindClaimTemplate:
+		err = k.Client.ResourceV1().ResourceClaimTemplates(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	case kindMPIJob:
 		err = k.deleteMPIJob(ctx, ns, name)
 	default:
@@ -101,6 +122,8 @@ func (k Kube) Exists(ctx context.Context, kind, ns, name string) (bool, error) {
 		_, err = k.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	case kindService:
 		_, err = k.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	case kindClaimTemplate:
+		_, err = k.Client.ResourceV1().ResourceClaimTemplates(ns).Get(ctx, name, metav1.GetOptions{})
 	case kindMPIJob:
 		return k.mpiJobExists(ctx, ns, name)
 	default:

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -17,6 +18,9 @@ import (
 const (
 	kindPod     = "Pod"
 	kindService = "Service"
+	// kindClaimTemplate is a resource.k8s.io/v1 ResourceClaimTemplate: a
+	// plan's rails delivered by DRA (bench plan --device-class).
+	kindClaimTemplate = "ResourceClaimTemplate"
 	// maxPlanObjects bounds a plan: bench plan writes a few dozen objects.
 	maxPlanObjects = 1000
 )
@@ -37,8 +41,11 @@ type Run struct {
 	Scenario string
 	// After is the run that must finish before this one starts
 	// (benchplan.AnnotationAfterRun), "" for none.
-	After    string
-	Services []*corev1.Service
+	After string
+	// ClaimTemplates are the run's ResourceClaimTemplates (its DRA
+	// rails), created before its pods or MPIJob.
+	ClaimTemplates []*resourceapi.ResourceClaimTemplate
+	Services       []*corev1.Service
 	// Pods in creation order: pods without benchplan.AnnotationServerPod
 	// first.
 	Pods []*corev1.Pod
@@ -51,8 +58,8 @@ type Run struct {
 }
 
 // Load reads a plan: the multi-document YAML (or JSON) that `railyard
-// bench plan` prints. Pods, Services and kubeflow.org/v2beta1 MPIJobs are
-// accepted.
+// bench plan` prints. Pods, Services, resource.k8s.io/v1
+// ResourceClaimTemplates and kubeflow.org/v2beta1 MPIJobs are accepted.
 func Load(r io.Reader) (Plan, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var objs []runtime.Object
@@ -79,7 +86,8 @@ func Load(r io.Reader) (Plan, error) {
 	return FromObjects(objs)
 }
 
-// typed converts a Pod or a Service to its Go type, rejecting unknown
+// typed converts a Pod, a Service or a ResourceClaimTemplate to its Go
+// type, rejecting unknown
 // fields (a misspelt field would silently do nothing); an MPIJob stays
 // unstructured (the API server validates it against the operator's CRD).
 func typed(u *unstructured.Unstructured) (runtime.Object, error) {
@@ -90,6 +98,8 @@ func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 		obj = &corev1.Pod{}
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == kindService:
 		obj = &corev1.Service{}
+	case gvk.Group == resourceapi.GroupName && gvk.Version == "v1" && gvk.Kind == kindClaimTemplate:
+		obj = &resourceapi.ResourceClaimTemplate{}
 	case gvk.Kind == kindMPIJob:
 		if err := checkMPIJob(u); err != nil {
 			return nil, err
@@ -105,7 +115,7 @@ func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 		}
 		return job, nil
 	default:
-		return nil, fmt.Errorf("%s %s: bench run creates only v1 Pods and Services and %s MPIJobs", gvk.String(), u.GetName(), benchplan.MPIJobAPIVersion)
+		return nil, fmt.Errorf("%s %s: bench run creates only v1 Pods and Services, resource.k8s.io/v1 ResourceClaimTemplates and %s MPIJobs", gvk.String(), u.GetName(), benchplan.MPIJobAPIVersion)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
@@ -152,9 +162,13 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 			if r := get(kindService, o.Labels, o.Namespace, o.Name); r != nil {
 				r.Services = append(r.Services, o.DeepCopy())
 			}
+		case *resourceapi.ResourceClaimTemplate:
+			if r := get(kindClaimTemplate, o.Labels, o.Namespace, o.Name); r != nil {
+				r.ClaimTemplates = append(r.ClaimTemplates, o.DeepCopy())
+			}
 		case *unstructured.Unstructured:
 			if o.GetKind() != kindMPIJob {
-				errs = append(errs, fmt.Errorf("%s %s: bench run creates only Pods, Services and MPIJobs", o.GetKind(), o.GetName()))
+				errs = append(errs, fmt.Errorf("%s %s: bench run creates only Pods, Services, ResourceClaimTemplates and MPIJobs", o.GetKind(), o.GetName()))
 				continue
 			}
 			if err := checkMPIJob(o); err != nil {
@@ -176,7 +190,7 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 				r.After = o.GetAnnotations()[benchplan.AnnotationAfterRun]
 			}
 		default:
-			errs = append(errs, fmt.Errorf("%T: bench run creates only Pods, Services and MPIJobs", obj))
+			errs = append(errs, fmt.Errorf("%T: bench run creates only Pods, Services, ResourceClaimTemplates and MPIJobs", obj))
 		}
 	}
 	var p Plan
@@ -200,6 +214,9 @@ func FromObjects(objs []runtime.Object) (Plan, error) {
 // finish picks the result pod, orders servers before clients and checks
 // the server references.
 func (r *Run) finish() error {
+	if len(r.ClaimTemplates) > 0 && r.MPIJob == nil && len(r.Pods) == 0 {
+		return fmt.Errorf("run %s: ResourceClaimTemplate %s has no pod or MPIJob in its run", r.Name, r.ClaimTemplates[0].Name)
+	}
 	if r.MPIJob != nil {
 		if len(r.Pods) > 0 || len(r.Services) > 0 {
 			return fmt.Errorf("run %s: MPIJob %s shares its run with Pods or Services (an MPIJob is a run of its own)", r.Name, r.MPIJob.GetName())
@@ -289,6 +306,9 @@ func (p *Plan) SetNamespace(ns string) {
 		}
 		for _, pod := range p.Runs[i].Pods {
 			pod.Namespace = ns
+		}
+		for _, t := range p.Runs[i].ClaimTemplates {
+			t.Namespace = ns
 		}
 		if j := p.Runs[i].MPIJob; j != nil {
 			j.SetNamespace(ns)

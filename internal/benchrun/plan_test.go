@@ -65,7 +65,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"mpijob in a run of pods", strings.Replace(mpi, "labels:", "labels:\n    railyard.io/bench-run: railyard-bench-probe-tcp", 1) + "---\n" + probe,
 			"run railyard-bench-probe-tcp: MPIJob railyard-bench-nccl-rdma shares its run with Pods or Services"},
 		{"mpijob twice", mpi + "---\n" + mpi, "MPIJob/default/railyard-bench-nccl-rdma: listed twice"},
-		{"deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "bench run creates only v1 Pods and Services and kubeflow.org/v2beta1 MPIJobs"},
+		{"deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "bench run creates only v1 Pods and Services, resource.k8s.io/v1 ResourceClaimTemplates and kubeflow.org/v2beta1 MPIJobs"},
 		{"unknown field", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containerz: []}\n", `unknown field "spec.containerz"`},
 		{"no run label", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "Pod//x: no railyard.io/bench-run label"},
 		{"no result pod", strings.ReplaceAll(probe, "railyard.io/bench-result", "x.io/other"), "no pod annotated railyard.io/bench-result=true"},

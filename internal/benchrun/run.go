@@ -146,8 +146,10 @@ type runState struct {
 	launcher  string
 	collected bool
 	// serverVia is where the client's server address came from
-	// (RunOutcome.ServerVia).
-	serverVia string
+	// (RunOutcome.ServerVia); serverRunning when each server pod was
+	// first seen running with an IP.
+	serverVia     string
+	serverRunning map[string]time.Time
 }
 
 // Execute creates the plan's objects, waits for every run, collects logs,
@@ -160,7 +162,8 @@ func Execute(ctx context.Context, c Cluster, p Plan, o Options) (Outcome, error)
 	start := time.Now()
 	e := &executor{c: c, o: o, start: start}
 	for _, r := range p.Runs {
-		e.runs = append(e.runs, &runState{run: r, created: map[string]bool{}, pods: map[string]*corev1.Pod{}})
+		e.runs = append(e.runs, &runState{run: r, created: map[string]bool{}, pods: map[string]*corev1.Pod{},
+			serverRunning: map[string]time.Time{}})
 	}
 	deadline := start.Add(o.Timeout)
 	runCtx, cancel := context.WithDeadline(ctx, deadline)
@@ -216,7 +219,7 @@ type executor struct {
 func (e *executor) createdNames() []string {
 	out := make([]string, 0, len(e.created))
 	for _, c := range e.created {
-		out = append(out, fmt.Sprintf("%s/%s/%s", map[string]string{kindPod: "pod", kindService: "service", kindMPIJob: "mpijob"}[c.kind], c.ns, c.name))
+		out = append(out, fmt.Sprintf("%s/%s/%s", map[string]string{kindPod: "pod", kindService: "service", kindClaimTemplate: "resourceclaimtemplate", kindMPIJob: "mpijob"}[c.kind], c.ns, c.name))
 	}
 	return out
 }
@@ -236,9 +239,20 @@ func (e *executor) createInitial(ctx context.Context) error {
 	return nil
 }
 
-// startRun creates a run's Services and every pod that waits for no server.
+// startRun creates a run's ResourceClaimTemplates, its Services and every
+// pod that waits for no server (or its MPIJob).
 func (e *executor) startRun(ctx context.Context, rs *runState) error {
 	rs.started = true
+	for _, t := range rs.run.ClaimTemplates {
+		if err := e.c.CreateClaimTemplate(ctx, t.DeepCopy()); err != nil {
+			if err := e.fatal(err, kindClaimTemplate, t.Namespace, t.Name); err != nil {
+				return err
+			}
+			rs.fail(Failed, fmt.Sprintf("create resourceclaimtemplate %s: %v", t.Name, err))
+			return nil
+		}
+		e.created = append(e.created, created{kindClaimTemplate, t.Namespace, t.Name})
+	}
 	if rs.run.MPIJob != nil {
 		return e.createMPIJob(ctx, rs)
 	}
@@ -273,7 +287,7 @@ func (e *executor) fatal(err error, kind, ns, name string) error {
 		return fmt.Errorf("%s %s/%s exists already (left by an earlier run with --keep? delete it: kubectl delete mpijob -n %s %s): %w",
 			kind, ns, name, ns, name, err)
 	case apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("%s %s/%s exists already (left by an earlier run with --keep? delete it, or the run's objects: kubectl delete pod,service -n %s -l %s): %w",
+		return fmt.Errorf("%s %s/%s exists already (left by an earlier run with --keep? delete it, or the run's objects: kubectl delete pod,service,resourceclaimtemplate -n %s -l %s): %w",
 			kind, ns, name, ns, benchplan.LabelRun, err)
 	case len(e.created) == 0:
 		return fmt.Errorf("create %s %s/%s: %w", kind, ns, name, err)

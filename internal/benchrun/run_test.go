@@ -298,3 +298,61 @@ func TestExecuteRefusedPodFailsItsRunOnly(t *testing.T) {
 		t.Errorf("%d pods and %d services left", pods, svcs)
 	}
 }
+
+// A plan whose rail is delivered by DRA (bench plan --device-class): bench
+// run creates the run's ResourceClaimTemplate before its pods (the fake
+// kubelet, standing in for the resourceclaim controller too, schedules a
+// pod only once its claim can be made from the template), sends the client
+// to the address the server's claim records in its status.devices
+// networkData, not to the pod IP, and deletes the template with the pods.
+func TestExecuteDRARailReachesTheClaimsAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const (
+		server = "railyard-bench-probe-server-tcp"
+		client = "railyard-bench-probe-client-tcp"
+	)
+	k := benchruntest.New(map[string]benchruntest.Script{
+		server: {RunPolls: 30, ClaimIP: "10.60.0.7/24"},
+		client: {RunPolls: 3, Log: probeLog(t), ClaimIP: "10.60.0.8/24"},
+	})
+	k.Run(ctx, t)
+	objs, err := benchplan.Objects(benchplan.Options{Image: "ghcr.io/railyard-io/railyard:0.1.0", Nodes: []string{"node-a", "node-a"},
+		Tests: []benchplan.Test{benchplan.TCPProbe}, Variants: []benchplan.Variant{benchplan.TCP},
+		Rails: []benchplan.Rail{{DeviceClass: "rail0.rdma.railyard.io"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := benchplan.YAML(objs) // as bench plan prints it
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := benchrun.Load(bytes.NewReader(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 1 || len(p.Runs[0].ClaimTemplates) != 1 {
+		t.Fatalf("runs %+v", p.Runs)
+	}
+	out, err := benchrun.Execute(ctx, k.Cluster(), p, benchrun.Options{Poll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Runs) != 1 || out.Runs[0].Status != benchrun.Succeeded {
+		t.Fatalf("runs %+v", out.Runs)
+	}
+	r := out.Runs[0]
+	if want := "the server's 10.60.0.7 on eth1 (device nic0 of its claim " + server + "-rails, from the claim's status.devices networkData)"; r.ServerVia != want {
+		t.Errorf("server via %q, want %q", r.ServerVia, want)
+	}
+	if c := k.FirstSeen(client); c == nil || c.Spec.Containers[0].Env[0].Value != "10.60.0.7" {
+		t.Fatalf("client as created: %+v", c)
+	}
+	tmpl := "resourceclaimtemplate/default/" + benchplan.ClaimTemplateName("railyard-bench-probe-tcp")
+	if len(out.Created) != 4 || out.Created[0] != tmpl || out.CleanupErr != nil {
+		t.Errorf("created %v (want %s first), cleanup %v", out.Created, tmpl, out.CleanupErr)
+	}
+	if l, err := k.Client.ResourceV1().ResourceClaimTemplates("default").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("templates left: %v %v", l, err)
+	}
+}

@@ -149,7 +149,13 @@ func (e *executor) update(ctx context.Context, rs *runState, seen map[string]*co
 			rs.fail(Failed, fmt.Sprintf("server pod %s exited before its client %s started", server, pod.Name))
 			return
 		case sp.Status.Phase == corev1.PodRunning && sp.Status.PodIP != "":
-			host, via := serverHost(sp)
+			if rs.serverRunning[server].IsZero() {
+				rs.serverRunning[server] = time.Now()
+			}
+			host, via, final := serverHost(ctx, e.c, sp, time.Since(rs.serverRunning[server]))
+			if !final {
+				continue // its claims may still record its address
+			}
 			rs.serverVia = via
 			client := withServerHost(pod.DeepCopy(), host)
 			if err := e.createPod(ctx, rs, client); err != nil {

@@ -2,7 +2,10 @@
 // the pods of client-go's fake clientset through their phases as the
 // scheduler and a kubelet would (there is no container runtime in unit
 // tests), following a script per pod name, and serves their logs, which
-// the fake clientset cannot (its logs are a constant). With
+// the fake clientset cannot (its logs are a constant). It also makes a
+// pod's ResourceClaims from their templates, as the resourceclaim
+// controller would, recording the script's address in their networkData
+// as a DRA driver would. With
 // InstallMPIOperator the fake API server serves MPIJobs through
 // client-go's fake dynamic client, and a fake MPI Operator turns them into
 // pods.
@@ -16,6 +19,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +39,10 @@ type Script struct {
 	Exit          int32 // the container's exit code
 	Log           string
 	NeverExits    bool
+	// ClaimIP is the address the fake DRA driver records (status.devices
+	// networkData, in CIDR form) in the claims made for the pod's
+	// spec.resourceClaims; "" records none.
+	ClaimIP string
 }
 
 // FakeKubelet moves pods of a client-go fake clientset through their
@@ -102,6 +111,10 @@ func (k *FakeKubelet) step(ctx context.Context) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 				Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient railyard.io/rdma_vf."}}
+		case p.Spec.NodeName == "" && !k.claimsMade(ctx, p):
+			// The resourceclaim controller makes a pod's claims from their
+			// templates; without its template a pod stays Pending.
+			p.Status.Phase = corev1.PodPending
 		case p.Spec.NodeName == "":
 			k.nextIP++
 			p.Spec.NodeName = "node-a"
@@ -129,6 +142,33 @@ func (k *FakeKubelet) step(ctx context.Context) {
 		}
 		_, _ = k.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	}
+}
+
+// claimsMade makes the claims of p's spec.resourceClaims from their
+// templates, as the resourceclaim controller does (named <pod>-<claim>,
+// allocated, with the script's ClaimIP in their networkData), and lists
+// them in p's status. It reports false while a template is missing.
+func (k *FakeKubelet) claimsMade(ctx context.Context, p *corev1.Pod) bool {
+	p.Status.ResourceClaimStatuses = nil
+	for _, rc := range p.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		if _, err := k.Client.ResourceV1().ResourceClaimTemplates(p.Namespace).Get(ctx, *rc.ResourceClaimTemplateName, metav1.GetOptions{}); err != nil {
+			return false
+		}
+		name := p.Name + "-" + rc.Name
+		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name}}
+		if ip := k.scripts[p.Name].ClaimIP; ip != "" {
+			claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: "fake.railyard.io", Pool: "node-a", Device: "nic0",
+				NetworkData: &resourceapi.NetworkDeviceData{InterfaceName: "eth1", IPs: []string{ip}}}}
+		}
+		if _, err := k.Client.ResourceV1().ResourceClaims(p.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false
+		}
+		p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: rc.Name, ResourceClaimName: &name})
+	}
+	return true
 }
 
 // FirstSeen returns the pod as it was created.
