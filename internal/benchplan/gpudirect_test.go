@@ -103,9 +103,9 @@ func TestPlanGPUDirectPairs(t *testing.T) {
 	}
 	for _, tc := range []struct{ pod, cmd, scenario, after string }{
 		{"railyard-bench-gdr-near-perftest-server-rdma", "exec ib_write_bw -d mlx5_0 --use_cuda=0 -a -F --report_gbits", "gpudirect-near", ""},
-		{"railyard-bench-gdr-near-perftest-client-rdma", "ib_write_bw -d mlx5_0 --use_cuda=0 -a -F --report_gbits railyard-bench-gdr-near-perftest-server-rdma", "gpudirect-near", ""},
+		{"railyard-bench-gdr-near-perftest-client-rdma", "ib_write_bw -d mlx5_0 --use_cuda=0 -a -F --report_gbits \"$RAILYARD_BENCH_SERVER_HOST\"", "gpudirect-near", ""},
 		{"railyard-bench-gdr-far-perftest-server-rdma", "exec ib_write_bw -d mlx5_2 --use_cuda=0 -a -F --report_gbits", "gpudirect-far", "railyard-bench-gdr-near-perftest-rdma"},
-		{"railyard-bench-gdr-far-perftest-client-rdma", "ib_write_bw -d mlx5_2 --use_cuda=0 -a -F --report_gbits railyard-bench-gdr-far-perftest-server-rdma", "gpudirect-far", "railyard-bench-gdr-near-perftest-rdma"},
+		{"railyard-bench-gdr-far-perftest-client-rdma", "ib_write_bw -d mlx5_2 --use_cuda=0 -a -F --report_gbits \"$RAILYARD_BENCH_SERVER_HOST\"", "gpudirect-far", "railyard-bench-gdr-near-perftest-rdma"},
 	} {
 		pod, ok := byName[tc.pod]
 		if !ok {
@@ -115,6 +115,10 @@ func TestPlanGPUDirectPairs(t *testing.T) {
 		ct := pod.Spec.Containers[0]
 		if !strings.Contains(ct.Command[2], tc.cmd) {
 			t.Errorf("%s: command %q lacks %q", tc.pod, ct.Command[2], tc.cmd)
+		}
+		if server := strings.Replace(tc.pod, "-client-", "-server-", 1); server != tc.pod &&
+			(!slices.Contains(ct.Env, corev1.EnvVar{Name: EnvServerHost, Value: server}) || pod.Annotations[AnnotationServerPod] != server) {
+			t.Errorf("%s: env %v, annotations %v: want %s=%s and the server pod named for bench run", tc.pod, ct.Env, pod.Annotations, EnvServerHost, server)
 		}
 		if q := ct.Resources.Limits[DefaultGPUResource]; q.Value() != 8 || !slices.Contains(ct.Env, corev1.EnvVar{Name: "CUDA_DEVICE_ORDER", Value: "PCI_BUS_ID"}) {
 			t.Errorf("%s: GPUs %v env %v", tc.pod, ct.Resources.Limits, ct.Env)

@@ -129,8 +129,9 @@ func TestPlanTCPPodNetworkVariant(t *testing.T) {
 	}
 	p := parse(t, data)
 	for _, pod := range p.pods {
-		if strings.Contains(pod.Name, "client") && !strings.Contains(pod.Spec.Containers[0].Command[2], "iperf3 --client railyard-bench-perftest-server-tcp-podnet --parallel 8 --time 30 --json") {
-			t.Errorf("client: %s", pod.Spec.Containers[0].Command[2])
+		if ct := pod.Spec.Containers[0]; strings.Contains(pod.Name, "client") && (!strings.Contains(ct.Command[2], `iperf3 --client "$RAILYARD_BENCH_SERVER_HOST" --parallel 8 --time 30 --json`) ||
+			len(ct.Env) != 1 || ct.Env[0] != (corev1.EnvVar{Name: EnvServerHost, Value: "railyard-bench-perftest-server-tcp-podnet"})) {
+			t.Errorf("client: %s, env %v", ct.Command[2], ct.Env)
 		}
 	}
 	for _, job := range p.jobs {

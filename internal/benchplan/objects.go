@@ -111,25 +111,27 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 		},
 	}
 	addr := o.ServerAddress
-	if addr == "" {
-		addr = serverName
+	if addr == "" || v == TCPPodNetwork {
+		addr = serverName // tcp-podnet: the pod network, whatever --server-address says
 	}
+	// The client reaches the server through EnvServerHost: the Service
+	// name (cluster DNS) or --server-address as planned; bench run sets it
+	// to the server's address (on its secondary network when known) when
+	// it names the Service, so a run needs no cluster DNS.
+	host := `"$` + EnvServerHost + `"`
 	var serverCmd, clientCmd string
 	switch v {
 	case RDMA:
 		words := append([]string{o.Perftest}, o.PerftestArgs...)
 		serverCmd = "exec " + shellLine(words...)
-		clientCmd = retry(shellLine(append(words, addr)...))
+		clientCmd = retry(shellLine(words...) + " " + host)
 	case TCP, TCPPodNetwork:
-		if v == TCPPodNetwork {
-			addr = serverName // the pod network, whatever --server-address says
-		}
 		serverCmd = "exec iperf3 --server --one-off"
 		// --json for bench parse; only the successful attempt's output is
 		// printed (every failed attempt would print a JSON object too).
-		clientCmd = fmt.Sprintf("for i in $(seq 1 %d); do iperf3 --client %s --parallel 8 --time 30 --json > /tmp/iperf3.json && "+
+		clientCmd = fmt.Sprintf("for i in $(seq 1 %d); do iperf3 --client %s --parallel 8 --time %d --json > /tmp/iperf3.json && "+
 			"cat /tmp/iperf3.json && exit 0; sleep %d; done; cat /tmp/iperf3.json; exit 1",
-			connectAttempts, shellWord(addr), connectRetrySeconds)
+			connectAttempts, host, o.IperfSeconds, connectRetrySeconds)
 	}
 	pod := func(podName, component, node, cmd string) *corev1.Pod {
 		return &corev1.Pod{
@@ -149,13 +151,12 @@ func perftestPair(o Options, v Variant) (*corev1.Service, *corev1.Pod, *corev1.P
 		}
 	}
 	server, client := pod(serverName, "perftest-server", o.Nodes[0], serverCmd), pod(clientName, "perftest-client", o.Nodes[1], clientCmd)
+	client.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvServerHost, Value: addr}}
 	run := name(o, v, "perftest")
 	for _, m := range []*metav1.ObjectMeta{&svc.ObjectMeta, &server.ObjectMeta, &client.ObjectMeta} {
 		m.Labels[LabelRun], m.Labels[LabelTest] = run, string(Perftest)
 	}
-	// The client's command names the server (its Service or
-	// --server-address): no server-pod annotation, the run needs DNS.
-	markResult(client, serverName, false)
+	markResult(client, serverName, addr == serverName)
 	return svc, server, client
 }
 

@@ -62,6 +62,8 @@ const (
 	labelComponent       = "app.kubernetes.io/component"
 	labelVariant         = "railyard.io/bench-variant"
 	labelJob             = "railyard.io/bench-job"
+	DefaultIperfSeconds  = 30
+	maxIperfSeconds      = 3600
 	perftestPort         = 18515
 	iperfPort            = 5201
 	connectAttempts      = 60
@@ -119,6 +121,9 @@ type Options struct {
 	ProbeImage    string
 	ProbeStreams  int    // parallel TCP streams; 0 means DefaultProbeStreams
 	ProbeDuration string // how long the client sends (a Go duration); empty means DefaultProbeDuration
+	// IperfSeconds is how long the perftest test's iperf3 client sends
+	// (its --time, the TCP variants); 0 means DefaultIperfSeconds.
+	IperfSeconds int
 	// GPUDirect is the GPU and NICs of the GPUDirect pairs (ChooseGPUDirect);
 	// needed by GPUDirectTest.
 	GPUDirect *GPUDirect
@@ -200,6 +205,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ProbeDuration == "" {
 		o.ProbeDuration = DefaultProbeDuration
 	}
+	if o.IperfSeconds == 0 {
+		o.IperfSeconds = DefaultIperfSeconds
+	}
 	if len(o.HorovodNodes) == 0 {
 		for n := 1; n <= o.Workers; n *= 2 {
 			o.HorovodNodes = append(o.HorovodNodes, n)
@@ -218,6 +226,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if err := validateResource(o.GPUResource); err != nil {
 		errs = append(errs, fmt.Errorf("gpu resource %q: %w", o.GPUResource, err))
+	}
+	if o.IperfSeconds < 1 || o.IperfSeconds > maxIperfSeconds {
+		errs = append(errs, fmt.Errorf("iperf seconds %d: want 1 to %d", o.IperfSeconds, maxIperfSeconds))
 	}
 	for _, v := range o.Variants {
 		if v != RDMA && v != TCP && v != TCPPodNetwork {

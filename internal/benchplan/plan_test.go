@@ -168,11 +168,19 @@ func TestPlanBothVariants(t *testing.T) {
 	if got := server.Spec.Containers[0].Command[2]; got != "exec ib_write_bw -a -F --report_gbits" {
 		t.Errorf("server command %q", got)
 	}
-	if got := client.Spec.Containers[0].Command[2]; !strings.Contains(got, "ib_write_bw -a -F --report_gbits railyard-bench-perftest-server-rdma && exit 0") {
+	// The client reaches its server by RAILYARD_BENCH_SERVER_HOST: the
+	// Service name (cluster DNS) as planned, the server's address under
+	// bench run (the server pod is named for it).
+	if got := client.Spec.Containers[0].Command[2]; !strings.Contains(got, `ib_write_bw -a -F --report_gbits "$RAILYARD_BENCH_SERVER_HOST" && exit 0`) {
 		t.Errorf("client command %q", got)
 	}
-	if tcp := byName["railyard-bench-perftest-client-tcp"]; !strings.Contains(tcp.Spec.Containers[0].Command[2], "iperf3 --client railyard-bench-perftest-server-tcp") {
-		t.Errorf("tcp client command %q", tcp.Spec.Containers[0].Command)
+	if env := client.Spec.Containers[0].Env; len(env) != 1 || env[0] != (corev1.EnvVar{Name: EnvServerHost, Value: "railyard-bench-perftest-server-rdma"}) ||
+		client.Annotations[AnnotationServerPod] != "railyard-bench-perftest-server-rdma" {
+		t.Errorf("client env %v, annotations %v", env, client.Annotations)
+	}
+	if tcp := byName["railyard-bench-perftest-client-tcp"]; !strings.Contains(tcp.Spec.Containers[0].Command[2], `iperf3 --client "$RAILYARD_BENCH_SERVER_HOST" --parallel 8 --time 30 --json`) ||
+		tcp.Spec.Containers[0].Env[0].Value != "railyard-bench-perftest-server-tcp" {
+		t.Errorf("tcp client command %q, env %v", tcp.Spec.Containers[0].Command, tcp.Spec.Containers[0].Env)
 	}
 	svc := p.services[0]
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Selector[labelComponent] != "perftest-server" || svc.Name != "railyard-bench-perftest-server-rdma" {
@@ -279,8 +287,12 @@ func TestPlanServerAddressAndLatencyTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := objs[2].(*corev1.Pod)
-	if got := client.Spec.Containers[0].Command[2]; !strings.Contains(got, "ib_write_lat -a -F 192.168.100.10 && exit 0") {
+	if got := client.Spec.Containers[0].Command[2]; !strings.Contains(got, `ib_write_lat -a -F "$RAILYARD_BENCH_SERVER_HOST" && exit 0`) {
 		t.Errorf("client command %q (latency tests take no --report_gbits)", got)
+	}
+	// A fixed address is the client's as planned: bench run keeps it.
+	if env := client.Spec.Containers[0].Env; len(env) != 1 || env[0].Value != "192.168.100.10" || client.Annotations[AnnotationServerPod] != "" {
+		t.Errorf("client env %v, annotations %v", env, client.Annotations)
 	}
 }
 
@@ -292,6 +304,8 @@ func TestPlanInvalidOptions(t *testing.T) {
 		"no image":         {func(o *Options) { o.Image = "" }, "image: required"},
 		"one node":         {func(o *Options) { o.Nodes = []string{"a"} }, "perftest pair needs two node names"},
 		"bad variant":      {func(o *Options) { o.Variants = []Variant{"udp"} }, `variant "udp"`},
+		"negative iperf":   {func(o *Options) { o.IperfSeconds = -1 }, "iperf seconds -1: want 1 to 3600"},
+		"long iperf":       {func(o *Options) { o.IperfSeconds = 3601 }, "iperf seconds 3601: want 1 to 3600"},
 		"too many workers": {func(o *Options) { o.Workers = 3 }, "3 workers on 2 nodes"},
 		"bad resource":     {func(o *Options) { o.Rails = []Rail{{Resource: "not a name!"}} }, `resource "not a name!"`},
 		"resource twice": {func(o *Options) {

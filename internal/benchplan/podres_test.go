@@ -164,7 +164,7 @@ func TestPlanRDMACM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(y), "ib_write_bw -R -a --report_gbits 192.168.111.10") {
+	if !strings.Contains(string(y), `ib_write_bw -R -a --report_gbits "$RAILYARD_BENCH_SERVER_HOST"`) || !strings.Contains(string(y), "value: 192.168.111.10") {
 		t.Errorf("client does not target the secondary-network address:\n%s", y)
 	}
 }

@@ -31,6 +31,9 @@ func TestClientCommandQuotesEverything(t *testing.T) {
 	sh := exec.Command(cmd[0], cmd[1:]...)
 	sh.Dir = t.TempDir()
 	sh.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	for _, e := range objs[2].(*corev1.Pod).Spec.Containers[0].Env { // as the kubelet sets them
+		sh.Env = append(sh.Env, e.Name+"="+e.Value)
+	}
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)

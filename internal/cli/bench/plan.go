@@ -197,6 +197,7 @@ kubectl, collect the outputs with kubectl logs and feed them to bench report.`,
 	fl.StringVar(&o.ProbeImage, "probe-image", "", "image with the railyard binary for --tests probe (default --image)")
 	fl.IntVar(&o.ProbeStreams, "probe-streams", benchplan.DefaultProbeStreams, "parallel TCP streams of the probe")
 	fl.StringVar(&o.ProbeDuration, "probe-duration", benchplan.DefaultProbeDuration, "how long the probe client sends")
+	fl.IntVar(&o.IperfSeconds, "iperf-seconds", benchplan.DefaultIperfSeconds, "how long the perftest test's iperf3 client sends (the tcp variants), 1 to 3600")
 	fl.StringVar(&o.OSUDir, "osu-dir", benchplan.DefaultOSUDir, "directory of the OSU MPI benchmarks in the image (pt2pt/, collective/)")
 	fl.IntSliceVar(&o.HorovodNodes, "horovod-nodes", nil, "node counts of the Horovod runs (default 1,2,4... up to the workers)")
 	fl.StringVar(&o.HorovodScript, "horovod-script", benchplan.DefaultHorovodScript, "Horovod benchmark script in the image")
