@@ -166,14 +166,7 @@ func TestPlanDRAOnlyRails(t *testing.T) {
 	o.Tests = []Test{GPUDirectTest, OSU}
 	o.GPUDirect = &g
 	o.Rails = []Rail{{DeviceClass: "c0"}, {DeviceClass: "c1", Count: 3}}
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	if strings.Contains(string(data), NetworksAnnotation) {
 		t.Error("DRA rails without networks got a networks annotation")
 	}

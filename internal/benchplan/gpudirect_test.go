@@ -85,14 +85,7 @@ func TestPlanGPUDirectPairs(t *testing.T) {
 	}
 	o := baseOptions()
 	o.Tests, o.Variants, o.GPUDirect = []Test{GPUDirectTest}, []Variant{RDMA, TCP}, &g
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := planYAML(t, o)
 	p := parse(t, y)
 	if len(p.pods) != 4 || len(p.services) != 2 {
 		t.Fatalf("%d pods, %d services, want 4 and 2 (near and far; no tcp variant)", len(p.pods), len(p.services))

@@ -10,14 +10,7 @@ import (
 
 func jobsByName(t *testing.T, o Options) map[string]map[string]any {
 	t.Helper()
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	out := map[string]map[string]any{}
 	for _, j := range parse(t, data).jobs {
 		out[j["metadata"].(map[string]any)["name"].(string)] = j
@@ -116,14 +109,7 @@ func TestPlanTCPPodNetworkVariant(t *testing.T) {
 	o.Variants = []Variant{TCPPodNetwork}
 	o.Tests = []Test{Perftest, NCCLTests, Horovod}
 	o.ServerAddress = "10.56.0.2"
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	if strings.Contains(string(data), NetworksAnnotation) || strings.Contains(string(data), DefaultResource) {
 		t.Errorf("pod-network variant attaches the secondary network:\n%s", data)
 	}

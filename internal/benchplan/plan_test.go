@@ -29,6 +29,20 @@ type parsed struct {
 	templates []resourceapi.ResourceClaimTemplate
 }
 
+// planYAML is o's plan as bench plan prints it.
+func planYAML(t *testing.T, o Options) []byte {
+	t.Helper()
+	objs, err := Objects(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := YAML(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func parse(t *testing.T, data []byte) parsed {
 	t.Helper()
 	var p parsed
@@ -242,14 +256,7 @@ func TestPlanOptions(t *testing.T) {
 	o.Rails = []Rail{{Resource: "example.com/rdma_vf", Count: 4}}
 	o.Namespace = "bench"
 	o.NCCLEnv = []corev1.EnvVar{{Name: "NCCL_ALGO", Value: "Ring"}}
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	p := parse(t, data)
 	if len(p.jobs) != 1 || len(p.pods) != 0 {
 		t.Fatalf("jobs %d pods %d", len(p.jobs), len(p.pods))

@@ -64,14 +64,7 @@ func TestPlanPodResources(t *testing.T) {
 	if o.PodResources, err = ParsePodResources("hugepages-1Gi=4Gi,cpu=6,memory=8Gi"); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := planYAML(t, o)
 	p := parse(t, y)
 	if len(p.pods) == 0 || len(p.jobs) == 0 {
 		t.Fatalf("%d pods, %d jobs", len(p.pods), len(p.jobs))
@@ -111,14 +104,7 @@ func TestPlanBareMetal(t *testing.T) {
 	t.Parallel()
 	o := baseOptions()
 	o.Tests, o.Variants, o.BareMetal = []Test{Perftest}, []Variant{RDMA}, true
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := planYAML(t, o)
 	p := parse(t, y)
 	var names []string
 	for _, pod := range p.pods {
@@ -156,14 +142,7 @@ func TestPlanRDMACM(t *testing.T) {
 		t.Errorf("-R without an address: %v", err)
 	}
 	o.ServerAddress = "192.168.111.10"
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := planYAML(t, o)
 	if !strings.Contains(string(y), `ib_write_bw -R -a --report_gbits "$RAILYARD_BENCH_SERVER_HOST"`) || !strings.Contains(string(y), "value: 192.168.111.10") {
 		t.Errorf("client does not target the secondary-network address:\n%s", y)
 	}

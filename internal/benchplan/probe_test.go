@@ -18,14 +18,7 @@ func TestPlanProbePair(t *testing.T) {
 	o.Variants = []Variant{RDMA, TCP, TCPPodNetwork}
 	o.ProbeImage = "ghcr.io/railyard-io/railyard:0.1.0"
 	o.ProbeStreams, o.ProbeDuration = 2, "5s"
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := planYAML(t, o)
 	p := parse(t, y)
 	if len(p.pods) != 4 || len(p.services) != 2 {
 		t.Fatalf("%d pods, %d services, want 4 and 2 (tcp and tcp-podnet; no rdma probe)", len(p.pods), len(p.services))
@@ -70,7 +63,7 @@ func TestPlanProbePair(t *testing.T) {
 	// A fixed secondary-network address replaces the Service name in the
 	// tcp variant; bench run then has no server pod to wait for.
 	o.ServerAddress = "192.168.100.10"
-	objs, err = Objects(o)
+	objs, err := Objects(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,14 +105,7 @@ func TestPlanTwoRails(t *testing.T) {
 		{Resource: "intel.com/sriov_111", Network: "sriov-111"},
 		{Resource: "intel.com/sriov_112", Count: 2, Network: "ml/sriov-112@rail2"},
 	}
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	p := parse(t, data)
 	if len(p.pods) != 4 || len(p.jobs) != 2 {
 		t.Fatalf("pods %d jobs %d", len(p.pods), len(p.jobs))
@@ -159,14 +152,7 @@ func TestPlanRailWithoutNetwork(t *testing.T) {
 	o.Variants = []Variant{TCP}
 	o.Tests = []Test{NCCLTests}
 	o.Rails = []Rail{{Resource: "a.io/x"}, {Resource: "a.io/y", Network: "y"}, {Resource: "a.io/z", Network: "z"}}
-	objs, err := Objects(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := YAML(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := planYAML(t, o)
 	worker, _ := template(t, parse(t, data).jobs[0], "Worker")
 	if got := worker.Annotations[NetworksAnnotation]; got != "y,z" {
 		t.Errorf("networks %q", got)

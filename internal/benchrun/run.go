@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -244,27 +245,17 @@ func (e *executor) createInitial(ctx context.Context) error {
 func (e *executor) startRun(ctx context.Context, rs *runState) error {
 	rs.started = true
 	for _, t := range rs.run.ClaimTemplates {
-		if err := e.c.CreateClaimTemplate(ctx, t.DeepCopy()); err != nil {
-			if err := e.fatal(err, kindClaimTemplate, t.Namespace, t.Name); err != nil {
-				return err
-			}
-			rs.fail(Failed, fmt.Sprintf("create resourceclaimtemplate %s: %v", t.Name, err))
-			return nil
+		if ok, err := e.create(rs, kindClaimTemplate, t.Namespace, t.Name, e.c.CreateClaimTemplate(ctx, t.DeepCopy())); !ok {
+			return err
 		}
-		e.created = append(e.created, created{kindClaimTemplate, t.Namespace, t.Name})
 	}
 	if rs.run.MPIJob != nil {
 		return e.createMPIJob(ctx, rs)
 	}
 	for _, svc := range rs.run.Services {
-		if err := e.c.CreateService(ctx, svc.DeepCopy()); err != nil {
-			if err := e.fatal(err, kindService, svc.Namespace, svc.Name); err != nil {
-				return err
-			}
-			rs.fail(Failed, fmt.Sprintf("create service %s: %v", svc.Name, err))
-			return nil
+		if ok, err := e.create(rs, kindService, svc.Namespace, svc.Name, e.c.CreateService(ctx, svc.DeepCopy())); !ok {
+			return err
 		}
-		e.created = append(e.created, created{kindService, svc.Namespace, svc.Name})
 	}
 	for _, pod := range rs.run.Pods {
 		if pod.Annotations[benchplan.AnnotationServerPod] != "" {
@@ -278,6 +269,21 @@ func (e *executor) startRun(ctx context.Context, rs *runState) error {
 		}
 	}
 	return nil
+}
+
+// create records an object a run created (createErr nil) and reports
+// true; otherwise it fails the run, or returns the error that stops the
+// whole plan (fatal), and reports false.
+func (e *executor) create(rs *runState, kind, ns, name string, createErr error) (bool, error) {
+	if createErr != nil {
+		if err := e.fatal(createErr, kind, ns, name); err != nil {
+			return false, err
+		}
+		rs.fail(Failed, fmt.Sprintf("create %s %s: %v", strings.ToLower(kind), name, createErr))
+		return false, nil
+	}
+	e.created = append(e.created, created{kind, ns, name})
+	return true, nil
 }
 
 // fatal returns a non-nil error when err stops the whole plan.
@@ -302,16 +308,11 @@ func isContextErr(err error) bool {
 }
 
 func (e *executor) createPod(ctx context.Context, rs *runState, pod *corev1.Pod) error {
-	if err := e.c.CreatePod(ctx, pod); err != nil {
-		if err := e.fatal(err, kindPod, pod.Namespace, pod.Name); err != nil {
-			return err
-		}
-		rs.fail(Failed, fmt.Sprintf("create pod %s: %v", pod.Name, err))
-		return nil
+	ok, err := e.create(rs, kindPod, pod.Namespace, pod.Name, e.c.CreatePod(ctx, pod))
+	if ok {
+		rs.created[pod.Name] = true
 	}
-	e.created = append(e.created, created{kindPod, pod.Namespace, pod.Name})
-	rs.created[pod.Name] = true
-	return nil
+	return err
 }
 
 func (rs *runState) fail(s Status, reason string) {

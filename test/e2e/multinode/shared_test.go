@@ -77,6 +77,17 @@ func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluste
 	})
 }
 
+// onlyPool is an installDRAChart edit keeping the pool named name as it is
+// and dropping the others.
+func onlyPool(name string) func(map[string]any) map[string]any {
+	return func(p map[string]any) map[string]any {
+		if p["name"] != name {
+			return nil
+		}
+		return p
+	}
+}
+
 // poolDevices lists the devices of DRA pool <node>/<name> in the slices.
 func poolDevices(ctx context.Context, t *testing.T, c *framework.MultiCluster, pool string) []resourceapi.Device {
 	t.Helper()
@@ -336,12 +347,7 @@ func TestDRAPodStartWithAClaim(t *testing.T) {
 	ctx := framework.Context(t, 6*time.Minute)
 	gpus := c.Info.GPUNodes()
 	name := string(railPool(0))
-	installDRAChart(ctx, t, c, func(p map[string]any) map[string]any {
-		if p["name"] != name {
-			return nil
-		}
-		return p
-	})
+	installDRAChart(ctx, t, c, onlyPool(name))
 	claimTemplate(ctx, t, c, "one-nic", dra.PoolDeviceClass(name).Name)
 	const n = 10
 	var with, without []time.Duration
