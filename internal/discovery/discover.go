@@ -90,6 +90,7 @@ func readInventory(ctx context.Context, fs sysfs.FS) (topology.Inventory, error)
 		r.inv.Warnings = append(r.inv.Warnings, f.warnings...)
 		if f.err != nil {
 			r.warn(addr, "skipped: "+f.err.Error())
+			r.inv.Unreadable = append(r.inv.Unreadable, addr)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("%s: %w", addr, f.err)
 			}

@@ -227,7 +227,49 @@ func buildPool(node string, t *topology.Topology, p v1alpha1.Pool, owner map[str
 		}
 		out.Devices = append(out.Devices, dev)
 	}
+	addGone(t, p.Name, owner, name, &out, opts)
 	return out, nil
+}
+
+// GoneReason is the health reason of a device a prepared claim holds whose
+// PCI function is no longer on the node (the NIC removed, its driver
+// unbound, the VF destroyed): the pod holding it cannot work.
+const GoneReason = "gone: its PCI function is no longer on the node"
+
+// addGone publishes, under TaintUnhealthy, every device of the pool that a
+// prepared claim holds but the topology no longer has (GoneReason) as it
+// was published, with a NoExecute taint: the device taint eviction
+// controller evicts the pods holding it (unless they tolerate it), the
+// scheduler gives it to no new claim, and once no claim holds it the
+// device goes from the slices. Without TaintUnhealthy it is left out, as
+// before. Gone devices come after the pool's others, in PCI order.
+func addGone(t *topology.Topology, resource string, owner map[string]string, name string, out *Pool, opts Options) {
+	var gone []string
+	for pci, held := range opts.Prepared {
+		if a, ok := held.Attributes[AttrPool]; !ok || a.StringValue == nil || *a.StringValue != resource {
+			continue
+		}
+		if _, taken := owner[pci]; taken {
+			continue
+		}
+		if t.Listed(pci) {
+			continue // still on the node (if unreadable): published, or not, as the pool decides
+		}
+		gone = append(gone, pci)
+	}
+	pciaddr.SortByAddress(gone, func(pci string) string { return pci })
+	for _, pci := range gone {
+		held := opts.Prepared[pci]
+		out.Health = append(out.Health, DeviceHealth{held.Name, pci, false, GoneReason})
+		if !opts.TaintUnhealthy {
+			out.Unpublished = append(out.Unpublished, Unpublished{pci, GoneReason})
+			continue
+		}
+		owner[pci] = name
+		held.Taints = []resourceapi.DeviceTaint{{Key: TaintKey, Value: "gone", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+		out.Devices = append(out.Devices, held)
+		out.Tainted = append(out.Tainted, Unpublished{pci, GoneReason})
+	}
 }
 
 // nicsOf turns a shared pool's shares into its NICs: DRA publishes a

@@ -2,16 +2,21 @@ package dra_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
 
@@ -107,5 +112,90 @@ func TestTaintedPoolsUseTheSmallerSliceLimit(t *testing.T) {
 	s := p.Slices()
 	if len(s) != 2 || len(s[0]) != resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures {
 		t.Errorf("tainted: %d slices (first of %d), want 2 of at most 64", len(s), len(s[0]))
+	}
+}
+
+// A device a prepared claim holds whose PCI function left the bus (the VF
+// destroyed, the NIC removed) is gone: the pod holding it cannot work.
+// With TaintUnhealthy it stays published as it was, with one NoExecute
+// taint, so the device taint eviction controller evicts that pod; without,
+// it is left out as before. A function still listed on the bus but
+// unreadable is not gone, and a held device of another pool is not this
+// pool's. The tree is a generated dgx-h100 sysfs.
+func TestGoneHeldDevicesAreTaintedNoExecute(t *testing.T) {
+	root := t.TempDir()
+	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
+		t.Fatal(err)
+	}
+	discover := func() *topology.Topology {
+		topo, err := discovery.Discover(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	const vf, unreadable = "0000:18:00.1", "0000:18:00.2"
+	pool := v1alpha1.Pool{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}
+	before := buildOne(t, discover(), pool)
+	held, kept := find(t, before, vf), find(t, before, unreadable)
+	foreign := held
+	foreign.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{dra.AttrPool: {StringValue: new("railyard.io/other")}}
+
+	// The VF leaves the bus; the other one stays listed but its device
+	// ID cannot be read.
+	if err := os.Remove(filepath.Join(root, "bus/pci/devices", vf)); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(root, "bus/pci/devices", unreadable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "device")); err != nil {
+		t.Fatal(err)
+	}
+	topo := discover()
+	if topo.Listed(vf) || !topo.Listed(unreadable) {
+		t.Fatalf("listed: removed VF %v, unreadable VF %v", topo.Listed(vf), topo.Listed(unreadable))
+	}
+	for _, taint := range []bool{false, true} {
+		pools, err := dra.Build("node-a", topo, []v1alpha1.Pool{pool}, dra.Options{TaintUnhealthy: taint,
+			Prepared: map[string]resourceapi.Device{vf: held, unreadable: kept, "0000:18:00.7": foreign}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := pools[0]
+		var got *resourceapi.Device
+		for i := range p.Devices {
+			switch p.Devices[i].Name {
+			case held.Name:
+				got = &p.Devices[i]
+			case kept.Name, foreign.Name:
+				t.Errorf("taint=%v: %s published as gone", taint, p.Devices[i].Name)
+			}
+		}
+		health := map[string]dra.DeviceHealth{}
+		for _, h := range p.Health {
+			health[h.PCI] = h
+		}
+		if h := health[vf]; h.Healthy || h.Reason != dra.GoneReason || h.Device != held.Name {
+			t.Errorf("taint=%v: health of the gone VF %+v", taint, h)
+		}
+		if _, ok := health[unreadable]; ok {
+			t.Errorf("taint=%v: the unreadable VF is in Health: %+v", taint, health[unreadable])
+		}
+		if !taint {
+			if got != nil || !slices.Contains(p.Unpublished, dra.Unpublished{PCI: vf, Reason: dra.GoneReason}) {
+				t.Errorf("taint=false: published %v, unpublished %+v", got != nil, p.Unpublished)
+			}
+			continue
+		}
+		want := held
+		want.Taints = []resourceapi.DeviceTaint{{Key: dra.TaintKey, Value: "gone", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+		if got == nil || !equality.Semantic.DeepEqual(*got, want) || !slices.Contains(p.Tainted, dra.Unpublished{PCI: vf, Reason: dra.GoneReason}) {
+			t.Errorf("taint=true: published %+v, tainted %+v; want the held device with a NoExecute taint", got, p.Tainted)
+		}
+		if len(held.Taints) != 0 {
+			t.Errorf("the held device given was changed: %+v", held.Taints)
+		}
 	}
 }

@@ -3,6 +3,9 @@ package draplugin_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +161,52 @@ func TestDroppedTaintsLeaveUnhealthyDevicesOut(t *testing.T) {
 	got := published(res, node+"/rdma-vf")
 	if d.ServerFeatures().Taints || len(got) != 22 || got["pci-0000-18-00-1"] {
 		t.Errorf("after the server dropped taints: taints %v, %d published (18:00.1 %v); want off, 22, left out", d.ServerFeatures().Taints, len(got), got["pci-0000-18-00-1"])
+	}
+}
+
+// A prepared claim's VF that leaves the bus (its PF's VFs destroyed) is
+// republished at the next rediscovery with a NoExecute taint (where the
+// server keeps taints), so the device taint eviction controller evicts the
+// pod holding it; once kubelet unprepares that claim the device leaves the
+// slices at once, not at the next rediscovery.
+func TestGoneDeviceIsTaintedNoExecuteUntilReleased(t *testing.T) {
+	n := newNode(t, "dgx-h100", 2)
+	d := n.driver(t)
+	rec := record(t, d)
+	ctx := context.Background()
+	if err := d.SetServerFeatures(ctx, draplugin.ServerFeatures{Taints: true}); err != nil {
+		t.Fatal(err)
+	}
+	const vf, name = "0000:18:00.1", "pci-0000-18-00-1"
+	c := claim(t, uidA, nic(vf, "nic"))
+	if res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c}); err != nil || res[c.UID].Err != nil {
+		t.Fatalf("prepare: %v %+v", err, res)
+	}
+	if err := os.Remove(filepath.Join(n.sysfs, "bus/pci/devices", vf)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Update(ctx, n.topo(t)); err != nil {
+		t.Fatal(err)
+	}
+	taints := func() ([]resourceapi.DeviceTaint, bool) {
+		res, _ := rec.last()
+		for _, s := range res.Pools[node+"/rdma-vf"].Slices {
+			for _, dev := range s.Devices {
+				if dev.Name == name {
+					return dev.Taints, true
+				}
+			}
+		}
+		return nil, false
+	}
+	want := []resourceapi.DeviceTaint{{Key: dra.TaintKey, Value: "gone", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+	if got, ok := taints(); !ok || !slices.Equal(got, want) {
+		t.Fatalf("gone while held: published %v, taints %+v; want %+v", ok, got, want)
+	}
+	if un, err := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: c.UID}}); err != nil || un[c.UID] != nil {
+		t.Fatalf("unprepare: %v %v", err, un)
+	}
+	if got, ok := taints(); ok {
+		t.Errorf("released: %s still published, taints %+v", name, got)
 	}
 }

@@ -303,9 +303,25 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	d.mu.Lock()
 	defer func() { d.mu.Unlock(); d.observe("unprepare", start, failed) }()
 	out := make(map[types.UID]error, len(claims))
+	gone := false
 	for _, c := range claims {
+		held, known := d.claims[c.UID]
 		out[c.UID] = d.unprepareLocked(c.UID)
 		failed = failed || out[c.UID] != nil
+		if known && out[c.UID] == nil && d.topo != nil {
+			for _, pd := range held.Devices {
+				gone = gone || !d.topo.Listed(pd.PCI)
+			}
+		}
+	}
+	// A released device that is gone from the node was published only
+	// for the claim (NoExecute-tainted, dra.GoneReason): take it out of
+	// the slices now rather than at the next rediscovery.
+	if gone {
+		if _, err := d.rebuildLocked(ctx, d.topo, d.leaves); err != nil {
+			// The claims are released; the next rediscovery publishes again.
+			d.lastErr = fmt.Errorf("republishing the slices without a released device that is gone: %w", err)
+		}
 	}
 	return out, nil
 }

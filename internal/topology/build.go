@@ -18,6 +18,9 @@ type Inventory struct {
 	GPUs        []GPU
 	NICs        []NIC
 	Warnings    []Warning
+	// Unreadable are PCI functions listed on the bus whose files could not
+	// be read (each also a warning): on the node, but not in Devices.
+	Unreadable []string
 	// PairClasses are classes of GPU x NIC pairs known from a source that
 	// sees more than the PCI tree (an NCCL topology file on a cloud VM that
 	// hides its PCIe switches); they win over the tree's classes. A pair
@@ -45,6 +48,10 @@ func Build(in Inventory) *Topology {
 		gpuIdx:      make(map[string]int, len(in.GPUs)),
 		nicIdx:      make(map[string]int, len(in.NICs)),
 		vfOwner:     map[string]int{},
+		unreadable:  make(map[string]bool, len(in.Unreadable)),
+	}
+	for _, a := range in.Unreadable {
+		t.unreadable[a] = true
 	}
 	slices.SortStableFunc(t.HostBridges, func(a, b HostBridge) int {
 		// Numeric like the devices (pci10000:00 after pcifffe:00); a name
@@ -116,6 +123,14 @@ func (t *Topology) Device(addr string) (PCIDevice, bool) {
 		return PCIDevice{}, false
 	}
 	return *d, true
+}
+
+// Listed reports whether the PCI function at addr was on the bus when the
+// node was discovered: read (Device) or listed but unreadable. A function
+// not listed is gone from the node (removed, or a VF destroyed).
+func (t *Topology) Listed(addr string) bool {
+	_, ok := t.devices[addr]
+	return ok || t.unreadable[addr]
 }
 
 // GPU returns the GPU at addr.

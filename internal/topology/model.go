@@ -33,6 +33,8 @@ type Topology struct {
 	gpuIdx  map[string]int
 	nicIdx  map[string]int
 	vfOwner map[string]int // VF address -> index of its PF in NICs
+	// unreadable are functions listed on the bus but not read.
+	unreadable map[string]bool
 }
 
 // HostBridge is a PCI root complex.
