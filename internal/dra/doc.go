@@ -16,6 +16,9 @@
 // VFHealth, and a missing verbs device, as internal/pool judges them) are
 // not published, or, where the API server keeps device taints
 // (Options.TaintUnhealthy), published with a NoSchedule taint (TaintKey).
+// A device a prepared claim holds whose PCI function left the bus
+// (GoneReason) is published as it was with a NoExecute taint there, so its
+// pods are evicted, and left out elsewhere.
 // Each pool's Health lists every device's health for the kubelet's pod
 // status. A pool's devices are split into slices of at most
 // resourceapi.ResourceSliceMaxDevices (64 while one is tainted).
