@@ -182,7 +182,11 @@ func importImages(ctx context.Context, p containerdPaths, busyboxPath string) er
 	if err != nil {
 		return fmt.Errorf("import images: %w", err)
 	}
-	for _, want := range []string{BusyboxImage, PauseImage} {
+	want := []string{BusyboxImage, PauseImage}
+	if _, err := toolPaths(benchTools); err == nil {
+		want = append(want, BenchToolsImage)
+	}
+	for _, want := range want {
 		if !containsLine(string(out), want) {
 			return fmt.Errorf("import images: %s missing after import; ctr images ls: %s", want, out)
 		}

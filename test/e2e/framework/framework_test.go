@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,8 +85,68 @@ func TestBuildImageArchiveIsAValidOCILayout(t *testing.T) {
 			}
 		}
 	}
-	if !names[BusyboxImage] || !names[PauseImage] || len(index.Manifests) != 2 {
-		t.Errorf("index names %v, want %s and %s", names, BusyboxImage, PauseImage)
+	want := 2
+	if tools, err := toolPaths(benchTools); err == nil {
+		want = 3 // and BenchToolsImage: checked below
+		checkToolsImage(t, files, index.Manifests, tools)
+	}
+	if !names[BusyboxImage] || !names[PauseImage] || len(index.Manifests) != want {
+		t.Errorf("index names %v, want %s and %s (and %s where the host has %v)", names, BusyboxImage, PauseImage, BenchToolsImage, benchTools)
+	}
+}
+
+// checkToolsImage: BenchToolsImage is the busybox layer and a layer with
+// every tool file (iperf3, its libraries, the loader) at its host path,
+// with the host's content; a root shell can run iperf3 from it (chroot
+// into the two layers unpacked).
+func checkToolsImage(t *testing.T, files map[string][]byte, manifests []descriptor, tools []string) {
+	t.Helper()
+	for _, m := range manifests {
+		if m.Annotations["io.containerd.image.name"] != BenchToolsImage {
+			continue
+		}
+		var man struct {
+			Layers []descriptor `json:"layers"`
+		}
+		if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(m.Digest, "sha256:")], &man); err != nil || len(man.Layers) != 2 {
+			t.Fatalf("%s: layers %v (%v), want busybox and tools", BenchToolsImage, man.Layers, err)
+		}
+		root := t.TempDir()
+		for _, l := range man.Layers {
+			layer := files["blobs/sha256/"+strings.TrimPrefix(l.Digest, "sha256:")]
+			cmd := exec.Command("tar", "-x", "-C", root)
+			cmd.Stdin = bytes.NewReader(layer)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("unpack %s: %v: %s", l.Digest, err, out)
+			}
+		}
+		for _, p := range tools {
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(root, p)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %s differs from the host's (%v)", BenchToolsImage, p, err)
+			}
+		}
+		if os.Geteuid() == 0 {
+			out, err := exec.Command("chroot", root, "/bin/sh", "-c", "iperf3 --version").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "iperf 3") {
+				t.Errorf("iperf3 --version in %s: %v: %s", BenchToolsImage, err, out)
+			}
+		}
+		return
+	}
+	t.Errorf("no %s in the archive", BenchToolsImage)
+}
+
+func TestLddPaths(t *testing.T) {
+	out := "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibiperf.so.0 => /lib/x86_64-linux-gnu/libiperf.so.0 (0x00007f70)\n" +
+		"\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f70)\n\tlibgone.so.1 => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f70)\n"
+	got := lddPaths(out)
+	want := []string{"/lib/x86_64-linux-gnu/libiperf.so.0", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("lddPaths = %q, want %q", got, want)
 	}
 }
 

@@ -26,7 +26,15 @@ const (
 	// PauseImage shares BusyboxImage's layer and only sleeps; it is
 	// containerd's sandbox image.
 	PauseImage = "railyard.local/e2e/pause:1"
+	// BenchToolsImage is BusyboxImage plus a layer with the host's iperf3
+	// and the shared libraries it loads (Debian's package, installed by
+	// hack/cluster/install-packages.sh), for `bench plan`'s iperf3 pair.
+	// Built only where the host has iperf3.
+	BenchToolsImage = "railyard.local/e2e/bench-tools:1"
 )
+
+// benchTools are the host executables BenchToolsImage carries.
+var benchTools = []string{"iperf3"}
 
 type descriptor struct {
 	MediaType   string            `json:"mediaType"`
@@ -46,7 +54,8 @@ func newBlob(mediaType string, data []byte) blob {
 }
 
 // buildImageArchive returns an OCI image layout tarball holding BusyboxImage
-// and PauseImage, built from the static busybox binary at busyboxPath.
+// and PauseImage, built from the static busybox binary at busyboxPath, and
+// BenchToolsImage where the host has its tools.
 func buildImageArchive(busyboxPath string) ([]byte, error) {
 	bin, err := os.ReadFile(busyboxPath)
 	if err != nil {
@@ -62,23 +71,40 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 	}
 	layerBlob := newBlob("application/vnd.oci.image.layer.v1.tar", layer)
 
-	blobs := []blob{layerBlob}
-	var manifests []descriptor
-	for _, img := range []struct {
+	type image struct {
 		name   string
 		config map[string]any
-	}{
-		{BusyboxImage, map[string]any{"Cmd": []string{"sh"}}},
-		{PauseImage, map[string]any{"Entrypoint": []string{"/bin/sleep", "2147483647"}}},
-	} {
+		layers []blob
+	}
+	images := []image{
+		{BusyboxImage, map[string]any{"Cmd": []string{"sh"}}, []blob{layerBlob}},
+		{PauseImage, map[string]any{"Entrypoint": []string{"/bin/sleep", "2147483647"}}, []blob{layerBlob}},
+	}
+	if tools, err := toolPaths(benchTools); err == nil {
+		toolsLayer, err := hostFilesLayer(tools)
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, image{BenchToolsImage, map[string]any{"Cmd": []string{"sh"}},
+			[]blob{layerBlob, newBlob("application/vnd.oci.image.layer.v1.tar", toolsLayer)}})
+	}
+	var blobs []blob
+	var manifests []descriptor
+	for _, img := range images {
 		cfg := img.config
 		cfg["Env"] = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		var diffIDs []string
+		var layers []descriptor
+		for _, l := range img.layers {
+			diffIDs, layers = append(diffIDs, l.desc.Digest), append(layers, l.desc)
+			blobs = append(blobs, l)
+		}
 		cfgJSON, err := json.Marshal(map[string]any{
 			"architecture": runtime.GOARCH,
 			"os":           "linux",
 			"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
 			"config":       cfg,
-			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerBlob.desc.Digest}},
+			"rootfs":       map[string]any{"type": "layers", "diff_ids": diffIDs},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", err)
@@ -88,7 +114,7 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 			"schemaVersion": 2,
 			"mediaType":     "application/vnd.oci.image.manifest.v1+json",
 			"config":        cfgBlob.desc,
-			"layers":        []descriptor{layerBlob.desc},
+			"layers":        layers,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", err)
@@ -134,6 +160,83 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("image: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// toolPaths finds each executable on PATH and adds the shared libraries
+// and the dynamic loader it needs, as ldd lists them.
+func toolPaths(names []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		bin, err := exec.LookPath(n)
+		if err != nil {
+			return nil, fmt.Errorf("image: %w", err)
+		}
+		libs, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			return nil, fmt.Errorf("image: ldd %s: %w", bin, err)
+		}
+		for _, p := range append([]string{bin}, lddPaths(string(libs))...) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lddPaths are the absolute paths in ldd's output: "libc.so.6 =>
+// /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and the loader's
+// "/lib64/ld-linux-x86-64.so.2 (0x...)"; the vDSO has none.
+func lddPaths(out string) []string {
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/") {
+			paths = append(paths, f[2])
+		} else if len(f) >= 1 && strings.HasPrefix(f[0], "/") {
+			paths = append(paths, f[0])
+		}
+	}
+	return paths
+}
+
+// hostFilesLayer returns an uncompressed layer tar with each host file at
+// its own path, as a regular executable file (a symlink's target content:
+// the loader at /lib64/ld-linux-x86-64.so.2 is one on Debian).
+func hostFilesLayer(paths []string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("image layer: %w", err)
+		}
+		name := strings.TrimPrefix(path.Clean(p), "/")
+		var parents []string
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: epoch}); err != nil {
+				return nil, fmt.Errorf("image layer: %w", err)
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: epoch}); err != nil {
+			return nil, fmt.Errorf("image layer: %w", err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, fmt.Errorf("image layer: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("image layer: %w", err)
 	}
 	return buf.Bytes(), nil
 }

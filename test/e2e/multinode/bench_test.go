@@ -66,12 +66,7 @@ func TestBenchRunOverADRARail(t *testing.T) {
 	}
 	const rail = 0
 	name := string(railPool(rail))
-	installDRAChart(ctx, t, c, func(p map[string]any) map[string]any {
-		if p["name"] != name {
-			return nil
-		}
-		return p
-	})
+	installDRAChart(ctx, t, c, onlyPool(name))
 	addRailNetworks(t, c, true, rail)
 	got := benchRun(ctx, t, c, benchplan.Options{
 		Image: railyardImage(t), Nodes: []string{gpus[0].Name, gpus[1].Name},
@@ -89,6 +84,21 @@ func TestBenchRunOverADRARail(t *testing.T) {
 	overRail, overPodnet := got.gbps[string(benchplan.TCP)], got.gbps[string(benchplan.TCPPodNetwork)]
 	t.Logf("TCP probe %s to %s: %.3f Gb/s over rail %d (%s, leaf %d), %.3f Gb/s over the pod network: ratio %.2f",
 		gpus[0].Name, gpus[1].Name, overRail, rail, m[1], rail, overPodnet, overRail/overPodnet)
+
+	// iperf3 (bench plan's perftest pair, tcp variant) the same way, from
+	// the e2e bench-tools image (busybox and the host's iperf3): its
+	// client, planned to reach the server's Service name, gets the
+	// server's rail address from bench run instead (no cluster DNS).
+	got = benchRun(ctx, t, c, benchplan.Options{
+		Image: framework.BenchToolsImage, ProbeImage: railyardImage(t), Nodes: []string{gpus[0].Name, gpus[1].Name},
+		Tests: []benchplan.Test{benchplan.Perftest}, Variants: []benchplan.Variant{benchplan.TCP}, IperfSeconds: 3,
+		Rails: []benchplan.Rail{{DeviceClass: dra.PoolDeviceClass(name).Name}},
+	})
+	m = regexp.MustCompile(`railyard-bench-perftest-tcp: the client reached the server's (\S+) on eth1 \(device \S+ of its claim \S+, from the claim's status.devices networkData\)`).FindStringSubmatch(got.stdout)
+	if m == nil || !subnet.Contains(net.ParseIP(m[1])) {
+		t.Fatalf("the iperf3 client did not reach the server's rail-%d address from its claim:\n%s", rail, got.stdout)
+	}
+	t.Logf("iperf3 %s to %s over rail %d (%s): %.3f Gb/s", gpus[0].Name, gpus[1].Name, rail, m[1], got.gbps[string(benchplan.TCP)])
 }
 
 type benchOutcome struct {
