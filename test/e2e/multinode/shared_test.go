@@ -42,6 +42,12 @@ func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluste
 		}
 	}
 	cfg["pools"], cfg["cdiSpecDir"] = pools, c.Info.CDIDir
+	agent, _ := vals["agent"].(map[string]any)
+	if agent == nil {
+		agent = map[string]any{}
+	}
+	agent["logLevel"] = "debug" // what logAgent shows when a test fails
+	vals["agent"] = agent
 	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard-dra", Namespace: draNS, Values: vals})
 	if err != nil {
 		t.Fatal(err)
