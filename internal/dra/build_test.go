@@ -341,22 +341,29 @@ func TestBuildPoolsConflicts(t *testing.T) {
 	}
 }
 
-// A VF whose RDMA device moved into a pod's network namespace (the host's
-// sysfs no longer lists it under the VF) stays published as it was while a
-// prepared claim holds it, so its name and attributes do not change under
-// the claim; without the claim, or once its PF's link is down, it goes.
-func TestPreparedDeviceStaysPublishedWhileOutOfView(t *testing.T) {
+// dgxTree generates a dgx-h100 tree with 2 VFs per PF and returns it with
+// a function discovering it as it is at the time of the call.
+func dgxTree(t *testing.T) (string, func() *topology.Topology) {
+	t.Helper()
 	root := t.TempDir()
 	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
 		t.Fatal(err)
 	}
-	discover := func() *topology.Topology {
+	return root, func() *topology.Topology {
 		topo, err := discovery.Discover(context.Background(), root)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return topo
 	}
+}
+
+// A VF whose RDMA device moved into a pod's network namespace (the host's
+// sysfs no longer lists it under the VF) stays published as it was while a
+// prepared claim holds it, so its name and attributes do not change under
+// the claim; without the claim, or once its PF's link is down, it goes.
+func TestPreparedDeviceStaysPublishedWhileOutOfView(t *testing.T) {
+	root, discover := dgxTree(t)
 	const vf = "0000:18:00.1"
 	pool := v1alpha1.Pool{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}
 	held := find(t, buildOne(t, discover(), pool), vf)

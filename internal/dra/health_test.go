@@ -16,7 +16,6 @@ import (
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/topology"
 	"github.com/railyard-io/railyard/machines"
 )
 
@@ -123,17 +122,7 @@ func TestTaintedPoolsUseTheSmallerSliceLimit(t *testing.T) {
 // unreadable is not gone, and a held device of another pool is not this
 // pool's. The tree is a generated dgx-h100 sysfs.
 func TestGoneHeldDevicesAreTaintedNoExecute(t *testing.T) {
-	root := t.TempDir()
-	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
-		t.Fatal(err)
-	}
-	discover := func() *topology.Topology {
-		topo, err := discovery.Discover(context.Background(), root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return topo
-	}
+	root, discover := dgxTree(t)
 	const vf, unreadable = "0000:18:00.1", "0000:18:00.2"
 	pool := v1alpha1.Pool{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}
 	before := buildOne(t, discover(), pool)
