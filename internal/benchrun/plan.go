@@ -87,9 +87,9 @@ func Load(r io.Reader) (Plan, error) {
 }
 
 // typed converts a Pod, a Service or a ResourceClaimTemplate to its Go
-// type, rejecting unknown
-// fields (a misspelt field would silently do nothing); an MPIJob stays
-// unstructured (the API server validates it against the operator's CRD).
+// type, rejecting unknown fields (a misspelt field would silently do
+// nothing); an MPIJob stays unstructured (the API server validates it
+// against the operator's CRD).
 func typed(u *unstructured.Unstructured) (runtime.Object, error) {
 	gvk := u.GroupVersionKind()
 	var obj runtime.Object

@@ -220,7 +220,7 @@ type executor struct {
 func (e *executor) createdNames() []string {
 	out := make([]string, 0, len(e.created))
 	for _, c := range e.created {
-		out = append(out, fmt.Sprintf("%s/%s/%s", map[string]string{kindPod: "pod", kindService: "service", kindClaimTemplate: "resourceclaimtemplate", kindMPIJob: "mpijob"}[c.kind], c.ns, c.name))
+		out = append(out, fmt.Sprintf("%s/%s/%s", strings.ToLower(c.kind), c.ns, c.name))
 	}
 	return out
 }
