@@ -164,10 +164,11 @@ func startContainerd(ctx context.Context, p containerdPaths, logPath string) (*P
 	return proc, nil
 }
 
-// importImages builds the busybox and pause images and imports them into
-// containerd's k8s.io namespace, where the CRI plugin finds them.
+// importImages builds the busybox, pause and (where the host has iperf3)
+// bench-tools images and imports them into containerd's k8s.io namespace,
+// where the CRI plugin finds them.
 func importImages(ctx context.Context, p containerdPaths, busyboxPath string) error {
-	archive, err := buildImageArchive(busyboxPath)
+	archive, names, err := buildImageArchive(busyboxPath)
 	if err != nil {
 		return err
 	}
@@ -182,11 +183,7 @@ func importImages(ctx context.Context, p containerdPaths, busyboxPath string) er
 	if err != nil {
 		return fmt.Errorf("import images: %w", err)
 	}
-	want := []string{BusyboxImage, PauseImage}
-	if _, err := toolPaths(benchTools); err == nil {
-		want = append(want, BenchToolsImage)
-	}
-	for _, want := range want {
+	for _, want := range names {
 		if !containsLine(string(out), want) {
 			return fmt.Errorf("import images: %s missing after import; ctr images ls: %s", want, out)
 		}

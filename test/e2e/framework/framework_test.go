@@ -44,7 +44,7 @@ func TestBuildImageArchiveIsAValidOCILayout(t *testing.T) {
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		t.Skip("no /bin/busybox (install busybox-static)")
 	}
-	archive, err := buildImageArchive("/bin/busybox")
+	archive, built, err := buildImageArchive("/bin/busybox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +89,14 @@ func TestBuildImageArchiveIsAValidOCILayout(t *testing.T) {
 	if tools, err := toolPaths(benchTools); err == nil {
 		want = 3 // and BenchToolsImage: checked below
 		checkToolsImage(t, files, index.Manifests, tools)
+	}
+	if len(built) != len(index.Manifests) {
+		t.Errorf("buildImageArchive names %v, the index %d images", built, len(index.Manifests))
+	}
+	for _, n := range built {
+		if !names[n] {
+			t.Errorf("buildImageArchive names %s, not in the index %v", n, names)
+		}
 	}
 	if !names[BusyboxImage] || !names[PauseImage] || len(index.Manifests) != want {
 		t.Errorf("index names %v, want %s and %s (and %s where the host has %v)", names, BusyboxImage, PauseImage, BenchToolsImage, benchTools)

@@ -55,19 +55,19 @@ func newBlob(mediaType string, data []byte) blob {
 
 // buildImageArchive returns an OCI image layout tarball holding BusyboxImage
 // and PauseImage, built from the static busybox binary at busyboxPath, and
-// BenchToolsImage where the host has its tools.
-func buildImageArchive(busyboxPath string) ([]byte, error) {
+// BenchToolsImage where the host has its tools, and the names it holds.
+func buildImageArchive(busyboxPath string) ([]byte, []string, error) {
 	bin, err := os.ReadFile(busyboxPath)
 	if err != nil {
-		return nil, fmt.Errorf("image: %w", err)
+		return nil, nil, fmt.Errorf("image: %w", err)
 	}
 	out, err := exec.Command(busyboxPath, "--list-full").Output()
 	if err != nil {
-		return nil, fmt.Errorf("image: %s --list-full: %w", busyboxPath, err)
+		return nil, nil, fmt.Errorf("image: %s --list-full: %w", busyboxPath, err)
 	}
 	layer, err := busyboxLayer(bin, strings.Fields(string(out)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	layerBlob := newBlob("application/vnd.oci.image.layer.v1.tar", layer)
 
@@ -83,14 +83,16 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 	if tools, err := toolPaths(benchTools); err == nil {
 		toolsLayer, err := hostFilesLayer(tools)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		images = append(images, image{BenchToolsImage, map[string]any{"Cmd": []string{"sh"}},
 			[]blob{layerBlob, newBlob("application/vnd.oci.image.layer.v1.tar", toolsLayer)}})
 	}
 	var blobs []blob
 	var manifests []descriptor
+	var names []string
 	for _, img := range images {
+		names = append(names, img.name)
 		cfg := img.config
 		cfg["Env"] = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 		var diffIDs []string
@@ -107,7 +109,7 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 			"rootfs":       map[string]any{"type": "layers", "diff_ids": diffIDs},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("image: %w", err)
+			return nil, nil, fmt.Errorf("image: %w", err)
 		}
 		cfgBlob := newBlob("application/vnd.oci.image.config.v1+json", cfgJSON)
 		manJSON, err := json.Marshal(map[string]any{
@@ -117,7 +119,7 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 			"layers":        layers,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("image: %w", err)
+			return nil, nil, fmt.Errorf("image: %w", err)
 		}
 		manBlob := newBlob("application/vnd.oci.image.manifest.v1+json", manJSON)
 		blobs = append(blobs, cfgBlob, manBlob)
@@ -130,7 +132,7 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 	}
 	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": manifests})
 	if err != nil {
-		return nil, fmt.Errorf("image: %w", err)
+		return nil, nil, fmt.Errorf("image: %w", err)
 	}
 
 	var buf bytes.Buffer
@@ -143,10 +145,10 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 		return err
 	}
 	if err := add("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return nil, fmt.Errorf("image: %w", err)
+		return nil, nil, fmt.Errorf("image: %w", err)
 	}
 	if err := add("index.json", index); err != nil {
-		return nil, fmt.Errorf("image: %w", err)
+		return nil, nil, fmt.Errorf("image: %w", err)
 	}
 	seen := map[string]bool{}
 	for _, b := range blobs {
@@ -155,13 +157,13 @@ func buildImageArchive(busyboxPath string) ([]byte, error) {
 		}
 		seen[b.desc.Digest] = true
 		if err := add("blobs/sha256/"+strings.TrimPrefix(b.desc.Digest, "sha256:"), b.data); err != nil {
-			return nil, fmt.Errorf("image: %w", err)
+			return nil, nil, fmt.Errorf("image: %w", err)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("image: %w", err)
+		return nil, nil, fmt.Errorf("image: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), names, nil
 }
 
 // toolPaths finds each executable on PATH and adds the shared libraries
