@@ -68,7 +68,9 @@ func Receive(ctx context.Context, ifname string) (Neighbor, error) {
 		case err != nil:
 			return Neighbor{}, fmt.Errorf("port %s: receiving: %w", ifname, err)
 		}
-		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+		// Only frames that came in on this port (open binds the socket
+		// to it; the check keeps the rule in one visible place).
+		if ll, ok := from.(*unix.SockaddrLinklayer); !ok || ll.Ifindex != ifi.Index || ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
 		}
 		if n > len(buf) || n < 14 || !lldpDestination(buf[:6]) {
@@ -84,10 +86,15 @@ func Receive(ctx context.Context, ifname string) (Neighbor, error) {
 }
 
 // open makes a packet socket receiving LLDP's ethertype on one interface,
-// with a receive timeout so that Receive sees its context end.
+// with a receive timeout so that Receive sees its context end. The socket
+// is opened with protocol 0, which receives nothing, and gets LLDP's
+// ethertype only in bind: opened with the ethertype it would hear every
+// interface of the namespace until bound, and a frame of another port's
+// switch queued in that instant was read as this port's neighbor
+// (packet(7); TestReceiveHearsOnlyItsOwnPort).
 func open(ifindex int) (int, error) {
 	proto := htons(EtherType)
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(proto))
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("opening a packet socket (needs CAP_NET_RAW): %w", err)
 	}
