@@ -35,7 +35,7 @@ var Layers = []Layer{
 	{ID: "config", Title: "configuration APIs", Patterns: []string{"api/...", "internal/migrate"}},
 	{ID: "model", Title: "model (read-only)", Patterns: []string{
 		"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign",
-		"internal/machine", "internal/fakesysfs", "machines", "internal/rdmacounter",
+		"internal/machine", "internal/fakesysfs", "machines", "internal/rdmacounter", "internal/firmware",
 	}},
 	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
 		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",

@@ -6,20 +6,22 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/railyard-io/railyard/internal/firmware"
 )
 
 // firmware checks that the RDMA NICs of one model (PCI vendor and device
 // ID) run one firmware version across the node: cards of one model on
 // different releases behave differently (congestion control, PCIe
 // relaxed ordering, bugs fixed in one and not the other), and a rail that
-// is slower than its peers slows every collective.
+// is slower than its peers slows every collective. Known issues of the
+// releases found warn; a release the firmware policy refuses fails.
 func (n *node) firmware(context.Context) []Check {
-	type model struct{ vendor, device uint16 }
-	byModel := map[model]map[string][]string{} // model -> fw_ver -> RDMA devices
-	unread := map[model][]string{}
-	var order []model
+	byModel := map[firmware.Model]map[string][]string{} // model -> fw_ver -> RDMA devices
+	unread := map[firmware.Model][]string{}
+	var order []firmware.Model
 	for _, x := range n.topo.NICs {
-		m := model{x.Vendor, x.Device}
+		m := firmware.Model{Vendor: x.Vendor, Device: x.Device}
 		if _, ok := byModel[m]; !ok {
 			byModel[m] = map[string][]string{}
 			order = append(order, m)
@@ -33,7 +35,7 @@ func (n *node) firmware(context.Context) []Check {
 	}
 	var out []Check
 	for _, m := range order {
-		c := Check{ID: "firmware", Subject: fmt.Sprintf("%04x:%04x", m.vendor, m.device), Status: OK}
+		c := Check{ID: "firmware", Subject: m.String(), Status: OK}
 		versions := slices.Sorted(maps.Keys(byModel[m]))
 		var parts []string
 		for _, v := range versions {
@@ -60,7 +62,7 @@ func (n *node) firmware(context.Context) []Check {
 		// with the notes' workaround, whatever the rest said.
 		var issues, fixes []string
 		for _, v := range versions {
-			for _, fi := range knownIssues(m.device, v) {
+			for _, fi := range firmware.KnownIssues(m, v) {
 				issues = append(issues, fmt.Sprintf("%s on %s: %s", v, strings.Join(byModel[m][v], ", "), fi))
 				fixes = append(fixes, fi.ID+": "+fi.Fix)
 			}
@@ -72,6 +74,18 @@ func (n *node) firmware(context.Context) []Check {
 			c.Status = Warn
 			c.Summary = strings.Join(append(nonEmpty(c.Summary), issues...), "; ")
 			c.Fix = strings.Join(append(nonEmpty(c.Fix), append(fixes, "or move to a release whose notes no longer list the issue")...), "; ")
+		}
+		// The policy's refusals: a failure, whatever the rest said.
+		var refused []string
+		for _, v := range versions {
+			if why := n.opt.Firmware.Refused(m, v); why != "" {
+				refused = append(refused, fmt.Sprintf("%s refused: %s", strings.Join(byModel[m][v], ", "), why))
+			}
+		}
+		if len(refused) > 0 {
+			c.Status = Fail
+			c.Summary = strings.Join(append(refused, nonEmpty(c.Summary)...), "; ")
+			c.Fix = strings.Join(append([]string{"flash an accepted release (mlxfwmanager -u, or mlxup, then mlxfwreset -d <pci> reset or a reboot); the agent, with the same firmware policy, taints these NICs NoSchedule until then"}, nonEmpty(c.Fix)...), "; ")
 		}
 		out = append(out, c)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/discovery"
+	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/sysfs"
 	"github.com/railyard-io/railyard/internal/topology"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// (nil: a timer). Tests change the counter files in it instead of
 	// sleeping.
 	Wait func(ctx context.Context, d time.Duration) error
+	// Firmware is which NIC firmware is refused (a minimum release per
+	// model, known issues): a refused NIC fails the firmware check. The
+	// agent refuses the same NICs with its config's firmware section.
+	Firmware firmware.Policy
 	// Profile names the fabric (bench.Profiles): on a lossy one
 	// (roce-lossy, cloud, virtual) a RoCE NIC without PFC is expected and
 	// ECN is what must be on; "" judges RoCE as roce-lossless, as

@@ -13,6 +13,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/nodesetup/v1alpha1"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
+	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/sysfs"
 )
@@ -252,11 +253,21 @@ func TestEachFailureIsReported(t *testing.T) {
 		"firmware differs within a model": {func(e *env) { _ = fakesysfs.SetFirmware(e.sys, "mlx5_2", "22.35.1012") }, "firmware", Warn,
 			"2 firmware versions on one model: 22.35.1012 on mlx5_2; 22.39.1002 on mlx5_1", "mlxfwmanager"},
 		// A release NVIDIA's notes list with a known issue Railyard's checks
-		// depend on (firmware_issues.go): a warning with the workaround.
+		// depend on (internal/firmware): a warning with the workaround.
 		"firmware with a known issue": {func(e *env) {
 			_ = fakesysfs.SetFirmware(e.sys, "mlx5_1", "22.45.1020")
 			_ = fakesysfs.SetFirmware(e.sys, "mlx5_2", "22.45.1020")
 		}, "firmware", Warn, "NVIDIA known issue 4394475 (detected in 22.45.1020, still listed in the 22.46.3048 release notes, https://docs.nvidia.com/networking/display/connectx6dxfirmwarev22463048/known+issues)", "ecn/roce_rp/enable"},
+		// The firmware policy (the agent's, given as flags): a release
+		// below the model's minimum, or with a known issue it refuses,
+		// fails, even on a node whose NICs agree.
+		"firmware below the policy's minimum": {func(e *env) {
+			e.opt.Firmware = mustPolicy(map[string]string{"15b3:101d": "22.40.1000"}, nil)
+		}, "firmware", Fail, "mlx5_1, mlx5_2 refused: firmware 22.39.1002 below the minimum 22.40.1000 for 15b3:101d", "taints these NICs NoSchedule"},
+		"firmware with a refused known issue": {func(e *env) {
+			e.opt.Firmware = mustPolicy(nil, []string{"4394475"})
+			_ = fakesysfs.SetFirmware(e.sys, "mlx5_2", "22.45.1020")
+		}, "firmware", Fail, "mlx5_2 refused: firmware 22.45.1020 has known issue 4394475", "flash an accepted release"},
 		"firmware unreadable": {func(e *env) { _ = os.Remove(filepath.Join(e.sys, "class/infiniband/mlx5_0/fw_ver")) }, "firmware", Skip,
 			"cannot read the firmware version of any NIC of this model", ""},
 		"IOMMU translating": {func(e *env) {
@@ -516,4 +527,12 @@ func TestRoCEWithoutPFCByProfile(t *testing.T) {
 	if _, err := Run(context.Background(), e.opt); err == nil || !strings.Contains(err.Error(), "want one of infiniband, roce-lossless") {
 		t.Errorf("Run with profile %q: %v, want the profiles named", e.opt.Profile, err)
 	}
+}
+
+func mustPolicy(minimum map[string]string, refuse []string) firmware.Policy {
+	p, err := firmware.NewPolicy(minimum, refuse)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }

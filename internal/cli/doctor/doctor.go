@@ -12,6 +12,7 @@ import (
 	"github.com/railyard-io/railyard/internal/bench"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/doctor"
+	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
@@ -34,6 +35,8 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var opt doctor.Options
 	var jsonOut bool
 	var policy, hostRoot string
+	var fwMinimum map[string]string
+	var fwRefuse []string
 	cmd := &cobra.Command{
 		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION] [--profile NAME]",
 		Short: "Tell whether this node is ready for GPU RDMA, and how to fix it",
@@ -63,6 +66,12 @@ cloud, virtual) expects no PFC and wants ECN on instead.
 It runs unprivileged; the ACS check needs root (the kernel gives other users
 only the first 64 bytes of PCI config space) and says so when skipped.
 
+--firmware-minimum and --refuse-known-issue are the agent's firmware policy
+(its config's firmware section, the chart's agent.firmware): a NIC whose
+firmware is older than its model's minimum, or has a known issue refused,
+fails the firmware check, as the agent marks it unhealthy (the DRA driver
+taints it NoSchedule). Known issues: docs/doctor.md#known-firmware-issues.
+
 Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 /sys and / (read-only) and pass --sysfs /host/sys --host-root /host.`,
 		Example: `  railyard doctor
@@ -71,6 +80,9 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
   railyard doctor --counter-window 30s
   # a RoCE fabric lossy by design (ECN, no PFC)
   railyard doctor --profile roce-lossy
+  # refuse ConnectX-7 firmware older than 28.39.1002, and releases with
+  # NVIDIA known issue 3363753 (the link down with an MMS1V00-WM module)
+  railyard doctor --firmware-minimum 15b3:1021=28.39.1002 --refuse-known-issue 3363753
   # in a pod, with the host's /sys and / mounted read-only
   railyard doctor --sysfs /host/sys --host-root /host`,
 		Args: cobra.NoArgs,
@@ -83,6 +95,11 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 					return fmt.Errorf("--profile: %w", err)
 				}
 			}
+			fw, err := firmware.NewPolicy(fwMinimum, fwRefuse)
+			if err != nil {
+				return fmt.Errorf("--firmware-minimum, --refuse-known-issue: %w", err)
+			}
+			opt.Firmware = fw
 			if policy != "" {
 				p, err := v1alpha1.Load(policy)
 				if err != nil {
@@ -102,6 +119,8 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 	fl.StringVar(&hostRoot, "host-root", "/", "where the host's / is (for /proc, /etc, /lib)")
 	fl.StringVar(&policy, "policy", "", "node policy (railyard.io/v1alpha1 NodePolicy) to check VF counts and link layers against")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
+	fl.StringToStringVar(&fwMinimum, "firmware-minimum", nil, "MODEL=RELEASE: the oldest firmware accepted for a NIC model, vendor:device as lspci -n prints it (15b3:1021=28.39.1002); repeatable")
+	fl.StringSliceVar(&fwRefuse, "refuse-known-issue", nil, "NVIDIA's reference of a known firmware issue whose releases are refused (3363753); repeatable")
 	fl.DurationVar(&opt.CounterWindow, "counter-window", doctor.DefaultCounterWindow,
 		"how long to watch the RDMA error counters between two readings (0: read once; at most 1m)")
 	fl.StringVar(&opt.Profile, "profile", "", "the fabric's profile: "+strings.Join(bench.ProfileNames(), ", ")+" (default roce-lossless for RoCE)")

@@ -167,3 +167,32 @@ func TestDoctorCounterWindow(t *testing.T) {
 		t.Errorf("help (%v):\n%s", err, out)
 	}
 }
+
+// The firmware policy's flags reach the check (the small node's NICs run
+// 22.39.1002 and 20.39.1002), and bad values are refused before anything
+// is read, each named.
+func TestDoctorFirmwarePolicyFlags(t *testing.T) {
+	sys := tree(t)
+	out, _, _ := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(), "--counter-window", "0",
+		"--firmware-minimum", "15b3:101d=22.40.1000", "--json")
+	var r struct {
+		Checks []struct{ ID, Subject, Status, Summary string } `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	refused := 0
+	for _, c := range r.Checks {
+		if c.ID == "firmware" && c.Status == "fail" && strings.Contains(c.Summary, "below the minimum 22.40.1000 for 15b3:101d") {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d failing firmware lines for 15b3:101d, want 1:\n%s", refused, out)
+	}
+	out, _, err := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir(),
+		"--firmware-minimum", "cx7=28.39.1002", "--refuse-known-issue", "123")
+	if err == nil || !strings.Contains(err.Error(), `model "cx7"`) || !strings.Contains(err.Error(), `"123" is not a known issue`) || out != "" {
+		t.Errorf("bad firmware flags: %q, %v", out, err)
+	}
+}

@@ -1,25 +1,24 @@
-package doctor
+package firmware
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
 )
 
-// firmwareIssue is a known issue NVIDIA's firmware release notes list for
+// Issue is a known issue NVIDIA's firmware release notes list for
 // a ConnectX model, that touches what Railyard checks or relies on (the
 // link, the congestion control doctor judges, the counters railyard top
 // and the alerts read). Only issues whose notes were read are here, each
 // with its source; it is not a list of every known issue.
-type firmwareIssue struct {
-	Device uint16 // PCI device ID of the model
+type Issue struct {
+	Device uint16 // PCI device ID of the model (vendor 15b3)
 	// From is the version the notes say it was detected (discovered) in;
 	// To the newest release whose notes, as read, still list it. Versions
 	// in between have it; after To, the notes were not read.
 	From, To string
 	ID       string // NVIDIA's internal reference
-	Issue    string
-	Fix      string
+	What     string // the issue, as the notes say it
+	Fix      string // the workaround
 	Source   string // the release notes' Known Issues page listing it at To
 }
 
@@ -30,10 +29,10 @@ const (
 	pccLoopbackFix   = "mlxconfig ... ROCE_CC_LEGACY_DCQCN=1 returns to hardware congestion control (the notes' workaround); bench runs with both pods on one node measure the loopback"
 )
 
-// firmwareIssues is the table. Sources: NVIDIA ConnectX-6 Dx, ConnectX-6
-// Lx and ConnectX-7 firmware release notes, "Known Issues" (docs/doctor.md
-// lists them).
-var firmwareIssues = []firmwareIssue{
+// issues is the table. Sources: NVIDIA ConnectX-6 Dx, ConnectX-6 Lx and
+// ConnectX-7 firmware release notes, "Known Issues" (docs/doctor.md lists
+// them).
+var issues = []Issue{
 	{0x101d, "22.45.1020", "22.46.3048", "4394475", ccPerPriority, ccPerPriorityFix, "https://docs.nvidia.com/networking/display/connectx6dxfirmwarev22463048/known+issues"},
 	{0x101f, "26.45.1020", "26.48.1000", "4394475", ccPerPriority, ccPerPriorityFix, "https://docs.nvidia.com/networking/display/connectx6lxfirmwarev26481000/Known-Issues"},
 	{0x1021, "28.45.1020", "28.46.3048", "4394475", ccPerPriority, ccPerPriorityFix, "https://docs.nvidia.com/networking/display/ConnectX7Firmwarev28463048/Known+Issues"},
@@ -48,54 +47,44 @@ var firmwareIssues = []firmwareIssue{
 		"https://docs.nvidia.com/networking/display/ConnectX7Firmwarev28381900/Known+Issues"},
 }
 
-// knownIssues returns the table's issues of a model's firmware version.
-// A version that does not parse as N.N.N has none.
-func knownIssues(device uint16, version string) []firmwareIssue {
-	v, ok := parseFirmware(version)
+// nvidia is the PCI vendor ID of every model in the table (Mellanox's).
+const nvidia = 0x15b3
+
+// KnownIssues returns the table's issues of a model's firmware version.
+// A version that does not parse has none.
+func KnownIssues(m Model, version string) []Issue {
+	v, ok := ParseVersion(version)
 	if !ok {
 		return nil
 	}
-	var out []firmwareIssue
-	for _, fi := range firmwareIssues {
-		from, _ := parseFirmware(fi.From)
-		to, _ := parseFirmware(fi.To)
-		if fi.Device == device && cmpFirmware(v, from) >= 0 && cmpFirmware(v, to) <= 0 {
+	var out []Issue
+	for _, fi := range issues {
+		from, _ := ParseVersion(fi.From)
+		to, _ := ParseVersion(fi.To)
+		if m.Vendor == nvidia && fi.Device == m.Device && v.Compare(from) >= 0 && v.Compare(to) <= 0 {
 			out = append(out, fi)
 		}
 	}
 	return out
 }
 
-// parseFirmware reads "28.39.1002".
-func parseFirmware(s string) ([3]int, bool) {
-	var v [3]int
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) != 3 {
-		return v, false
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
+// issueKnown reports whether the table has an issue with NVIDIA's
+// reference id.
+func issueKnown(id string) bool {
+	return slices.ContainsFunc(issues, func(fi Issue) bool { return fi.ID == id })
 }
 
-func cmpFirmware(a, b [3]int) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
+// issueIDs lists the table's references, each once, sorted.
+func issueIDs() []string {
+	var ids []string
+	for _, fi := range issues {
+		ids = append(ids, fi.ID)
 	}
-	return 0
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // String is the issue in one line, with its source.
-func (fi firmwareIssue) String() string {
-	return fmt.Sprintf("NVIDIA known issue %s (detected in %s, still listed in the %s release notes, %s): %s", fi.ID, fi.From, fi.To, fi.Source, fi.Issue)
+func (fi Issue) String() string {
+	return fmt.Sprintf("NVIDIA known issue %s (detected in %s, still listed in the %s release notes, %s): %s", fi.ID, fi.From, fi.To, fi.Source, fi.What)
 }
