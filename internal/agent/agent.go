@@ -19,6 +19,7 @@ import (
 	"github.com/railyard-io/railyard/internal/binding"
 	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/podresources"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 	"github.com/railyard-io/railyard/internal/pool"
@@ -63,6 +64,9 @@ type Agent struct {
 	// portHealth marks NICs degraded from their error counters at every
 	// rediscovery (nil: errorCounters.window 0s); under mu.
 	portHealth *porthealth.Tracker
+	// firmware marks NICs refused at every rediscovery (the config's
+	// firmware section; the zero policy refuses nothing).
+	firmware firmware.Policy
 
 	mu      sync.Mutex
 	topo    *topology.Topology
@@ -97,6 +101,13 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 			pc.Hold = ec.Hold.Duration
 		}
 		a.portHealth = porthealth.New(pc, sysfs.New(cfg.SysfsRoot))
+	}
+	if fw := cfg.Firmware; fw != nil {
+		p, err := firmware.NewPolicy(fw.Minimum, fw.RefuseKnownIssues)
+		if err != nil {
+			return nil, fmt.Errorf("firmware: %w", err)
+		}
+		a.firmware = p
 	}
 	// GPU UUIDs from the NVIDIA driver's /proc files, the gpuMap file
 	// overriding them; an unreadable driver file is only a warning.
@@ -166,6 +177,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 		return err
 	}
 	a.markDegraded(topo)
+	a.markRefused(topo)
 	a.topo, a.lastErr, a.lastOK = topo, nil, time.Now()
 	owner := map[string]string{}
 	var overlaps []string
@@ -243,6 +255,29 @@ func (a *Agent) markDegraded(t *topology.Topology) {
 		}
 	}
 	a.metrics.SetDegraded(t)
+}
+
+// markRefused writes the firmware policy's verdict into t's NICs
+// (topology.NIC.Refused, which their health reads) and logs each change.
+// A firmware version that cannot be read is never refused.
+func (a *Agent) markRefused(t *topology.Topology) {
+	before := map[string]string{}
+	if a.topo != nil {
+		for _, n := range a.topo.NICs {
+			before[n.PCI] = n.Refused
+		}
+	}
+	for i := range t.NICs {
+		n := &t.NICs[i]
+		n.Refused = a.firmware.Refused(firmware.Model{Vendor: n.Vendor, Device: n.Device}, n.Firmware)
+		switch was := before[n.PCI]; {
+		case n.Refused != "" && n.Refused != was:
+			a.log.Warn("NIC refused by the firmware policy: its devices are unhealthy until it runs an accepted release", "nic", n.Name(), "pci", n.PCI, "reason", n.Refused)
+		case n.Refused == "" && was != "":
+			a.log.Info("NIC no longer refused by the firmware policy", "nic", n.Name(), "pci", n.PCI, "firmware", n.Firmware)
+		}
+	}
+	a.metrics.SetRefused(t)
 }
 
 // devices selects a pool's devices.

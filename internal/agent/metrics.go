@@ -29,6 +29,7 @@ type Metrics struct {
 	discovery       *prometheus.HistogramVec
 	kubeletRestarts prometheus.Counter
 	degraded        *prometheus.GaugeVec
+	refused         *prometheus.GaugeVec
 }
 
 var _ deviceplugin.Metrics = (*Metrics)(nil)
@@ -76,8 +77,11 @@ func NewMetrics() *Metrics {
 		degraded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "railyard_nic_degraded", Help: "1 while the NIC's error counters mark it degraded (its link flapped, or took errorCounters.linkErrors link errors in a window): its devices are unhealthy for the device plugin and DRA.",
 		}, []string{"pci", "rdma"}),
+		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "railyard_nic_firmware_refused", Help: "1 while the agent's firmware policy refuses the NIC's firmware (older than its model's minimum, or with a refused known issue): its devices are unhealthy for the device plugin and DRA.",
+		}, []string{"pci", "rdma", "firmware"}),
 	}
-	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.dra, m.discovery, m.kubeletRestarts, m.degraded,
+	m.reg.MustRegister(m.devices, m.empty, m.warnings, m.registered, m.preferred, m.preferredByDist, m.allocated, m.rpc, m.dra, m.discovery, m.kubeletRestarts, m.degraded, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, reason := range []string{warningPoolEmpty, warningPoolsOverlap} {
 		m.warnings.WithLabelValues(reason) // exported as 0 before the first warning
@@ -135,6 +139,23 @@ func (m *Metrics) SetDegraded(t *topology.Topology) {
 			v = 1
 		}
 		m.degraded.WithLabelValues(n.PCI, n.RDMA).Set(v)
+	}
+}
+
+// SetRefused records which NICs of t the firmware policy refuses (every
+// NIC with an RDMA device gets a series, 0 or 1, labelled with its
+// firmware).
+func (m *Metrics) SetRefused(t *topology.Topology) {
+	m.refused.Reset()
+	for _, n := range t.NICs {
+		if n.RDMA == "" {
+			continue
+		}
+		v := 0.0
+		if n.Refused != "" {
+			v = 1
+		}
+		m.refused.WithLabelValues(n.PCI, n.RDMA, n.Firmware).Set(v)
 	}
 }
 

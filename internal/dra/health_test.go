@@ -188,3 +188,69 @@ func TestGoneHeldDevicesAreTaintedNoExecute(t *testing.T) {
 		}
 	}
 }
+
+// A NIC the firmware policy refuses (topology.NIC.Refused, set by the
+// agent) is unhealthy by the one health rule: under TaintUnhealthy it and
+// its VFs are published with a NoSchedule taint naming the firmware, and
+// the other NICs stay untainted; without, they are left out.
+func TestRefusedFirmwareIsTaintedNoSchedule(t *testing.T) {
+	root := t.TempDir()
+	if err := machines.WriteSysfs("dgx-h100", root, 2); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := discovery.Discover(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = "firmware 28.38.1900 below the minimum 28.39.1002 for 15b3:1021"
+	for i := range topo.NICs {
+		if topo.NICs[i].PCI == "0000:18:00.0" {
+			topo.NICs[i].Refused = reason
+		}
+	}
+	refused := []string{"0000:18:00.0", "0000:18:00.1", "0000:18:00.2"}
+	pools := []v1alpha1.Pool{{Name: "railyard.io/vf", DeviceKind: v1alpha1.KindVF}, {Name: "railyard.io/pf", DeviceKind: v1alpha1.KindPF}}
+	for _, taint := range []bool{false, true} {
+		got, err := dra.Build("node-a", topo, pools, dra.Options{TaintUnhealthy: taint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tainted, left []string
+		for _, p := range got {
+			for _, d := range p.Devices {
+				pci := attrString(d, dra.AttrPCIBusID)
+				if len(d.Taints) == 0 {
+					continue
+				}
+				tainted = append(tainted, pci)
+				// The PF's value is its whole reason; a VF's starts with its
+				// PF and is cut at a label value's 63 bytes.
+				want := "firmware-28-38-1900-below-the-minimum-28-39-1002-for-15b3-1021"
+				if pci != "0000:18:00.0" {
+					want = "pf-0000-18-00-0-firmware-28-38-1900-below-the-minimum-28-39-100"
+				}
+				tt := d.Taints[0]
+				if len(d.Taints) != 1 || tt.Key != dra.TaintKey || tt.Effect != resourceapi.DeviceTaintEffectNoSchedule || tt.Value != want {
+					t.Errorf("taint=%v %s: taints %+v, want one %s=%s:NoSchedule", taint, pci, d.Taints, dra.TaintKey, want)
+				}
+			}
+			for _, u := range p.Unpublished {
+				left = append(left, u.PCI)
+			}
+			for _, h := range p.Health {
+				if !h.Healthy && !strings.Contains(h.Reason, reason) {
+					t.Errorf("taint=%v %s: reason %q", taint, h.PCI, h.Reason)
+				}
+			}
+		}
+		slices.Sort(tainted)
+		slices.Sort(left)
+		want, wantLeft := refused, []string(nil)
+		if !taint {
+			want, wantLeft = nil, refused
+		}
+		if !slices.Equal(tainted, want) || !slices.Equal(left, wantLeft) {
+			t.Errorf("taint=%v: tainted %v, left out %v; want %v and %v", taint, tainted, left, want, wantLeft)
+		}
+	}
+}

@@ -110,7 +110,7 @@ func TestPrometheusRuleAlertsUseOnlyTheAgentsMetrics(t *testing.T) {
 		}
 	}
 	want := []string{"RailyardAgentAbsent", "RailyardAgentNodeMissing", "RailyardAgentWarnings", "RailyardBindErrors",
-		"RailyardDevicePluginRPCErrors", "RailyardDiscoveryFailing", "RailyardJobRailIdle", "RailyardNICDegraded", "RailyardPluginNotRegistered", "RailyardPoolDevicesUnhealthy",
+		"RailyardDevicePluginRPCErrors", "RailyardDiscoveryFailing", "RailyardJobRailIdle", "RailyardNICDegraded", "RailyardNICFirmwareRefused", "RailyardPluginNotRegistered", "RailyardPoolDevicesUnhealthy",
 		"RailyardPoolEmpty", "RailyardPoolNoHealthyDevices", "RailyardRDMACounterReadErrors", "RailyardRDMALinkErrors",
 		"RailyardRDMAPacketErrors", "RailyardRDMARetransmits", "RailyardRDMARetriesExceeded"}
 	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(alerts))); diff != "" {

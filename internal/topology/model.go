@@ -104,6 +104,11 @@ type NIC struct {
 	// errors, while its ports stayed up). Discovery never sets it; the
 	// agent does, and Health reads it.
 	Degraded string `json:"degraded,omitempty"`
+	// Refused, when set, says why the agent's firmware policy refuses the
+	// NIC (internal/firmware: a release older than its model's minimum,
+	// or one with a refused known issue). Discovery never sets it; the
+	// agent does, and Health reads it.
+	Refused string `json:"refused,omitempty"`
 	// VFCount is len(VFs), the VFs that exist (the --json contract's "vfs").
 	VFCount int `json:"vfs"`
 }
@@ -140,14 +145,17 @@ func (n NIC) Healthy() bool {
 
 // Health is the one health rule of a NIC, used by rails, pools and
 // policies alike: it needs at least one port, every port ACTIVE with its
-// physical link up (Port.Active), and no Degraded mark. reason says why
-// not.
+// physical link up (Port.Active), no Degraded mark and no Refused one.
+// reason says why not.
 func (n NIC) Health() (ok bool, reason string) {
 	if ok, reason := portsHealth(n.Ports); !ok {
 		return false, reason
 	}
 	if n.Degraded != "" {
 		return false, "degraded: " + n.Degraded
+	}
+	if n.Refused != "" {
+		return false, n.Refused
 	}
 	return true, ""
 }

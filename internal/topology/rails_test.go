@@ -234,6 +234,20 @@ func TestNICHealthy(t *testing.T) {
 		if dok || dreason != wantReason {
 			t.Errorf("Health(%+v, degraded) = %v %q, want false %q", c.ports, dok, dreason, wantReason)
 		}
+		// A NIC the firmware policy refuses is unhealthy, its ports'
+		// and counters' reasons first.
+		r := NIC{PCI: "p", Ports: c.ports, Refused: "firmware 28.38.1900 below the minimum 28.39.1002 for 15b3:1021"}
+		wantReason = c.reason
+		if c.want {
+			wantReason = r.Refused
+		}
+		if rok, rreason := r.Health(); rok || rreason != wantReason {
+			t.Errorf("Health(%+v, refused) = %v %q, want false %q", c.ports, rok, rreason, wantReason)
+		}
+		r.Degraded = "port 1 link flapped"
+		if _, rreason := r.Health(); c.want && rreason != "degraded: port 1 link flapped" {
+			t.Errorf("Health(%+v, degraded and refused) reason %q, want the counters' first", c.ports, rreason)
+		}
 		ok, reason := n.Health()
 		if ok != c.want || n.Healthy() != c.want || reason != c.reason {
 			t.Errorf("Health(%+v) = %v %q, want %v %q", c.ports, ok, reason, c.want, c.reason)
@@ -257,6 +271,7 @@ func TestVFHealth(t *testing.T) {
 		{down, VF{Ports: []Port{activePort}}, false, "PF pf: port 1 is DOWN/Disabled"},
 		{NIC{PCI: "pf"}, VF{}, false, "PF pf: no RDMA ports"},
 		{NIC{PCI: "pf", Ports: []Port{activePort}, Degraded: "port 1 link flapped"}, VF{Ports: []Port{activePort}}, false, "PF pf: degraded: port 1 link flapped"},
+		{NIC{PCI: "pf", Ports: []Port{activePort}, Refused: "firmware 1.2.3 below the minimum 1.2.4 for 15b3:1021"}, VF{Ports: []Port{activePort}}, false, "PF pf: firmware 1.2.3 below the minimum 1.2.4 for 15b3:1021"},
 	} {
 		ok, reason := c.nic.VFHealth(c.vf)
 		if ok != c.want || reason != c.reason {

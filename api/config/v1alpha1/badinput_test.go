@@ -142,3 +142,27 @@ func TestErrorCountersDefaultsAndBounds(t *testing.T) {
 		}
 	}
 }
+
+// firmware: absent or empty refuses nothing; each bad entry is named.
+func TestFirmwarePolicyIsValidated(t *testing.T) {
+	base := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\npools: [{name: railyard.io/rdma, selectors: {}}]\n"
+	for _, tc := range []struct {
+		body, err string
+	}{
+		{"firmware: {}", ""},
+		{`firmware: {minimum: {"15b3:1021": "28.39.1002"}, refuseKnownIssues: ["3363753"]}`, ""},
+		{`firmware: {minimum: {"15b3:1021": "28.39"}}`, `firmware: Invalid value: minimum[15b3:1021]: "28.39" is not a release like 28.39.1002`},
+		{`firmware: {minimum: {"ConnectX-7": "28.39.1002"}}`, `firmware: Invalid value: minimum: model "ConnectX-7": want vendor:device`},
+		{`firmware: {refuseKnownIssues: ["12345"]}`, `firmware: Invalid value: refuseKnownIssues[0]: "12345" is not a known issue`},
+		{`firmware: {minimum: ["15b3:1021"]}`, `firmware.minimum`},
+		{`firmware: {refuse: ["3363753"]}`, `refuse`},
+	} {
+		_, err := Parse([]byte(base + tc.body + "\n"))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.body, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: err = %v, want %q", tc.body, err, tc.err)
+		}
+	}
+}

@@ -99,6 +99,11 @@ type AgentConfig struct {
 	// counters, read at every rediscovery (docs/agent.md, "Health from
 	// counters").
 	ErrorCounters *ErrorCounters `json:"errorCounters,omitempty"`
+	// Firmware is which NIC firmware the agent refuses: a refused NIC's
+	// devices are unhealthy (the DRA driver taints them NoSchedule).
+	// Unset refuses nothing. `railyard doctor --firmware-minimum
+	// --refuse-known-issue` judges by the same rules.
+	Firmware *Firmware `json:"firmware,omitempty"`
 	// GPUMap is a file mapping GPU UUIDs to PCI addresses ("" = none).
 	GPUMap string `json:"gpuMap,omitempty"`
 	// NCCLTopologyFile is an NCCL topology file (the one NCCL_TOPO_FILE
@@ -144,6 +149,17 @@ type ErrorCounters struct {
 	// Hold is how long a NIC stays degraded after its last counted rise
 	// (default 5m).
 	Hold *metav1.Duration `json:"hold,omitempty"`
+}
+
+// Firmware is a firmware policy (internal/firmware.Policy). A firmware
+// version that cannot be read or parsed is never refused.
+type Firmware struct {
+	// Minimum is the oldest release accepted per NIC model, the model as
+	// lspci -n prints it: {"15b3:1021": "28.39.1002"}.
+	Minimum map[string]string `json:"minimum,omitempty"`
+	// RefuseKnownIssues lists NVIDIA references of known firmware issues
+	// (docs/doctor.md#known-firmware-issues) whose releases are refused.
+	RefuseKnownIssues []string `json:"refuseKnownIssues,omitempty"`
 }
 
 // Pool is one extended resource (one device plugin) and how its devices

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
 
@@ -52,6 +53,13 @@ func Validate(c *AgentConfig) field.ErrorList {
 			fmt.Sprintf("must be %s to %s, or 0s to disable the poll", MinPortPollInterval, MaxPortPollInterval)))
 	}
 	errs = append(errs, validateErrorCounters(c.ErrorCounters)...)
+	if fw := c.Firmware; fw != nil {
+		if _, err := firmware.NewPolicy(fw.Minimum, fw.RefuseKnownIssues); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") { // errors.Join: one per bad entry
+				errs = append(errs, field.Invalid(field.NewPath("firmware"), field.OmitValueType{}, line))
+			}
+		}
+	}
 	for i, r := range c.GPUResourceNames {
 		errs = append(errs, validateResourceName(field.NewPath("gpuResourceNames").Index(i), r)...)
 	}
