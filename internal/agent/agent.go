@@ -178,6 +178,7 @@ func (a *Agent) Rediscover(ctx context.Context, why string) error {
 	}
 	a.markDegraded(topo)
 	a.markRefused(topo)
+	a.metrics.SetNICMarks(topo, a.portHealth != nil)
 	a.topo, a.lastErr, a.lastOK = topo, nil, time.Now()
 	owner := map[string]string{}
 	var overlaps []string
@@ -254,7 +255,6 @@ func (a *Agent) markDegraded(t *topology.Topology) {
 			a.log.Info("NIC no longer degraded: no counted error rise for errorCounters.hold", "nic", n.Name(), "pci", n.PCI)
 		}
 	}
-	a.metrics.SetDegraded(t)
 }
 
 // markRefused writes the firmware policy's verdict into t's NICs
@@ -277,7 +277,6 @@ func (a *Agent) markRefused(t *topology.Topology) {
 			a.log.Info("NIC no longer refused by the firmware policy", "nic", n.Name(), "pci", n.PCI, "firmware", n.Firmware)
 		}
 	}
-	a.metrics.SetRefused(t)
 }
 
 // devices selects a pool's devices.

@@ -126,36 +126,27 @@ func (m *Metrics) SetRegistered(resource string, ok bool) {
 	m.registered.WithLabelValues(resource).Set(v)
 }
 
-// SetDegraded records which NICs of t are degraded (every NIC with an
-// RDMA device gets a series, 0 or 1).
-func (m *Metrics) SetDegraded(t *topology.Topology) {
+// SetNICMarks records the marks the agent put on t's NICs, 0 or 1 for
+// every NIC with an RDMA device: degraded by its error counters (only
+// when the counters' health is on: counters), refused by the firmware
+// policy (labelled with the firmware).
+func (m *Metrics) SetNICMarks(t *topology.Topology, counters bool) {
 	m.degraded.Reset()
-	for _, n := range t.NICs {
-		if n.RDMA == "" {
-			continue
-		}
-		v := 0.0
-		if n.Degraded != "" {
-			v = 1
-		}
-		m.degraded.WithLabelValues(n.PCI, n.RDMA).Set(v)
-	}
-}
-
-// SetRefused records which NICs of t the firmware policy refuses (every
-// NIC with an RDMA device gets a series, 0 or 1, labelled with its
-// firmware).
-func (m *Metrics) SetRefused(t *topology.Topology) {
 	m.refused.Reset()
+	flag := func(mark string) float64 {
+		if mark != "" {
+			return 1
+		}
+		return 0
+	}
 	for _, n := range t.NICs {
 		if n.RDMA == "" {
 			continue
 		}
-		v := 0.0
-		if n.Refused != "" {
-			v = 1
+		if counters {
+			m.degraded.WithLabelValues(n.PCI, n.RDMA).Set(flag(n.Degraded))
 		}
-		m.refused.WithLabelValues(n.PCI, n.RDMA, n.Firmware).Set(v)
+		m.refused.WithLabelValues(n.PCI, n.RDMA, n.Firmware).Set(flag(n.Refused))
 	}
 }
 

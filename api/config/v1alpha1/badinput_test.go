@@ -121,9 +121,7 @@ func TestErrorCountersDefaultsAndBounds(t *testing.T) {
 	if ec := c.ErrorCounters; ec == nil || ec.Window.Duration != DefaultErrorCounterWindow || *ec.LinkErrors != DefaultLinkErrors || ec.Hold.Duration != DefaultDegradedHold {
 		t.Errorf("defaults: %+v", c.ErrorCounters)
 	}
-	for _, tc := range []struct {
-		body, err string
-	}{
+	parseCases(t, base, []parseCase{
 		{"errorCounters: {window: 0s}", ""},
 		{"errorCounters: {window: 1h, linkErrors: 1, hold: 0s}", ""},
 		{"errorCounters: {window: 500ms}", `errorCounters.window: Invalid value: "500ms": must be 1s to 1h0m0s, or 0s`},
@@ -132,23 +130,13 @@ func TestErrorCountersDefaultsAndBounds(t *testing.T) {
 		{"errorCounters: {hold: -1s}", `errorCounters.hold: Invalid value: "-1s": must be 0s to 24h0m0s`},
 		{"errorCounters: {hold: 25h}", `errorCounters.hold: Invalid value: "25h0m0s"`},
 		{"errorCounters: {windw: 1s}", `windw`},
-	} {
-		_, err := Parse([]byte(base + tc.body + "\n"))
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.body, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: err = %v, want %q", tc.body, err, tc.err)
-		}
-	}
+	})
 }
 
 // firmware: absent or empty refuses nothing; each bad entry is named.
 func TestFirmwarePolicyIsValidated(t *testing.T) {
 	base := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\npools: [{name: railyard.io/rdma, selectors: {}}]\n"
-	for _, tc := range []struct {
-		body, err string
-	}{
+	parseCases(t, base, []parseCase{
 		{"firmware: {}", ""},
 		{`firmware: {minimum: {"15b3:1021": "28.39.1002"}, refuseKnownIssues: ["3363753"]}`, ""},
 		{`firmware: {minimum: {"15b3:1021": "28.39"}}`, `firmware: Invalid value: minimum[15b3:1021]: "28.39" is not a release like 28.39.1002`},
@@ -156,7 +144,17 @@ func TestFirmwarePolicyIsValidated(t *testing.T) {
 		{`firmware: {refuseKnownIssues: ["12345"]}`, `firmware: Invalid value: refuseKnownIssues[0]: "12345" is not a known issue`},
 		{`firmware: {minimum: ["15b3:1021"]}`, `firmware.minimum`},
 		{`firmware: {refuse: ["3363753"]}`, `refuse`},
-	} {
+	})
+}
+
+// parseCase is a configuration's extra lines and a part of the error
+// Parse must give ("" for none).
+type parseCase struct{ body, err string }
+
+// parseCases parses base plus each case's body.
+func parseCases(t *testing.T, base string, cases []parseCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := Parse([]byte(base + tc.body + "\n"))
 		switch {
 		case tc.err == "" && err != nil:

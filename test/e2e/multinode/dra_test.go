@@ -286,7 +286,7 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	t.Run("half a node per pod: per-pod claims split the rails, the job template does not", func(t *testing.T) {
 		testHalfNodeJob(ctx, t, c, bin)
 	})
-	t.Run("an unhealthy NIC: tainted where the API server keeps taints, left out where it drops them", func(t *testing.T) {
+	t.Run("an unhealthy NIC (port DOWN, firmware refused): tainted where the API server keeps taints, left out where it drops them", func(t *testing.T) {
 		testUnhealthyNIC(ctx, t, c, gpus[0], topos[gpus[0].Name])
 	})
 	t.Run("a pod asking for a pool's extended resource is served by DRA", func(t *testing.T) {
@@ -343,6 +343,9 @@ func testExtendedResource(ctx context.Context, t *testing.T, c *framework.MultiC
 // NIC with the rdma.railyard.io/unhealthy NoSchedule taint on 1.37 (device
 // taints GA) and leaves it out on 1.35 (the gate off: the server would drop
 // the taint). The port back up, the NIC is published untainted again.
+// Then the card's fw_ver reads a release older than the chart's firmware
+// policy accepts (as a card flashed with it shows it): the same taint,
+// naming the firmware, until it reads an accepted release again.
 func testUnhealthyNIC(ctx context.Context, t *testing.T, c *framework.MultiCluster, n framework.NodeInfo, topo *topology.Topology) {
 	var nic topology.NIC
 	for _, x := range topo.NICs {
@@ -375,41 +378,58 @@ func testUnhealthyNIC(ctx context.Context, t *testing.T, c *framework.MultiClust
 		}
 		return false, nil, nil
 	}
-	if err := fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortDown); err != nil {
-		t.Fatal(err)
+	if model := fmt.Sprintf("%04x:%04x", nic.Vendor, nic.Device); model != draFirmwareModel || nic.Firmware != draFirmwareMinimum {
+		t.Fatalf("%s is a %s on %q; the chart's firmware policy is written for %s on %s", nic.RDMA, model, nic.Firmware, draFirmwareModel, draFirmwareMinimum)
 	}
-	restored := false
-	t.Cleanup(func() {
-		if !restored {
-			_ = fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortActive)
+	const old = "28.38.1900"
+	for _, fault := range []struct {
+		what          string
+		taint         string // the taint value's start
+		cause, repair func() error
+	}{
+		{"port DOWN", "port-1-is-down",
+			func() error { return fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortDown) },
+			func() error { return fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortActive) }},
+		{"firmware " + old + " (minimum " + draFirmwareMinimum + ")", "firmware-28-38-1900-below-the-minimum-28-39-1002",
+			func() error { return fakesysfs.SetFirmware(sysfs, nic.RDMA, old) },
+			func() error { return fakesysfs.SetFirmware(sysfs, nic.RDMA, nic.Firmware) }},
+	} {
+		if err := fault.cause(); err != nil {
+			t.Fatal(err)
 		}
-	})
-	down := time.Now()
-	poll(ctx, t, fmt.Sprintf("%s (%s) on %s unhealthy in its slice", name, nic.RDMA, n.Name), func(ctx context.Context) (bool, string) {
-		found, taints, err := device(ctx)
-		if err != nil {
-			return false, err.Error()
+		repaired := false
+		t.Cleanup(func() {
+			if !repaired {
+				_ = fault.repair()
+			}
+		})
+		start := time.Now()
+		poll(ctx, t, fmt.Sprintf("%s (%s) on %s unhealthy in its slice after %s", name, nic.RDMA, n.Name, fault.what), func(ctx context.Context) (bool, string) {
+			found, taints, err := device(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if keeps {
+				ok := found && len(taints) == 1 && taints[0].Key == dra.TaintKey && taints[0].Effect == resourceapi.DeviceTaintEffectNoSchedule &&
+					strings.HasPrefix(taints[0].Value, fault.taint)
+				return ok, fmt.Sprintf("Kubernetes %s keeps taints: published %v, taints %+v; want one %s=%s... NoSchedule", release, found, taints, dra.TaintKey, fault.taint)
+			}
+			return !found, fmt.Sprintf("Kubernetes %s drops taints: published %v (taints %+v); want it left out", release, found, taints)
+		})
+		t.Logf("Kubernetes %s: %s -> %s %s in %v", release, fault.what, name, map[bool]string{true: "tainted NoSchedule", false: "left out of the slice"}[keeps],
+			time.Since(start).Round(10*time.Millisecond))
+		if err := fault.repair(); err != nil {
+			t.Fatal(err)
 		}
-		if keeps {
-			ok := found && len(taints) == 1 && taints[0].Key == dra.TaintKey && taints[0].Effect == resourceapi.DeviceTaintEffectNoSchedule &&
-				strings.Contains(taints[0].Value, "down")
-			return ok, fmt.Sprintf("Kubernetes %s keeps taints: published %v, taints %+v; want one %s NoSchedule", release, found, taints, dra.TaintKey)
-		}
-		return !found, fmt.Sprintf("Kubernetes %s drops taints: published %v (taints %+v); want it left out", release, found, taints)
-	})
-	t.Logf("Kubernetes %s: port DOWN -> %s %s in %v", release, name, map[bool]string{true: "tainted NoSchedule", false: "left out of the slice"}[keeps],
-		time.Since(down).Round(10*time.Millisecond))
-	if err := fakesysfs.SetPortState(sysfs, nic.RDMA, 1, fakesysfs.PortActive); err != nil {
-		t.Fatal(err)
+		repaired = true
+		poll(ctx, t, fmt.Sprintf("%s published untainted again after %s was repaired", name, fault.what), func(ctx context.Context) (bool, string) {
+			found, taints, err := device(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			return found && len(taints) == 0, fmt.Sprintf("published %v, taints %+v", found, taints)
+		})
 	}
-	restored = true
-	poll(ctx, t, fmt.Sprintf("%s published untainted again", name), func(ctx context.Context) (bool, string) {
-		found, taints, err := device(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return found && len(taints) == 0, fmt.Sprintf("published %v, taints %+v", found, taints)
-	})
 }
 
 // testHalfNodeJob: a job of two pods of half a node's GPUs each, on a

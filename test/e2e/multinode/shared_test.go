@@ -27,6 +27,9 @@ import (
 // up.sh's rail pools, each delivered by DRA and changed by edit (nil
 // drops the pool), deleted when the test ends. It returns once every GPU
 // node's agent published a slice of every kept pool.
+// The firmware policy of every DRA release the tests install.
+const draFirmwareModel, draFirmwareMinimum = "15b3:1021", "28.39.1002"
+
 func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluster, edit func(pool map[string]any) map[string]any) {
 	t.Helper()
 	ch, vals := clusterChart(t, c)
@@ -42,6 +45,9 @@ func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluste
 		}
 	}
 	cfg["pools"], cfg["cdiSpecDir"] = pools, c.Info.CDIDir
+	// The generated trees' ConnectX-7 cards run 28.39.1002: accepted,
+	// until testUnhealthyNIC rewrites one card's fw_ver to an older one.
+	cfg["firmware"] = map[string]any{"minimum": map[string]any{draFirmwareModel: draFirmwareMinimum}}
 	agent, _ := vals["agent"].(map[string]any)
 	if agent == nil {
 		agent = map[string]any{}
