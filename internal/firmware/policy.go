@@ -31,13 +31,17 @@ func (m Model) String() string { return fmt.Sprintf("%04x:%04x", m.Vendor, m.Dev
 // Policy is which firmware an operator refuses on a node's RDMA NICs.
 // The zero Policy refuses nothing.
 type Policy struct {
-	// Minimum is the oldest release accepted per model.
-	Minimum map[Model]Version
-	// minimum keeps each minimum as written, for messages.
-	minimum map[Model]string
-	// RefuseIssues are NVIDIA references of known issues (Issues) whose
+	// minimum is the oldest release accepted per model.
+	minimum map[Model]release
+	// refuse are NVIDIA references of known issues (the table) whose
 	// releases are refused.
-	RefuseIssues []string
+	refuse []string
+}
+
+// release is a parsed version and its text as the operator wrote it.
+type release struct {
+	v    Version
+	text string
 }
 
 // NewPolicy builds a Policy from its written form: minimum maps a model
@@ -59,22 +63,22 @@ func NewPolicy(minimum map[string]string, refuseIssues []string) (Policy, error)
 			errs = append(errs, fmt.Errorf("minimum[%s]: %q is not a release like 28.39.1002", k, minimum[k]))
 			continue
 		}
-		if _, dup := p.Minimum[m]; dup {
+		if _, dup := p.minimum[m]; dup {
 			errs = append(errs, fmt.Errorf("minimum: model %s is given twice", m))
 			continue
 		}
-		if p.Minimum == nil {
-			p.Minimum, p.minimum = map[Model]Version{}, map[Model]string{}
+		if p.minimum == nil {
+			p.minimum = map[Model]release{}
 		}
-		p.Minimum[m], p.minimum[m] = v, strings.TrimSpace(minimum[k])
+		p.minimum[m] = release{v, strings.TrimSpace(minimum[k])}
 	}
 	for i, id := range refuseIssues {
 		if !issueKnown(id) {
 			errs = append(errs, fmt.Errorf("refuseKnownIssues[%d]: %q is not a known issue Railyard has read (%s)", i, id, strings.Join(issueIDs(), ", ")))
 			continue
 		}
-		if !slices.Contains(p.RefuseIssues, id) {
-			p.RefuseIssues = append(p.RefuseIssues, id)
+		if !slices.Contains(p.refuse, id) {
+			p.refuse = append(p.refuse, id)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -82,9 +86,6 @@ func NewPolicy(minimum map[string]string, refuseIssues []string) (Policy, error)
 	}
 	return p, nil
 }
-
-// Empty reports whether the policy refuses nothing.
-func (p Policy) Empty() bool { return len(p.Minimum) == 0 && len(p.RefuseIssues) == 0 }
 
 // Refused says why the policy refuses a NIC of model m whose firmware
 // reads version, "" when it does not. A version that does not parse (not
@@ -95,11 +96,11 @@ func (p Policy) Refused(m Model, version string) string {
 		return ""
 	}
 	version = strings.TrimSpace(version)
-	if min, ok := p.Minimum[m]; ok && v.Compare(min) < 0 {
-		return fmt.Sprintf("firmware %s below the minimum %s for %s", version, p.minimum[m], m)
+	if min, ok := p.minimum[m]; ok && v.Compare(min.v) < 0 {
+		return fmt.Sprintf("firmware %s below the minimum %s for %s", version, min.text, m)
 	}
 	for _, fi := range KnownIssues(m, version) {
-		if slices.Contains(p.RefuseIssues, fi.ID) {
+		if slices.Contains(p.refuse, fi.ID) {
 			return fmt.Sprintf("firmware %s has known issue %s: %s", version, fi.ID, fi.What)
 		}
 	}
