@@ -26,10 +26,6 @@ type FS struct {
 	// builds (relative to the root) before it touches it: `railyard topo
 	// --capture` stores exactly what discovery and doctor read.
 	Recorder Recorder
-	// fillsBatches: the root is on sysfs (kernfs) or tmpfs, which fill a
-	// getdents buffer while entries remain, so a short batch is the end
-	// and listing a directory takes one call (New sets it).
-	fillsBatches bool
 }
 
 // Recorder collects the paths readers touch. It must be safe for
@@ -43,17 +39,8 @@ func New(root string) FS {
 	if root == "" {
 		root = "/sys"
 	}
-	var st syscall.Statfs_t
-	fills := syscall.Statfs(root, &st) == nil && (st.Type == sysfsMagic || st.Type == tmpfsMagic)
-	return FS{Root: root, fillsBatches: fills}
+	return FS{Root: root}
 }
-
-// Filesystem magic numbers (linux/magic.h) of the trees whose getdents
-// fills the buffer while entries remain.
-const (
-	sysfsMagic = 0x62656572
-	tmpfsMagic = 0x01021994
-)
 
 // Path joins elements below the root.
 func (f FS) Path(elem ...string) string {
@@ -118,7 +105,7 @@ func (f FS) LinkBase(rel string) (string, error) {
 // List returns the sorted names in a directory below the root; a missing
 // directory is an empty list.
 func (f FS) List(rel string) ([]string, error) {
-	names, err := readDirNames(f.Path(rel), f.fillsBatches)
+	names, err := readDirNames(f.Path(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -130,22 +117,23 @@ func (f FS) List(rel string) ([]string, error) {
 }
 
 // readDirNames lists a directory with raw getdents64 calls. Like readSmall
-// it exists for speed: discovery lists four directories per VF. Where the
-// filesystem fills the buffer while entries remain (fillsBatches: kernfs,
-// tmpfs), a batch that leaves room for another maximal entry was the last,
-// which saves the final empty call; elsewhere it reads until a call
-// returns nothing: ext4, where a captured or test tree may live, returned
-// a PF directory's "net" alone, then its 15 other entries (in the
-// nodesetup tests), and stopping at the short batch lost the PF's VFs.
-func readDirNames(p string, fillsBatches bool) ([]string, error) {
-	return readDirNamesBy(p, syscall.ReadDirent, fillsBatches)
+// it exists for speed: discovery lists four directories per VF. It reads
+// until a call returns nothing: a short batch is never the end. ext4,
+// where a captured or test tree may live, returned a PF directory's "net"
+// alone, then its 15 other entries; and on every filesystem, sysfs and
+// tmpfs included, getdents stops filling the buffer when the thread has a
+// signal pending (fs/readdir.c), which Go's preemption (SIGURG) makes
+// common on a loaded machine. Stopping at a short batch lost a PF's VFs
+// and a VF's counters (TestReadDirNamesIsWholeUnderSignals).
+func readDirNames(p string) ([]string, error) {
+	return readDirNamesBy(p, syscall.ReadDirent)
 }
 
 // direntBufs are readDirNamesBy's getdents buffers.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 8192); return &b }}
 
 // readDirNamesBy is readDirNames with getdents as the getdents64 call.
-func readDirNamesBy(p string, getdents func(fd int, buf []byte) (int, error), fillsBatches bool) ([]string, error) {
+func readDirNamesBy(p string, getdents func(fd int, buf []byte) (int, error)) ([]string, error) {
 	var fd int
 	var err error
 	for {
@@ -177,10 +165,6 @@ func readDirNamesBy(p string, getdents func(fd int, buf []byte) (int, error), fi
 			return names, nil
 		}
 		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
-		const maxEntry = 280 // a dirent64 with a 255-byte name
-		if fillsBatches && n < len(buf)-maxEntry {
-			return names, nil
-		}
 	}
 }
 

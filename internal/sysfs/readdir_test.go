@@ -33,10 +33,8 @@ func oneEntryAtATime() func(fd int, buf []byte) (int, error) {
 }
 
 // readDirNames lists a directory to its end whatever the filesystem
-// returns per getdents call: a short batch is not the end unless the
-// filesystem fills the buffer while entries remain (kernfs and tmpfs:
-// fillsBatches). A listing that stopped at the first short batch listed
-// one entry of 20 here. New tells the filesystems apart.
+// returns per getdents call: a short batch is never the end. A listing
+// that stopped at the first short batch listed one entry of 20 here.
 func TestReadDirNamesReadsToTheEnd(t *testing.T) {
 	dir := t.TempDir()
 	want := []string{"net"}
@@ -52,7 +50,7 @@ func TestReadDirNamesReadsToTheEnd(t *testing.T) {
 	}
 	slices.Sort(want)
 	for name, getdents := range map[string]func(int, []byte) (int, error){"getdents64": syscall.ReadDirent, "one entry per call": oneEntryAtATime()} {
-		got, err := readDirNamesBy(dir, getdents, false)
+		got, err := readDirNamesBy(dir, getdents)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,29 +58,5 @@ func TestReadDirNamesReadsToTheEnd(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: listed %q, want %q", name, got, want)
 		}
-	}
-}
-
-// New trusts short batches only on sysfs and tmpfs.
-func TestNewKnowsWhichFilesystemsFillBatches(t *testing.T) {
-	var st syscall.Statfs_t
-	for _, tc := range []struct {
-		dir  string
-		want func(uint32) bool
-	}{
-		{"/sys", func(typ uint32) bool { return typ == sysfsMagic }},
-		{"/dev/shm", func(typ uint32) bool { return typ == tmpfsMagic }},
-		{t.TempDir(), func(typ uint32) bool { return typ == sysfsMagic || typ == tmpfsMagic }},
-	} {
-		if err := syscall.Statfs(tc.dir, &st); err != nil {
-			t.Logf("%s: %v (skipped)", tc.dir, err)
-			continue
-		}
-		if got := New(tc.dir).fillsBatches; got != tc.want(uint32(st.Type)) {
-			t.Errorf("New(%s).fillsBatches = %v on a filesystem of type %#x", tc.dir, got, st.Type)
-		}
-	}
-	if (FS{Root: "/sys"}).fillsBatches {
-		t.Error("an FS not made by New trusts short batches")
 	}
 }
