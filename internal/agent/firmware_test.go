@@ -9,10 +9,7 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/railyard-io/railyard/internal/deviceplugin"
-	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/podresources/podrestest"
 )
 
 // A NIC whose firmware the config's firmware policy refuses (older than
@@ -30,22 +27,9 @@ func TestFirmwarePolicyRefusesAnOldRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	accepted := strings.TrimSpace(string(current)) // every NIC of the tree runs it
-	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	podrestest.Start(t, e.podSock)
-	config := `apiVersion: railyard.io/v1alpha1
-kind: AgentConfig
-resyncInterval: 1s
-firmware:
-  minimum: {"` + model + `": "` + accepted + `"}
-pools:
-- name: railyard.io/rdma_vf
-  deviceKind: vf
-  selectors:
-    pfNames: [enp5s0f0np0, enp12s0f0np0]
-`
-	r := start(t, e.args(e.writeConfig(t, config)), nil)
-	reg.WaitAll(t, vfRes)
-	vfs := watch(t, dial(t, e.pluginDir+"/"+deviceplugin.SocketName(vfRes)))
+	r, vfs := startVFAgent(t, e, `firmware:
+  minimum: {"`+model+`": "`+accepted+`"}
+`)
 	vfs.next(t, "4 healthy VFs at the minimum", 5*time.Second, func(h map[string]string) bool {
 		return len(h) == 4 && h["0000:05:00.1"] == pluginapi.Healthy && h["0000:0c:00.1"] == pluginapi.Healthy
 	})

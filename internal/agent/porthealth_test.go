@@ -25,23 +25,10 @@ func TestErrorCountersDegradeAFlappingNIC(t *testing.T) {
 	if err := fakesysfs.WriteCounters(e.sysfs, "mlx5_0", fakesysfs.MLX5); err != nil {
 		t.Fatal(err)
 	}
-	reg := kubelettest.StartRegistrar(t, e.pluginDir)
-	podrestest.Start(t, e.podSock)
-	config := `apiVersion: railyard.io/v1alpha1
-kind: AgentConfig
-resyncInterval: 1s
-errorCounters:
+	r, vfs := startVFAgent(t, e, `errorCounters:
   window: 30s
   hold: 3s
-pools:
-- name: railyard.io/rdma_vf
-  deviceKind: vf
-  selectors:
-    pfNames: [enp5s0f0np0, enp12s0f0np0]
-`
-	r := start(t, e.args(e.writeConfig(t, config)), nil)
-	reg.WaitAll(t, vfRes)
-	vfs := watch(t, dial(t, e.pluginDir+"/"+deviceplugin.SocketName(vfRes)))
+`)
 	vfs.next(t, "4 healthy VFs", 5*time.Second, func(h map[string]string) bool {
 		return len(h) == 4 && h["0000:05:00.1"] == pluginapi.Healthy
 	})
@@ -64,4 +51,25 @@ pools:
 	vfs.next(t, "05:00.x healthy after the hold", 15*time.Second, func(h map[string]string) bool {
 		return h["0000:05:00.1"] == pluginapi.Healthy && h["0000:05:00.2"] == pluginapi.Healthy
 	})
+}
+
+// startVFAgent starts the agent on e's tree (roce-8gpu-4nic) with kubelet
+// stubs, one vf pool of its first two PFs, a 1 s resync and section (more
+// configuration lines), and watches the pool's ListAndWatch.
+func startVFAgent(t *testing.T, e *env, section string) (*running, stream) {
+	t.Helper()
+	reg := kubelettest.StartRegistrar(t, e.pluginDir)
+	podrestest.Start(t, e.podSock)
+	config := `apiVersion: railyard.io/v1alpha1
+kind: AgentConfig
+resyncInterval: 1s
+` + section + `pools:
+- name: railyard.io/rdma_vf
+  deviceKind: vf
+  selectors:
+    pfNames: [enp5s0f0np0, enp12s0f0np0]
+`
+	r := start(t, e.args(e.writeConfig(t, config)), nil)
+	reg.WaitAll(t, vfRes)
+	return r, watch(t, dial(t, e.pluginDir+"/"+deviceplugin.SocketName(vfRes)))
 }
