@@ -2,10 +2,8 @@ package fabric
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
-	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 )
 
@@ -48,15 +45,7 @@ type dryRun struct {
 const childEnv = "RAILYARD_FABRIC_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		cmd := NewCommand(iostreams.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-		cmd.SetArgs(os.Args[1:])
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "railyard fabric:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	clitest.ExitIfChild(childEnv, NewCommand)
 	os.Exit(m.Run())
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/railyard-io/railyard/internal/cli/clitest"
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
@@ -24,14 +25,7 @@ import (
 const childEnv = "RAILYARD_TOPO_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		cmd := NewCommand(iostreams.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-		cmd.SetArgs(os.Args[1:])
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	clitest.ExitIfChild(childEnv, NewCommand)
 	os.Exit(m.Run())
 }
 
