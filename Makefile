@@ -15,7 +15,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools cni-tools images images-infiniband manifests clean
+.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools deps cni-tools images images-infiniband manifests clean
 
 all: build
 
@@ -33,7 +33,7 @@ demo: build
 test: lint unit e2e vmtest
 
 ## unit: every Go test with -race (netns tests need root and skip without it), but internal/image's without it (NORACE)
-unit: cni-tools
+unit: deps cni-tools
 	$(GO) test -race -count=1 $(shell $(GO) list $(PKGS) | grep -vxF -e '$(NORACE)')
 	$(GO) test -count=1 $(NORACE)
 
@@ -52,6 +52,10 @@ archgraph:
 ## tools: install pinned Go tools into _output/tools
 tools:
 	hack/tools.sh
+
+## deps: install the Debian packages the tests need (iproute2, lldpd; hack/install-deps.sh)
+deps:
+	hack/install-deps.sh
 
 ## cni-tools: install the reference cnitool, host-local and host-device
 cni-tools:
