@@ -19,13 +19,11 @@ import (
 	"github.com/railyard-io/railyard/machines"
 )
 
-// childEnv makes the test binary run `railyard topo` with its arguments
-// instead of the tests, so a test can run the command inside a network
-// namespace (ip netns exec) without building the railyard binary.
-const childEnv = "RAILYARD_TOPO_TEST_CHILD"
-
+// TestMain: a child started with clitest.ChildEnviron runs `railyard
+// topo` instead of the tests, so a test can run the command inside a
+// network namespace (ip netns exec) without building the railyard binary.
 func TestMain(m *testing.M) {
-	clitest.ExitIfChild(childEnv, NewCommand)
+	clitest.ExitIfChild(NewCommand)
 	os.Exit(m.Run())
 }
 
@@ -53,7 +51,7 @@ func TestTopoNeighborsHearsARealLeaf(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("ip", append([]string{"netns", "exec", node, os.Args[0], "--sysfs", tree, "--neighbors", "20s"}, args...)...)
-		cmd.Env = append(os.Environ(), childEnv+"=1")
+		cmd.Env = clitest.ChildEnviron()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
