@@ -2,6 +2,7 @@ package vmkernel
 
 import (
 	"context"
+	"fmt"
 
 	"os"
 	"os/exec"
@@ -208,8 +209,32 @@ func SetRDMANetnsMode(t testing.TB, mode string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rdma system set netns %s: %v: %s", mode, err, out)
+			t.Fatalf("rdma system set netns %s: %v: %s (network namespaces besides the host's, which make the kernel refuse: %s)", mode, err, out, otherNetns())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// otherNetns describes the network namespaces besides this process's that
+// are still alive: named ones (ip netns) and those of other processes. A
+// namespace no process or mount holds any more may still be in the
+// kernel's asynchronous clean-up, and is not listed.
+func otherNetns() string {
+	named, err := exec.Command("ip", "netns", "list").CombinedOutput()
+	if err != nil {
+		named = []byte("ip netns list: " + err.Error())
+	}
+	own, _ := os.Readlink("/proc/self/ns/net")
+	held := map[string][]string{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	for _, p := range procs {
+		ns, err := os.Readlink(p)
+		if err != nil || ns == own {
+			continue
+		}
+		pid := strings.Split(p, "/")[2]
+		comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		held[ns] = append(held[ns], pid+" "+strings.TrimSpace(string(comm)))
+	}
+	return fmt.Sprintf("named: [%s]; held by processes: %v", strings.Join(strings.Fields(string(named)), " "), held)
 }
