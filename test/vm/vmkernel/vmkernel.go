@@ -209,7 +209,7 @@ func SetRDMANetnsMode(t testing.TB, mode string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rdma system set netns %s: %v: %s (network namespaces besides the host's, which make the kernel refuse: %s)", mode, err, out, otherNetns())
+			t.Fatalf("rdma system set netns %s: %v: %s (network namespaces besides the host's, which make the kernel refuse: %s)", mode, err, strings.TrimSpace(string(out)), otherNetns())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
