@@ -45,6 +45,9 @@ func Serve(ctx context.Context, d *Driver, o ServeOptions) (*kubeletplugin.Helpe
 		// KEP-5304: a metadata file per request, bind-mounted by CDI at
 		// /var/run/kubernetes.io/dra-device-attributes/<claim>/<request>/metadata.json.
 		kubeletplugin.EnableDeviceMetadata(true, []schema.GroupVersion{metadatav1beta1.SchemeGroupVersion}),
+		// Rewritten in place, not by rename: containers bind-mount the file
+		// (metadataWriteFile).
+		kubeletplugin.MetadataFileOps(kubeletplugin.MetadataFileOperations{WriteFile: metadataWriteFile(d.cfg.CDISpecDir)}),
 		kubeletplugin.CDIDirectory(d.cfg.CDISpecDir),
 	}
 	if o.NodeUID != "" {

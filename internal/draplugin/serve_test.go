@@ -109,6 +109,10 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 	if b, err := os.ReadFile(metaFile); err != nil || !strings.Contains(string(b), `"railyard.io/rdmaDevice"`) || strings.Contains(string(b), "networkData") {
 		t.Errorf("metadata file at Prepare: %s (%v)", b, err)
 	}
+	prepared, err := os.Stat(metaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ids := got.Devices[0].CdiDeviceIds; len(ids) != 2 {
 		t.Errorf("CDI devices %v: want the claim's and the metadata's", ids)
 	}
@@ -123,6 +127,11 @@ func TestServeWithFakeKubeletAndAPIServer(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("metadata file 20s after the status record: %s (%v)", b, err)
 		}
+	}
+	// Containers bind-mount the file: the rewrite keeps its inode, so they
+	// see it too (the helper's rename would leave them the deleted one).
+	if updated, err := os.Stat(metaFile); err != nil || !os.SameFile(prepared, updated) {
+		t.Errorf("the metadata file was replaced, not rewritten in place (%v)", err)
 	}
 	un, err := kubelet.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: req})
 	if err != nil || un.Claims[string(c.UID)] == nil || un.Claims[string(c.UID)].Error != "" {
