@@ -29,7 +29,7 @@ import (
 // cdiDir, read by path) are still written by rename.
 func metadataWriteFile(cdiDir string) func(name string, data []byte, perm os.FileMode) error {
 	return func(name string, data []byte, perm os.FileMode) error {
-		if filepath.Clean(filepath.Dir(name)) != filepath.Clean(cdiDir) {
+		if filepath.Dir(name) != filepath.Clean(cdiDir) { // Dir cleans its result
 			err := rewriteInPlace(name, data)
 			if !errors.Is(err, os.ErrNotExist) {
 				return err

@@ -17,13 +17,11 @@ func TestMetadataWriteFileKeepsTheInodeOfMetadataFiles(t *testing.T) {
 	meta := filepath.Join(dir, "plugin", "dra-device-metadata", "ns_claim", "nic0", "metadata.json")
 	spec := filepath.Join(cdi, "k8s.rdma.railyard.io-metadata.json")
 	write := metadataWriteFile(cdi)
+	before := map[string]os.FileInfo{}
 	for _, p := range []string{meta, spec} {
 		if err := write(p, []byte(`{"generation":1,"a long first version":"to be cut"}`), 0o644); err != nil {
 			t.Fatalf("first write of %s: %v", p, err)
 		}
-	}
-	before := map[string]os.FileInfo{}
-	for _, p := range []string{meta, spec} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
