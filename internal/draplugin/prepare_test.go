@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -57,8 +57,8 @@ func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
 		metas = append(metas, got.Devices[i].Metadata)
 		got.Devices[i].Metadata = nil
 	}
-	if !reflect.DeepEqual(got.Devices, want) {
-		t.Fatalf("devices:\n got %+v\nwant %+v", got.Devices, want)
+	if diff := cmp.Diff(want, got.Devices); diff != "" {
+		t.Fatalf("devices (-want +got):\n%s", diff)
 	}
 	for i, m := range metas {
 		pci, _ := dra.PCIAddress(want[i].DeviceName)
@@ -92,8 +92,8 @@ func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
 		t.Fatalf("%d CDI devices, want 3", len(s.Devices))
 	}
 	for _, dev := range s.Devices {
-		if !reflect.DeepEqual(dev.ContainerEdits.Env, wantEnv) {
-			t.Errorf("%s env %q, want %q", dev.Name, dev.ContainerEdits.Env, wantEnv)
+		if diff := cmp.Diff(wantEnv, dev.ContainerEdits.Env); diff != "" {
+			t.Errorf("%s env (-want +got):\n%s", dev.Name, diff)
 		}
 		var nodes []string
 		for _, dn := range dev.ContainerEdits.DeviceNodes {
@@ -103,12 +103,12 @@ func TestPrepareWritesOneSpecPerClaimInRailOrder(t *testing.T) {
 			}
 			nodes = append(nodes, name)
 		}
-		if !reflect.DeepEqual(nodes, wantNodes[dev.Name]) {
-			t.Errorf("%s nodes %q, want %q", dev.Name, nodes, wantNodes[dev.Name])
+		if diff := cmp.Diff(wantNodes[dev.Name], nodes); diff != "" {
+			t.Errorf("%s nodes (-want +got):\n%s", dev.Name, diff)
 		}
 	}
-	if p := d.Prepared(); !reflect.DeepEqual(p, map[types.UID][]string{uidA: {"0000:18:00.2", "0000:40:00.1", "0000:29:00.2"}}) {
-		t.Errorf("Prepared() = %v", p)
+	if diff := cmp.Diff(map[types.UID][]string{uidA: {"0000:18:00.2", "0000:40:00.1", "0000:29:00.2"}}, d.Prepared()); diff != "" {
+		t.Errorf("Prepared() (-want +got):\n%s", diff)
 	}
 }
 
@@ -140,8 +140,8 @@ func TestPrepareFollowsThePoolsDeviceNodes(t *testing.T) {
 	for _, dn := range n.spec(t, c.UID).Devices[0].ContainerEdits.DeviceNodes {
 		nodes = append(nodes, dn.Path)
 	}
-	if want := []string{"/dev/infiniband/" + pf.Uverbs, "/dev/infiniband/" + pf.UMAD}; !reflect.DeepEqual(nodes, want) {
-		t.Errorf("nodes %q, want %q", nodes, want)
+	if diff := cmp.Diff([]string{"/dev/infiniband/" + pf.Uverbs, "/dev/infiniband/" + pf.UMAD}, nodes); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
 	}
 }
 
@@ -174,19 +174,22 @@ func TestPrepareUnprepareAcrossRestart(t *testing.T) {
 	c := claim(t, uidA, nic("0000:18:00.1", "nic0"))
 	first, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
 	again, _ := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
-	if first[c.UID].Err != nil || !reflect.DeepEqual(first, again) {
-		t.Fatalf("Prepare twice: %+v then %+v", first, again)
+	if first[c.UID].Err != nil {
+		t.Fatal(first[c.UID].Err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("Prepare twice (-first +second):\n%s", diff)
 	}
 	restarted := n.driver(t)
-	if p := restarted.Prepared(); !reflect.DeepEqual(p, map[types.UID][]string{uidA: {"0000:18:00.1"}}) {
-		t.Fatalf("after restart Prepared() = %v", p)
+	if diff := cmp.Diff(map[types.UID][]string{uidA: {"0000:18:00.1"}}, restarted.Prepared()); diff != "" {
+		t.Fatalf("after restart Prepared() (-want +got):\n%s", diff)
 	}
 	if err := os.Remove(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
 		t.Fatal(err)
 	}
 	third, _ := restarted.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
-	if !reflect.DeepEqual(first, third) {
-		t.Fatalf("Prepare after restart: %+v, want %+v", third, first)
+	if diff := cmp.Diff(first, third); diff != "" {
+		t.Fatalf("Prepare after restart (-before +after):\n%s", diff)
 	}
 	if _, err := os.Stat(draplugin.SpecPath(n.cdi, c.UID)); err != nil {
 		t.Fatalf("Prepare after restart did not write the spec again: %v", err)
@@ -381,9 +384,10 @@ func TestAdminAccessClaimLooksAtAHeldDevice(t *testing.T) {
 	if err := res[plain.UID].Err; err == nil || !strings.Contains(err.Error(), "is held by claim") {
 		t.Errorf("a plain claim of the held device: %v, want refused", err)
 	}
-	if ownerSpec, adminSpec := n.spec(t, owner.UID), n.spec(t, admin.UID); len(adminSpec.Devices) != 1 ||
-		!reflect.DeepEqual(adminSpec.Devices[0].ContainerEdits.DeviceNodes, ownerSpec.Devices[0].ContainerEdits.DeviceNodes) {
-		t.Errorf("admin spec %+v, want the owner's device nodes %+v", adminSpec.Devices, ownerSpec.Devices)
+	if ownerSpec, adminSpec := n.spec(t, owner.UID), n.spec(t, admin.UID); len(adminSpec.Devices) != 1 {
+		t.Errorf("admin spec %+v, want one device", adminSpec.Devices)
+	} else if diff := cmp.Diff(ownerSpec.Devices[0].ContainerEdits.DeviceNodes, adminSpec.Devices[0].ContainerEdits.DeviceNodes); diff != "" {
+		t.Errorf("admin spec's device nodes, want the owner's (-owner +admin):\n%s", diff)
 	}
 	v, err := draview.Read(n.view)
 	if err != nil {
@@ -411,8 +415,8 @@ func TestAdminAccessClaimLooksAtAHeldDevice(t *testing.T) {
 func TestObserveHearsEachKubeletCall(t *testing.T) {
 	n := newNode(t, "dgx-h100", 2)
 	type call struct {
-		method string
-		failed bool
+		Method string
+		Failed bool
 	}
 	var got []call
 	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view,
@@ -440,7 +444,7 @@ func TestObserveHearsEachKubeletCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []call{{"prepare", false}, {"prepare", true}, {"unprepare", false}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("observed %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("observed calls (-want +got):\n%s", diff)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -46,8 +46,10 @@ func TestPrepareRecordsReservedPodsInTheView(t *testing.T) {
 	n := newNode(t, "dgx-h100", 2)
 	ctx := context.Background()
 	d := n.driver(t)
-	if v := readView(t, n.view); !reflect.DeepEqual(v.Pools, []string{vfPool.Name}) || len(v.Claims) != 0 {
-		t.Fatalf("view of a new driver: %+v", v)
+	if v := readView(t, n.view); len(v.Claims) != 0 {
+		t.Fatalf("view of a new driver has claims: %+v", v)
+	} else if diff := cmp.Diff([]string{vfPool.Name}, v.Pools); diff != "" {
+		t.Fatalf("pools of a new driver (-want +got):\n%s", diff)
 	}
 	job := resourceapi.ResourceClaimConsumerReference{APIGroup: "batch", Resource: "jobs", Name: "j", UID: "j-1"}
 	c := reserve(claim(t, uidA, nic("0000:40:00.1", "nic1"), nic("0000:18:00.2", "nic0")), podRef("trainer", "p-1"), job)
@@ -61,8 +63,11 @@ func TestPrepareRecordsReservedPodsInTheView(t *testing.T) {
 			{PCI: "0000:40:00.1", Resource: vfPool.Name, PF: "0000:40:00.0", Rail: 1},
 		}}
 	v := readView(t, n.view)
-	if len(v.Claims) != 1 || !reflect.DeepEqual(v.Claims[0].Pods, want.Pods) || len(v.Claims[0].Devices) != 2 {
+	if len(v.Claims) != 1 || len(v.Claims[0].Devices) != 2 {
 		t.Fatalf("view after Prepare: %+v", v)
+	}
+	if diff := cmp.Diff(want.Pods, v.Claims[0].Pods); diff != "" {
+		t.Fatalf("pods after Prepare (-want +got):\n%s", diff)
 	}
 	// The RDMA device names are the generated tree's.
 	topo := n.topo(t)
@@ -73,8 +78,8 @@ func TestPrepareRecordsReservedPodsInTheView(t *testing.T) {
 		}
 		want.Devices[i].RDMA = vf.RDMA
 	}
-	if !reflect.DeepEqual(v.Claims[0], want) {
-		t.Fatalf("claim in the view:\n got %+v\nwant %+v", v.Claims[0], want)
+	if diff := cmp.Diff(want, v.Claims[0]); diff != "" {
+		t.Fatalf("claim in the view (-want +got):\n%s", diff)
 	}
 	if got := v.PodDevices(draview.PodRef{Namespace: "ns", Name: "trainer", UID: "p-1"}, vfPool.Name); len(got) != 2 || got[0].PCI != "0000:18:00.2" {
 		t.Fatalf("PodDevices of the pod: %+v", got)
@@ -86,8 +91,8 @@ func TestPrepareRecordsReservedPodsInTheView(t *testing.T) {
 		t.Fatal(res[c.UID].Err)
 	}
 	wantPods := []draview.Pod{{Name: "trainer", UID: "p-1"}, {Name: "helper", UID: "p-2"}}
-	if v := readView(t, n.view); !reflect.DeepEqual(v.Claims[0].Pods, wantPods) {
-		t.Fatalf("pods after the second Prepare: %+v", v.Claims[0].Pods)
+	if diff := cmp.Diff(wantPods, readView(t, n.view).Claims[0].Pods); diff != "" {
+		t.Fatalf("pods after the second Prepare (-want +got):\n%s", diff)
 	}
 
 	// A restart with the view lost: New writes it again from the checkpoint.
@@ -95,8 +100,10 @@ func TestPrepareRecordsReservedPodsInTheView(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := n.driver(t)
-	if v := readView(t, n.view); len(v.Claims) != 1 || !reflect.DeepEqual(v.Claims[0].Pods, wantPods) {
+	if v := readView(t, n.view); len(v.Claims) != 1 {
 		t.Fatalf("view after a restart: %+v", v)
+	} else if diff := cmp.Diff(wantPods, v.Claims[0].Pods); diff != "" {
+		t.Fatalf("pods after a restart (-want +got):\n%s", diff)
 	}
 	if un, _ := restarted.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: c.UID}}); un[c.UID] != nil {
 		t.Fatal(un[c.UID])
@@ -147,8 +154,8 @@ func TestCheckpointWithoutPodsStillLoads(t *testing.T) {
 	if res, _ := old.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c}); res[c.UID].Err != nil {
 		t.Fatal(res[c.UID].Err)
 	}
-	if v := readView(t, n.view); !reflect.DeepEqual(v.Claims[0].Pods, []draview.Pod{{Name: "trainer", UID: "p-1"}}) {
-		t.Fatalf("pods after Prepare again: %+v", v.Claims[0].Pods)
+	if diff := cmp.Diff([]draview.Pod{{Name: "trainer", UID: "p-1"}}, readView(t, n.view).Claims[0].Pods); diff != "" {
+		t.Fatalf("pods after Prepare again (-want +got):\n%s", diff)
 	}
 }
 
