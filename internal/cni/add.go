@@ -26,7 +26,7 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 		return nil, withCode(types.ErrInvalidEnvironmentVariables, fmt.Errorf("CNI_IFNAME: %w", err))
 	}
 	if s.cfg.DeviceInfoFile != "" {
-		if _, err := p.checkDeviceInfoPath(s.cfg.DeviceInfoFile, attachment{Network: s.cfg.Name, ContainerID: a.ContainerID, IfName: a.IfName}); err != nil {
+		if _, err := p.checkDeviceInfoPath(s.cfg.DeviceInfoFile, attachment{ContainerID: a.ContainerID, IfName: a.IfName}); err != nil {
 			return nil, invalidf("CNIDeviceInfoFile: %w", err)
 		}
 	}

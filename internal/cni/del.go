@@ -62,11 +62,11 @@ func (p *Plugin) Del(ctx context.Context, a Args) (err error) {
 	if _, err := p.ipam(ctx, "DEL", ipamConf, a); err != nil {
 		return err
 	}
-	infoFile, at := s.cfg.DeviceInfoFile, attachment{Network: s.cfg.Name, ContainerID: a.ContainerID, IfName: a.IfName}
+	infoFile := s.cfg.DeviceInfoFile
 	if rec != nil && rec.DeviceInfoFile != "" {
-		infoFile, at.Network = rec.DeviceInfoFile, rec.Network
+		infoFile = rec.DeviceInfoFile
 	}
-	if err := p.removeDeviceInfo(infoFile, at); err != nil {
+	if err := p.removeDeviceInfo(infoFile, attachment{ContainerID: a.ContainerID, IfName: a.IfName}); err != nil {
 		return err
 	}
 	if !held {

@@ -19,7 +19,7 @@ import (
 // DefaultDeviceInfoDir is the directory Multus keeps device-info files in
 // (network-attachment-definition-client's baseDevInfoPath). railyard-cni
 // writes and removes files only in its "cni" subdirectory, and only under
-// the name Multus gives the attachment at hand.
+// a name Multus can give the attachment at hand.
 const DefaultDeviceInfoDir = "/var/run/k8s.cni.cncf.io/devinfo"
 
 // deviceInfoSubdir is the subdirectory Multus names the files of CNI
@@ -30,23 +30,29 @@ const deviceInfoSubdir = "cni"
 // the file Multus names for the attachment.
 var errDeviceInfoPath = errors.New("not the device-info file Multus names for this attachment")
 
-// attachment names one (network, container, interface) a device-info file
-// belongs to.
+// attachment names one (container, interface) a device-info file belongs
+// to. The network's name is not part of it: Multus names a delegate from a
+// NetworkAttachmentDefinition "<NAD namespace>/<NAD name>", which the
+// plugin is never told (the config's "name" need not match either).
 type attachment struct {
-	Network, ContainerID, IfName string
+	ContainerID, IfName string
 }
 
-// deviceInfoName is the file name Multus gives a delegate's device-info file:
-// "<network>-<containerID>_<ifname>" with every "/" replaced by "-"
-// (multus-cni's getDelegateRuntimeConfig and
-// network-attachment-definition-client's GetCNIDeviceInfoPath).
-func deviceInfoName(at attachment) string {
-	return strings.ReplaceAll(at.Network+"-"+at.ContainerID+"_"+at.IfName, "/", "-")
+// deviceInfoSuffix is how every name Multus can give at's device-info file
+// ends: "<delegate name>-<containerID>_<ifname>" with every "/" replaced by
+// "-" (multus-cni's delegateRuntimeConfig and
+// network-attachment-definition-client's GetCNIDeviceInfoPath), where the
+// delegate name is "<namespace>/<name>" for a network from a
+// NetworkAttachmentDefinition (LoadDelegateNetConf overwrites the config's
+// name) and the config's own name otherwise (a cluster network given as a
+// file).
+func deviceInfoSuffix(at attachment) string {
+	return strings.ReplaceAll("-"+at.ContainerID+"_"+at.IfName, "/", "-")
 }
 
 // recAttachment is the attachment rec records.
 func recAttachment(rec *state.Record) attachment {
-	return attachment{Network: rec.Network, ContainerID: rec.ContainerID, IfName: rec.IfName}
+	return attachment{ContainerID: rec.ContainerID, IfName: rec.IfName}
 }
 
 func (p *Plugin) deviceInfoDir() string {
@@ -57,14 +63,20 @@ func (p *Plugin) deviceInfoDir() string {
 }
 
 // checkDeviceInfoPath returns the file name in the device-info directory's
-// "cni" subdirectory that path names, when path is exactly the file Multus
-// names for at (<dir>/cni/<network>-<containerID>_<ifname>, as given: no
-// "..", no other spelling); anything else fails with errDeviceInfoPath.
+// "cni" subdirectory that path names, when path is a name Multus can give
+// at's device-info file: <dir>/cni/<delegate>-<containerID>_<ifname>, as
+// given (no "..", no other spelling), with a non-empty delegate part that
+// holds no NUL and does not start with "." (the plugin's own temporary
+// files do). Anything else fails with errDeviceInfoPath.
 func (p *Plugin) checkDeviceInfoPath(path string, at attachment) (string, error) {
-	name := deviceInfoName(at)
-	want := filepath.Join(p.deviceInfoDir(), deviceInfoSubdir, name)
-	if at.Network == "" || at.ContainerID == "" || at.IfName == "" || name == "." || name == ".." || path != want {
-		return "", fmt.Errorf("%q: %w (%s)", path, errDeviceInfoPath, want)
+	dir := filepath.Join(p.deviceInfoDir(), deviceInfoSubdir)
+	suffix := deviceInfoSuffix(at)
+	name := strings.TrimPrefix(path, dir+"/")
+	prefix, ok := strings.CutSuffix(name, suffix)
+	if at.ContainerID == "" || at.IfName == "" || !ok || name == path ||
+		prefix == "" || strings.HasPrefix(prefix, ".") || strings.ContainsAny(name, "/\x00") ||
+		filepath.Join(dir, name) != path {
+		return "", fmt.Errorf("%q: %w (%s)", path, errDeviceInfoPath, filepath.Join(dir, "<network>"+suffix))
 	}
 	return name, nil
 }

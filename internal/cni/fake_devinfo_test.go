@@ -11,6 +11,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/railyard-io/railyard/internal/cni/multustest"
 )
 
 // victim is a file outside the device-info directory that no CNIDeviceInfoFile
@@ -60,6 +62,12 @@ func escapes(w *world, v victim) map[string]string {
 		"the device plugins' subdir": filepath.Join(w.infoDir, "dp", "rdma-net-c1_net1"),
 		"the directory itself":       cni,
 		"relative":                   "cni/rdma-net-c1_net1",
+		"another interface's file":   filepath.Join(cni, "rdma-net-c1_net2"),
+		"no network part":            filepath.Join(cni, "-c1_net1"),
+		"a hidden name":              filepath.Join(cni, ".x-c1_net1"),
+		"a subdirectory":             filepath.Join(cni, "sub", "rdma-net-c1_net1"),
+		"a doubled separator":        cni + "//rdma-net-c1_net1",
+		"a trailing separator":       filepath.Join(cni, "rdma-net-c1_net1") + "/",
 	}
 }
 
@@ -165,6 +173,45 @@ func TestDeviceInfoSymlinkedFileIsReplacedNotFollowedFakeVF(t *testing.T) {
 		t.Fatalf("device-info name after DEL: %v", err)
 	}
 	w.assertPristine()
+}
+
+// TestDeviceInfoUnderEveryNameMultusGivesFakeVF: ADD writes and DEL
+// removes the device-info file under every name Multus gives the
+// attachment, built by the Multus stand-in from Multus's own rules
+// (multustest: parsePodNetworkAnnotation, LoadDelegateNetConf,
+// GetCNIDeviceInfoPath) for a pod in namespace team-a, while the config's
+// own name is "rdma-net": a NAD in the pod's namespace or in another one,
+// named like the config or not, referenced plainly, as namespace/name or in
+// JSON. The check that compared the name with the config's refused all but
+// the first.
+func TestDeviceInfoUnderEveryNameMultusGivesFakeVF(t *testing.T) {
+	t.Parallel()
+	for _, annotation := range []string{
+		"rdma-net",
+		"railyard-system/railyard-rdma-pf",
+		"team-a/roce",
+		"roce@net1",
+		`[{"name":"railyard-rdma-pf","namespace":"railyard-system"}]`,
+	} {
+		t.Run(annotation, func(t *testing.T) {
+			w := newWorld(t)
+			sels, err := multustest.ParseNetworks(annotation, "team-a")
+			must(t, err)
+			a := args("c1", pod1, "net1", w.conf(vfPCI, nil))
+			delegate, err := multustest.DelegateName(a.Config, &sels[0])
+			must(t, err)
+			file := multustest.DeviceInfoPath(filepath.Join(w.infoDir, "cni"), delegate, "c1", "net1")
+			a = args("c1", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": file}))
+			if _, err := w.plugin().Add(ctx, a); err != nil {
+				t.Fatalf("ADD with %s: %v", file, err)
+			}
+			if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), vfPCI) {
+				t.Fatalf("device-info file %s: %q, %v", file, b, err)
+			}
+			must(t, w.plugin().Del(ctx, a))
+			w.assertPristine()
+		})
+	}
 }
 
 // TestDeviceInfoWrittenAndRemovedUnderMultusNameFakeVF: the file Multus

@@ -34,13 +34,22 @@ func multusDelegate(t *testing.T, conf []byte, pci string) []byte {
 // files, the only directory railyard-cni writes them in.
 const multusDevInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
 
-// multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod. Its
-// device-info file is in the node's real Multus directory: it is removed
-// when the test ends.
+// multusRuntimeConf is the libcni RuntimeConf Multus builds for a pod in
+// namespace "default" that asks for network (an item of its networks
+// annotation: "name" or "namespace/name" of a NetworkAttachmentDefinition),
+// with the delegate name Multus gives it ("<namespace>/<name>", whatever
+// the config's own name). Its device-info file is in the node's real
+// Multus directory: it is removed when the test ends.
 func multusRuntimeConf(t *testing.T, network, containerID, netns, pci string) *libcni.RuntimeConf {
+	t.Helper()
+	sels, err := multustest.ParseNetworks(network, "default")
+	if err != nil || len(sels) != 1 {
+		t.Fatalf("network %q: %v, %v", network, sels, err)
+	}
+	delegate := sels[0].Namespace + "/" + sels[0].Name
 	pod := multustest.Pod{Namespace: "default", Name: "trainer-0", UID: "5f1c1e0e-7d53-4b8e-9a55-0a1b2c3d4e5f", SandboxID: containerID, Netns: netns}
-	rt := multustest.RuntimeConf(network, "net1", pod, pci, multusDevInfoDir)
-	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(multusDevInfoDir, network, containerID, "net1")) })
+	rt := multustest.RuntimeConf(delegate, "net1", pod, pci, multusDevInfoDir)
+	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(multusDevInfoDir, delegate, containerID, "net1")) })
 	return rt
 }
 
@@ -56,9 +65,24 @@ func (n *node) nad(name, subnet string) map[string]any {
 	}
 }
 
+//
+// The network is a NAD in the pod's namespace named like its config, or
+// (the chart's layout) a NAD in another namespace whose name differs from
+// the config's: Multus names the device-info file after the NAD
+// ("railyard-system-rdma-pf-<sandbox>_net1"), never the config.
 func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
-	for _, list := range []bool{false, true} {
-		t.Run(fmt.Sprintf("conflist=%v", list), func(t *testing.T) {
+	for _, tc := range []struct {
+		list     bool
+		network  string
+		infoFile string
+	}{
+		{false, "roce-a", "default-roce-a-c0ffee_net1"},
+		{true, "roce-a", "default-roce-a-c0ffee_net1"},
+		{false, "railyard-system/rdma-pf", "railyard-system-rdma-pf-c0ffee_net1"},
+		{true, "railyard-system/rdma-pf", "railyard-system-rdma-pf-c0ffee_net1"},
+	} {
+		list := tc.list
+		t.Run(fmt.Sprintf("conflist=%v,network=%s", list, tc.network), func(t *testing.T) {
 			n := newNode(t)
 			n.addVF(pciA)
 			pod := netnstest.NewNetns(t, "pod")
@@ -72,7 +96,7 @@ func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
 				raw, _ = json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "roce-a", "plugins": []any{plugin}})
 			}
 			cni := libcni.NewCNIConfigWithCacheDir([]string{env.cniPath}, filepath.Join(n.dir, "cache"), nil)
-			rt := multusRuntimeConf(t, "roce-a", "c0ffee", pod, pciA)
+			rt := multusRuntimeConf(t, tc.network, "c0ffee", pod, pciA)
 			delegate := multusDelegate(t, raw, pciA)
 			var (
 				add        func() (types.Result, error)
@@ -108,7 +132,11 @@ func TestLibcniAsMultusAddCheckDelVeth(t *testing.T) {
 				t.Errorf("pod links %v, want net1", got)
 			}
 			// Multus reads this file into the pod's network-status.
-			info, err := os.ReadFile(rt.CapabilityArgs["CNIDeviceInfoFile"].(string))
+			infoPath := rt.CapabilityArgs["CNIDeviceInfoFile"].(string)
+			if got := filepath.Base(infoPath); got != tc.infoFile {
+				t.Errorf("Multus names the device-info file %s, want %s", got, tc.infoFile)
+			}
+			info, err := os.ReadFile(infoPath)
 			if err != nil || !strings.Contains(string(info), pciA) {
 				t.Errorf("device-info file: %s (%v)", info, err)
 			}

@@ -93,7 +93,9 @@ func TestAllocatedPFAttachedByRailyardCNI(t *testing.T) {
 	 "capabilities":{"deviceID":true,"CNIDeviceInfoFile":true},
 	 "ipam":{"type":"host-local","ranges":[[{"subnet":"10.219.0.0/24"}]],"dataDir":%q}}`,
 		env.SysfsDir, filepath.Join(dir, "cni-state"), filepath.Join(dir, "ipam"))
-	multus := newMultus(t, c, dir, []byte(nad), pf, multustest.Pod{
+	// The pod asks for the network as the chart lays it out: a NAD in
+	// railyard-system named otherwise than its config.
+	multus := newMultus(t, c, dir, "railyard-system/railyard-rdma-pf", []byte(nad), pf, multustest.Pod{
 		Namespace: "default", Name: podName, UID: string(created.UID), SandboxID: "e2e-" + string(created.UID), Netns: netns,
 	})
 	res, err := multus.add(ctx)
@@ -170,8 +172,19 @@ type multusCall struct {
 	rt   *libcni.RuntimeConf
 }
 
-func newMultus(t *testing.T, c *framework.Cluster, dir string, nad []byte, pci string, pod multustest.Pod) *multusCall {
+// newMultus plays Multus for pod's network (an item of its networks
+// annotation, "[namespace/]name" of a NetworkAttachmentDefinition whose
+// config is nad) allocated device pci.
+func newMultus(t *testing.T, c *framework.Cluster, dir, network string, nad []byte, pci string, pod multustest.Pod) *multusCall {
 	t.Helper()
+	sels, err := multustest.ParseNetworks(network, pod.Namespace)
+	if err != nil || len(sels) != 1 {
+		t.Fatalf("network %q: %v, %v", network, sels, err)
+	}
+	name, err := multustest.DelegateName(nad, &sels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin, err := c.ProjectBin("railyard-cni")
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +200,11 @@ func newMultus(t *testing.T, c *framework.Cluster, dir string, nad []byte, pci s
 	}
 	// railyard-cni writes device-info files only where Multus names them.
 	const devInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
-	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(devInfoDir, conf.Network.Name, pod.SandboxID, "net1")) })
+	t.Cleanup(func() { os.Remove(multustest.DeviceInfoPath(devInfoDir, name, pod.SandboxID, "net1")) })
 	return &multusCall{
 		cni:  libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), c.CNIBinDir()}, filepath.Join(dir, "cni-cache"), nil),
 		conf: conf,
-		rt:   multustest.RuntimeConf(conf.Network.Name, "net1", pod, pci, devInfoDir),
+		rt:   multustest.RuntimeConf(name, "net1", pod, pci, devInfoDir),
 	}
 }
 

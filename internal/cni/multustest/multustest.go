@@ -43,13 +43,15 @@ func Delegate(conf []byte, pci string) ([]byte, error) {
 }
 
 // RuntimeConf is the libcni RuntimeConf Multus builds for pod's interface
-// ifName on network (createRuntimeConf and newCNIRuntimeConf): CNI_ARGS
+// ifName of the delegate named delegate (DelegateName: "<NAD
+// namespace>/<NAD name>" for a NetworkAttachmentDefinition), as
+// createRuntimeConf, newCNIRuntimeConf and delegateRuntimeConfig do: CNI_ARGS
 // IgnoreUnknown, K8S_POD_NAMESPACE, K8S_POD_NAME,
 // K8S_POD_INFRA_CONTAINER_ID and K8S_POD_UID in that order; capability
 // args deviceID and the auto-generated CNIDeviceInfoFile under devInfoDir
 // (Multus's is /var/run/k8s.cni.cncf.io/devinfo/cni), which libcni passes
 // in runtimeConfig for the capabilities the config declares.
-func RuntimeConf(network, ifName string, pod Pod, pci, devInfoDir string) *libcni.RuntimeConf {
+func RuntimeConf(delegate, ifName string, pod Pod, pci, devInfoDir string) *libcni.RuntimeConf {
 	rt := &libcni.RuntimeConf{
 		ContainerID: pod.SandboxID, NetNS: pod.Netns, IfName: ifName,
 		Args: [][2]string{
@@ -63,15 +65,16 @@ func RuntimeConf(network, ifName string, pod Pod, pci, devInfoDir string) *libcn
 	if pci != "" {
 		rt.CapabilityArgs = map[string]any{
 			"deviceID":          pci,
-			"CNIDeviceInfoFile": DeviceInfoPath(devInfoDir, network, pod.SandboxID, ifName),
+			"CNIDeviceInfoFile": DeviceInfoPath(devInfoDir, delegate, pod.SandboxID, ifName),
 		}
 	}
 	return rt
 }
 
 // DeviceInfoPath is where Multus asks a delegate to write its device-info
-// file: <dir>/<network>-<containerID>_<ifName>, with any "/" replaced by
-// "-" (network-attachment-definition-client's GetCNIDeviceInfoPath).
-func DeviceInfoPath(dir, network, containerID, ifName string) string {
-	return filepath.Join(dir, strings.ReplaceAll(fmt.Sprintf("%s-%s_%s", network, containerID, ifName), "/", "-"))
+// file: <dir>/<delegate>-<containerID>_<ifName> (delegateRuntimeConfig),
+// with any "/" replaced by "-" (network-attachment-definition-client's
+// GetCNIDeviceInfoPath), delegate being DelegateName's.
+func DeviceInfoPath(dir, delegate, containerID, ifName string) string {
+	return filepath.Join(dir, strings.ReplaceAll(fmt.Sprintf("%s-%s_%s", delegate, containerID, ifName), "/", "-"))
 }
