@@ -27,7 +27,9 @@
 #
 # The build is skipped when every binary exists and the stamp file records
 # the same helper go.mod/go.sum, Go version and version, so warm runs take
-# well under a second. Times are in docs/e2e.md.
+# well under a second. Builds are kept once per machine in
+# ~/.cache/railyard/build (RAILYARD_BUILD_CACHE), so a fresh clone links
+# them instead of building again. Times are in docs/e2e.md.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -45,6 +47,7 @@ kubernetes() {
   ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
   tags=""
   cgo=1
+  cname="$3"
 }
 
 out_arg="${2:-}"
@@ -107,23 +110,56 @@ if up_to_date; then
   exit 0
 fi
 
-echo "build $what: building ${cmds[*]} $version into $out (cold: minutes)"
-start=$(date +%s)
-rm -f "$stamp"
-pkgs=()
-o="$out/"
-if [ -n "${single:-}" ]; then
-  pkgs=("$pkg"); o="$out/${cmds[0]}"
-else
-  for c in "${cmds[@]}"; do pkgs+=("$pkg/$c"); done
+# The machine-wide cache: one build per (target, helper go.mod/go.sum, Go
+# version, version) on a machine, shared by every checkout and fresh clone
+# (`make test` in CI clones anew each time). RAILYARD_BUILD_CACHE moves it;
+# a lock per entry lets two checkouts ask at once (the second waits, then
+# links). Entries are complete or absent: built beside, then renamed.
+cache="${RAILYARD_BUILD_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/railyard/build}"
+entry="$cache/${cname:-$what}-$version-${want:0:16}"
+mkdir -p "$cache"
+exec 8>"$entry.lock"
+if ! flock -n 8; then
+  echo "build $what: another checkout is building $entry: waiting"
+  flock 8
 fi
-(
-  cd "$mod"
-  # -mod=readonly: go.mod/go.sum are committed; never rewrite them in CI.
-  CGO_ENABLED=$cgo go build -mod=readonly -trimpath -tags "$tags" -o "$o" -ldflags "$ldflags" "${pkgs[@]}"
-)
+
+cached() {
+  for c in "${cmds[@]}"; do
+    [ -x "$entry/$c" ] || return 1
+  done
+}
+
+if ! cached; then
+  echo "build $what: building ${cmds[*]} $version into $entry (cold: minutes)"
+  start=$(date +%s)
+  tmp="$entry.tmp.$$"
+  rm -rf "$tmp" "$entry"
+  mkdir -p "$tmp"
+  pkgs=()
+  o="$tmp/"
+  if [ -n "${single:-}" ]; then
+    pkgs=("$pkg"); o="$tmp/${cmds[0]}"
+  else
+    for c in "${cmds[@]}"; do pkgs+=("$pkg/$c"); done
+  fi
+  (
+    cd "$mod"
+    # -mod=readonly: go.mod/go.sum are committed; never rewrite them in CI.
+    CGO_ENABLED=$cgo go build -mod=readonly -trimpath -tags "$tags" -o "$o" -ldflags "$ldflags" "${pkgs[@]}"
+  ) || { rm -rf "$tmp"; exit 1; }
+  for c in "${cmds[@]}"; do
+    [ -x "$tmp/$c" ] || { echo "build $what: $tmp/$c missing after build" >&2; rm -rf "$tmp"; exit 1; }
+  done
+  mv "$tmp" "$entry"
+  echo "build $what: built in $(( $(date +%s) - start ))s"
+fi
+
+# Into OUT_DIR: hard links where the cache shares its filesystem (instant,
+# no space), copies otherwise.
+rm -f "$stamp"
 for c in "${cmds[@]}"; do
-  [ -x "$out/$c" ] || { echo "build $what: $out/$c missing after build" >&2; exit 1; }
+  ln -f "$entry/$c" "$out/$c" 2>/dev/null || cp -f "$entry/$c" "$out/$c"
 done
 echo "$want" > "$stamp"
-echo "build $what: done in $(( $(date +%s) - start ))s"
+echo "build $what: ${cmds[*]} $version in $out (from $entry)"
