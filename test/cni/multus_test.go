@@ -65,8 +65,9 @@ func (n *node) nad(name, subnet string) map[string]any {
 	}
 }
 
-//
-// The network is a NAD in the pod's namespace named like its config, or
+// TestLibcniAsMultusAddCheckDelVeth: ADD, CHECK and DEL (twice) as Multus
+// sends them, through the real libcni, for a config and a conflist. The
+// network is a NAD in the pod's namespace named like its config, or
 // (the chart's layout) a NAD in another namespace whose name differs from
 // the config's: Multus names the device-info file after the NAD
 // ("railyard-system-rdma-pf-<sandbox>_net1"), never the config.

@@ -30,10 +30,13 @@ const releaseNS = "railyard-system"
 // one agent pod per GPU node and none on the control-plane node; every GPU
 // node's allocatable shows its own rails' pools; the init container put
 // railyard-cni into every GPU node's own CNI bin dir. Then pods on two
-// nodes exchange traffic over a rail (rails_test.go), and deleting what
-// was applied (helm uninstall) makes the namespace controller and the
-// garbage collector remove the agents. Nothing here stands in
-// for a controller; what is fake is each node's machine (sysfs tree, RDMA
+// nodes exchange traffic over a rail (rails_test.go); a pod in "default"
+// gets the chart's RoCE network of railyard-system through Multus (the
+// stand-in of test/multus, built from Multus's source: Multus is not on
+// the module proxy), keeps it across the upgrade and releases it on
+// delete (multus_test.go); and deleting what was applied (helm uninstall)
+// makes the namespace controller and the garbage collector remove the
+// agents. Nothing here stands in for a controller; what is fake is each node's machine (sysfs tree, RDMA
 // device nodes, NICs as veths cabled to the fabric's leaf bridges).
 func TestChartOnEveryGPUNode(t *testing.T) {
 	c := mc(t)
@@ -46,6 +49,7 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 	}
 	m["jobNames"] = true
 	vals["metrics"] = m
+	withChartNetworks(ctx, t, c, vals)
 	render := func(vals map[string]any) string {
 		t.Helper()
 		ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard", Namespace: releaseNS, Values: vals})
@@ -122,10 +126,22 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 		}
 	})
 	t.Run("rails", func(t *testing.T) { testRails(ctx, t, c) })
+	// The chart's own network through Multus, across the upgrade.
+	var multusBefore *corev1.Pod
+	multusOK := t.Run("network in another namespace through Multus", func(t *testing.T) {
+		installMultus(outer, c)
+		t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", multusPod) })
+		multusBefore = startMultusPod(ctx, t, c, gpus[0])
+	})
 	t.Run("upgrade rolls node by node", func(t *testing.T) {
 		vals["agent"] = map[string]any{"logLevel": "debug"} // a changed value: a new pod template
 		testRollout(ctx, t, c, render(vals))
 	})
+	if multusOK {
+		t.Run("Multus pod survives the upgrade and releases on delete", func(t *testing.T) {
+			checkMultusPodSurvived(ctx, t, c, gpus[0], multusBefore)
+		})
+	}
 	// helm uninstall: the agents go, a running pod keeps its device.
 	t.Run("uninstall", func(t *testing.T) {
 		pod := framework.WithResourceLimit(framework.BusyboxPod("default", "keep", "sleep", "3600"), railPool(2), 1)

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/railyard-io/railyard/test/e2e/framework"
+	"github.com/railyard-io/railyard/test/multus"
 )
 
 // cluster is the cluster up.sh started for the package; nil (and why in
@@ -41,7 +42,14 @@ var releases = []string{"1.35", "1.37"}
 // releaseEnv picks the release of the package's cluster.
 const releaseEnv = "RAILYARD_E2E_KUBERNETES"
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	// Under multus.BinaryName in a node's CNI bin dir this binary is the
+	// Multus stand-in that node's containerd runs (installMultus).
+	if filepath.Base(os.Args[0]) == multus.BinaryName {
+		os.Exit(multus.Main())
+	}
+	os.Exit(run(m))
+}
 
 // run starts the cluster with hack/cluster/up.sh (as a user would), runs
 // the tests and stops it with hack/cluster/down.sh, also on SIGINT and
