@@ -130,7 +130,7 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 	var multusBefore *corev1.Pod
 	multusOK := t.Run("network in another namespace through Multus", func(t *testing.T) {
 		installMultus(outer, c)
-		t.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", multusPod) })
+		outer.Cleanup(func() { _ = c.DeletePod(context.Background(), "default", multusPod) }) // it lives on across the upgrade
 		multusBefore = startMultusPod(ctx, t, c, gpus[0])
 	})
 	t.Run("upgrade rolls node by node", func(t *testing.T) {
