@@ -2,15 +2,21 @@
 // leaf switch each node's NIC of each rail is cabled to, and what is
 // wrong with that wiring.
 //
-// In a rail-optimized cluster NIC i of every node is cabled to leaf i, so
-// a job whose pods use the same rails on every node talks through one leaf
-// per rail. A node reports its ports (Port: its in-node rail, the NIC, and
-// the LLDP neighbor the agent heard on it, internal/lldp); Analyze puts the
-// nodes side by side as a rail x node matrix, takes the leaf most nodes
-// reach on each rail as that rail's leaf, and reports what disagrees: a
-// NIC cabled to another rail's leaf (a swapped cable), a NIC with no
-// neighbor, a node on a leaf none of its peers on that rail use, mixed
-// speeds or MTUs on one rail. Labels derives the node labels that
+// A node reports its ports (Port: its in-node rail, the NIC, and the
+// neighbor the agent heard on it: the LLDP neighbor of a RoCE port,
+// internal/lldp, or the switch GUID of an InfiniBand port). Analyze
+// learns the fabric from them (units.go): units, groups of nodes cabled
+// to the same leaves (a scalable unit of a rail-optimized cluster, a
+// rack of a top-of-rack one), each unit's leaf per rail and its design
+// (rail-optimized, top-of-rack or mixed). It then judges every port
+// against its own unit (judge.go): swapped and rotated cables, cables
+// on another rail's leaf, dark ports, nodes and rails, cables into
+// another unit's leaf or a switch no peer uses, a rail-optimized unit's
+// leaf carrying two rails, ports hearing several switches, mixed speeds
+// or MTUs on a rail of a unit, and firmware off its model's release
+// (firmware.go). Layout generates clusters cabled by design and is the
+// one place that numbers a node's unit, for the tests and for the
+// simulator (internal/sim). Labels derives the node labels that
 // topology-aware schedulers (Kueue TAS levels, Volcano, KEP-5732) read
 // from one node's own ports.
 //

@@ -24,6 +24,11 @@ type Port struct {
 	Switch     string `json:"switch,omitempty"`
 	SwitchPort string `json:"switchPort,omitempty"`
 	NoNeighbor string `json:"noNeighbor,omitempty"`
+	// Switches lists every switch heard on the port when a publisher
+	// heard more than one (Switch is then the first): a port hearing two
+	// neighbors is reported as such instead of being judged by whichever
+	// it heard last. Empty otherwise.
+	Switches []string `json:"switches,omitempty"`
 	// RateGbps and MTU are the port's link rate and its netdev's MTU (0 if
 	// unknown).
 	RateGbps float64 `json:"rateGbps,omitempty"`
@@ -52,23 +57,95 @@ const (
 	Fail Severity = "fail"
 )
 
-// Finding is one thing wrong with the wiring.
+// Kind names what a finding is about; docs/fabric.md explains each.
+type Kind string
+
+// Kinds of findings.
+const (
+	// KindSwap: two NICs of one node cabled to each other's rail leaf.
+	KindSwap Kind = "swap"
+	// KindRotation: three or more NICs of one node, each cabled to the
+	// next one's rail leaf.
+	KindRotation Kind = "rotation"
+	// KindMisplaced: a NIC cabled to another rail's leaf of its unit,
+	// not as part of a swap or a rotation.
+	KindMisplaced Kind = "misplaced"
+	// KindDark: a NIC with no neighbor while its unit's peers on the
+	// rail have one.
+	KindDark Kind = "dark"
+	// KindDarkNode: a node none of whose rail NICs has a neighbor while
+	// other nodes' have.
+	KindDarkNode Kind = "dark-node"
+	// KindDarkRail: no node of a unit has a neighbor on a rail its other
+	// rails have.
+	KindDarkRail Kind = "dark-rail"
+	// KindOtherUnit: a NIC cabled to a leaf of another unit.
+	KindOtherUnit Kind = "other-unit"
+	// KindStray: a NIC cabled to a switch no peer of its unit uses on
+	// the rail.
+	KindStray Kind = "stray"
+	// KindSharedLeaf: a leaf of a rail-optimized unit that carries
+	// several whole rails.
+	KindSharedLeaf Kind = "shared-leaf"
+	// KindSeveralNeighbors: a NIC that heard more than one switch.
+	KindSeveralNeighbors Kind = "several-neighbors"
+	// KindRate and KindMTU: a NIC whose link rate or MTU differs from
+	// its unit's peers' on the rail.
+	KindRate Kind = "rate"
+	KindMTU  Kind = "mtu"
+	// KindFirmware: a NIC off its model's firmware release.
+	KindFirmware Kind = "firmware"
+	// KindNoNeighbors: no rail port of any node has a neighbor; nothing
+	// about the wiring can be judged.
+	KindNoNeighbors Kind = "no-neighbors"
+)
+
+// Finding is one thing wrong with the wiring. Node is "" for a finding
+// about a switch or a whole rail of a unit (Switch names it), and Rail
+// is -1 for one about a whole node or the cluster.
 type Finding struct {
 	Severity Severity `json:"severity"`
+	Kind     Kind     `json:"kind"`
 	Node     string   `json:"node"`
 	Rail     int      `json:"rail"`
 	NIC      string   `json:"nic,omitempty"`
+	Switch   string   `json:"switch,omitempty"`
 	Message  string   `json:"message"`
 	Fix      string   `json:"fix"`
 }
 
-// Report is the cluster's wiring: per rail the leaf most nodes reach, the
-// rail x node matrix of switches, and the findings.
+// Design is how a unit, or the cluster, is cabled.
+type Design string
+
+// Designs.
+const (
+	// RailOptimized: each leaf takes one rail of its unit's nodes (NIC i
+	// of every node on leaf i of its unit).
+	RailOptimized Design = "rail-optimized"
+	// TopOfRack: one switch takes every rail of its nodes.
+	TopOfRack Design = "top-of-rack"
+	// Mixed: leaves take several rails but not all (a unit), or units
+	// differ in design (the cluster).
+	Mixed Design = "mixed"
+	// Unknown: no port has a neighbor.
+	Unknown Design = "unknown"
+)
+
+// Report is the cluster's wiring: its units (groups of nodes sharing
+// leaves), each unit's leaf per rail, the rail x node matrix of switches,
+// and the findings.
 type Report struct {
 	Nodes []string `json:"nodes"`
 	Rails []Rail   `json:"rails"`
-	// Isolated is true when every rail has its own leaf (no leaf is the
-	// majority of two rails): a job's pods must use the same rails.
+	// Design is the units' design when they share one, else Mixed;
+	// Unknown when no port has a neighbor.
+	Design Design `json:"design"`
+	// Units are the groups of nodes cabled to the same leaves, numbered
+	// from 1 in the order of their first node.
+	Units []Unit `json:"units"`
+	// Isolated is true when the design is rail-optimized and, in every
+	// unit, each rail has a leaf of its own: a job's pods must use the
+	// same rails.
 	Isolated bool      `json:"isolated"`
 	Findings []Finding `json:"findings"`
 }
@@ -76,12 +153,35 @@ type Report struct {
 // Rail is one rail across the nodes.
 type Rail struct {
 	Index int `json:"index"`
-	// Leaf is the switch most nodes' NIC of this rail reach ("" if none has
-	// a neighbor).
+	// Leaf is the rail's leaf when every unit has the same one (a cluster
+	// of one unit); "" otherwise (Units gives each unit's).
 	Leaf string `json:"leaf"`
 	// Switches holds, per node (Report.Nodes order), the switch its NIC of
-	// this rail reaches: "" without a neighbor, "-" without such a NIC.
+	// this rail reaches: "" without a neighbor, "-" without such a NIC,
+	// the switches joined by "|" where the port heard several.
 	Switches []string `json:"switches"`
+}
+
+// Unit is a group of nodes cabled to the same leaves: a scalable unit of
+// a rail-optimized cluster, or a rack of a top-of-rack one.
+type Unit struct {
+	// Index numbers the unit from 1 (Report.Units[Index-1]), as the
+	// findings name it ("unit 3").
+	Index  int    `json:"index"`
+	Design Design `json:"design"`
+	// Nodes are the unit's nodes, by name; Leaves the switches most of
+	// whose ports are its nodes'.
+	Nodes  []string `json:"nodes"`
+	Leaves []string `json:"leaves"`
+	// Rails gives, per rail its nodes have, the unit's leaf ("" when no
+	// port of the rail reaches one of the unit's leaves).
+	Rails []UnitRail `json:"rails"`
+}
+
+// UnitRail is one rail's leaf in a unit.
+type UnitRail struct {
+	Index int    `json:"index"`
+	Leaf  string `json:"leaf"`
 }
 
 // Status is the exit status doctor uses: 0, 1 for warnings, 2 for failures.
@@ -98,174 +198,61 @@ func (r Report) Status() int {
 	return s
 }
 
-// Analyze puts the nodes' ports side by side and finds what disagrees.
-// Ports with no rail (-1) are left out of the rails (no GPU uses them)
-// but not of the firmware comparison, which is per model (firmware).
+// Analyze puts the nodes' ports side by side, learns the fabric's units
+// and design from what the ports hear (units.go), and judges every port
+// against its own unit (judge.go). Ports with no rail (-1) are left out
+// of the rails (no GPU uses them) but not of the firmware comparison,
+// which is per model (firmware).
 func Analyze(nodes []Node) Report {
 	nodes = append([]Node(nil), nodes...)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	var rep Report
-	byRail := map[int][]*portAt{}
-	var all []*portAt
-	for ni, n := range nodes {
-		rep.Nodes = append(rep.Nodes, n.Name)
-		for pi := range n.Ports {
-			p := &portAt{node: ni, name: n.Name, Port: &n.Ports[pi]}
-			all = append(all, p)
-			if p.Rail >= 0 {
-				byRail[p.Rail] = append(byRail[p.Rail], p)
-			}
-		}
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	m := newModel(nodes)
+	rep := Report{Nodes: make([]string, len(nodes)), Design: m.design}
+	for i, n := range nodes {
+		rep.Nodes[i] = n.Name
 	}
-	indexes := make([]int, 0, len(byRail))
-	for r := range byRail {
-		indexes = append(indexes, r)
-	}
-	sort.Ints(indexes)
-
-	leafOf := leaves(indexes, byRail)
-	railsOf := map[string][]int{} // leaf -> rails it is the leaf of
-	for _, r := range indexes {
-		leaf := leafOf[r]
-		if leaf != "" {
-			railsOf[leaf] = append(railsOf[leaf], r)
-		}
-		rail := Rail{Index: r, Leaf: leaf, Switches: make([]string, len(nodes))}
-		for i := range rail.Switches {
-			rail.Switches[i] = "-"
-		}
-		for _, p := range byRail[r] {
-			rail.Switches[p.node] = p.Switch
-		}
-		rep.Rails = append(rep.Rails, rail)
-	}
-	rep.Isolated = len(railsOf) > 0
-	for _, rails := range railsOf {
-		if len(rails) > 1 {
-			rep.Isolated = false
-		}
-	}
-
-	for _, r := range indexes {
-		for _, p := range byRail[r] {
-			rep.Findings = append(rep.Findings, cabling(r, p, leafOf, railsOf)...)
-		}
-		rep.Findings = append(rep.Findings, mixed(r, byRail[r], "link rate", func(p *portAt) string { return num(p.RateGbps, " Gb/s") })...)
-		rep.Findings = append(rep.Findings, mixed(r, byRail[r], "MTU", func(p *portAt) string { return num(float64(p.MTU), "") })...)
-	}
-	rep.Findings = append(rep.Findings, firmware(all)...)
+	rep.Rails = m.matrix()
+	rep.Units = m.report()
+	rep.Isolated = m.isolated()
+	rep.Findings = m.judge()
+	rep.Findings = append(rep.Findings, firmware(m.all)...)
 	return rep
 }
 
+// portAt is one port of the analysis: its node (index in sorted order
+// and name), the port, and its switch interned (sw: an index into
+// model.switches; noSwitch or several).
 type portAt struct {
 	node int
 	name string
+	sw   int32
 	*Port
 }
 
-// cabling judges one port against its rail's leaf.
-func cabling(r int, p *portAt, leafOf map[int]string, railsOf map[string][]int) []Finding {
-	leaf := leafOf[r]
-	f := Finding{Node: p.name, Rail: r, NIC: p.NIC}
-	switch {
-	case p.Switch == "" && leaf != "":
-		why := p.NoNeighbor
-		if why == "" {
-			why = "no neighbor reported"
-		}
-		f.Severity, f.Message = Fail, fmt.Sprintf("rail %d NIC %s has no neighbor (%s) while its peers reach %s", r, p.NIC, why, leaf)
-		f.Fix = "check the cable and the switch port; on ConnectX, the firmware may consume LLDP (mlxconfig LLDP_NB_RX_MODE)"
-	case p.Switch == "" || p.Switch == leaf:
-		return nil
-	case len(railsOf[p.Switch]) > 0:
-		f.Severity = Fail
-		f.Message = fmt.Sprintf("rail %d NIC %s reaches %s (port %s), the leaf of rail %s; rail %d's leaf is %s", r, p.NIC, p.Switch, orDash(p.SwitchPort), ints(railsOf[p.Switch]), r, orDash(leaf))
-		f.Fix = fmt.Sprintf("a swapped cable: move %s's cable to %s (NCCL rings across nodes then meet on the same leaf)", p.NIC, orDash(leaf))
-	default:
-		f.Severity = Warn
-		f.Message = fmt.Sprintf("rail %d NIC %s reaches %s, which no peer on rail %d uses (they reach %s)", r, p.NIC, p.Switch, r, orDash(leaf))
-		f.Fix = "the node is missing from the leaf its peers share: recable it, or check that the leaf joins the rail's fabric"
-	}
-	return []Finding{f}
-}
+// Values of portAt.sw that are not a switch.
+const (
+	noSwitch int32 = -1 // no neighbor
+	several  int32 = -2 // more than one neighbor
+)
 
-// mixed warns, per node in the minority, when one rail's ports disagree
-// on a value (link rate, MTU); unknown values are left out.
-func mixed(r int, ports []*portAt, what string, value func(*portAt) string) []Finding {
-	odd, common, _, _ := minority(ports, value)
-	var out []Finding
-	for _, p := range odd {
-		out = append(out, Finding{Severity: Warn, Node: p.name, Rail: r, NIC: p.NIC,
-			Message: fmt.Sprintf("rail %d NIC %s has %s %s; its peers have %s", r, p.NIC, what, value(p), common),
-			Fix:     fmt.Sprintf("one %s per rail: a slower or smaller port limits every ring through it", what)})
+// neighbors is the port's distinct switches.
+func (p *Port) neighbors() []string {
+	var out []string
+	for _, s := range append([]string{p.Switch}, p.Switches...) {
+		if s != "" && !contains(out, s) {
+			out = append(out, s)
+		}
 	}
 	return out
 }
 
-// minority returns the ports whose value is known (non-empty) and differs
-// from the most common one (majority: ties go to the smallest), with that
-// value, how many ports have it and how many have a known value.
-func minority(ports []*portAt, value func(*portAt) string) (odd []*portAt, common string, n, known int) {
-	common, n, known = top(ports, value, nil)
-	for _, p := range ports {
-		if v := value(p); v != "" && v != common {
-			odd = append(odd, p)
+func contains(v []string, s string) bool {
+	for _, x := range v {
+		if x == s {
+			return true
 		}
 	}
-	return odd, common, n, known
-}
-
-// leaves decides each rail's leaf. A switch that more than half of a
-// rail's ports with a neighbor reach is that rail's leaf, even when it is
-// also another rail's (one switch for several rails: a fabric without
-// isolated rails). A rail without such a switch (two nodes with a cable
-// swapped disagree one to one) takes, in rail order, its most common
-// switch that no other rail has taken, so a swap is reported on one side
-// instead of two rails sharing a leaf.
-func leaves(indexes []int, byRail map[int][]*portAt) map[int]string {
-	leafOf := map[int]string{}
-	taken := map[string]bool{}
-	sw := func(p *portAt) string { return p.Switch }
-	for _, r := range indexes {
-		if leaf, n, known := top(byRail[r], sw, nil); 2*n > known {
-			leafOf[r] = leaf
-			taken[leaf] = true
-		}
-	}
-	for _, r := range indexes {
-		if _, ok := leafOf[r]; ok {
-			continue
-		}
-		leaf, _, _ := top(byRail[r], sw, taken)
-		if leaf == "" {
-			leaf, _, _ = top(byRail[r], sw, nil)
-		}
-		leafOf[r] = leaf
-		taken[leaf] = true
-	}
-	return leafOf
-}
-
-// top returns the most common non-empty value not in skip (ties: the
-// smallest), its count, and how many ports have a non-empty value.
-func top(ports []*portAt, value func(*portAt) string, skip map[string]bool) (string, int, int) {
-	count := map[string]int{}
-	known := 0
-	for _, p := range ports {
-		if v := value(p); v != "" {
-			known++
-			if !skip[v] {
-				count[v]++
-			}
-		}
-	}
-	best := ""
-	for v, c := range count {
-		if c > count[best] || (c == count[best] && v < best) {
-			best = v
-		}
-	}
-	return best, count[best], known
+	return false
 }
 
 func num(v float64, unit string) string {

@@ -37,7 +37,7 @@ func firmware(ports []*portAt) []Finding {
 	for _, m := range models {
 		odd, common, n, known := minority(byModel[m], fw)
 		for _, p := range odd {
-			out = append(out, Finding{Severity: Warn, Node: p.name, Rail: p.Rail, NIC: p.NIC,
+			out = append(out, Finding{Severity: Warn, Kind: KindFirmware, Node: p.name, Rail: p.Rail, NIC: p.NIC,
 				Message: fmt.Sprintf("NIC %s on %s (model %s) runs firmware %s; %d of the model's %d ports with a known version run %s",
 					p.NIC, p.name, m, p.Firmware, n, known, common),
 				Fix: firmwareFix})

@@ -125,5 +125,10 @@ func DecodePorts(s string) ([]Port, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("annotation %s: data after the port list", PortsAnnotation)
 	}
+	for i := range ports {
+		if len(ports[i].Switches) == 0 {
+			ports[i].Switches = nil // "switches": [] says what its absence says
+		}
+	}
 	return ports, nil
 }

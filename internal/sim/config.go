@@ -156,8 +156,9 @@ type Config struct {
 	Workers int
 	// SUNodes is the nodes per scalable unit of the rail-optimized
 	// fabric: NIC i of every node is cabled to leaf i of its unit, nodes
-	// numbered in order (node n is in unit n/SUNodes), and traffic between
-	// units crosses the spine. 0: the whole cluster is one unit.
+	// numbered in order (node n is in unit n/SUNodes, fabric.Layout), and
+	// traffic between units crosses the spine. 0: the whole cluster is
+	// one unit.
 	SUNodes int
 	// MaxWait is how long (in mean pod lifetimes, the simulator's unit of
 	// time) a job that a placement constrained to one rail set cannot

@@ -3,6 +3,8 @@ package sim
 import (
 	"math/bits"
 	"slices"
+
+	"github.com/railyard-io/railyard/internal/fabric"
 )
 
 // RejectRails is the rejection of a job that waited Config.MaxWait for a
@@ -218,11 +220,13 @@ func (r *runner) commit(id int32) {
 }
 
 // unit is the scalable unit of node.
-func (r *runner) unit(node int) int {
-	if r.cfg.SUNodes == 0 {
-		return 0
-	}
-	return node / r.cfg.SUNodes
+func (r *runner) unit(node int) int { return r.units.Unit(node) }
+
+// units is the simulated fabric's layout: rail-optimized scalable units
+// of SUNodes nodes, numbered as package fabric numbers a generated
+// cluster's (the same layout its tests judge).
+func (c *Config) units() fabric.Layout {
+	return fabric.Layout{Design: fabric.RailOptimized, Nodes: c.Nodes, UnitNodes: c.SUNodes}
 }
 
 // departUntil ends every pod that leaves by t; after each departure time

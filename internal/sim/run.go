@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -113,6 +114,9 @@ type runner struct {
 	found   []int32
 	perUnit []int32
 	touched []int
+	// units says which scalable unit a node is in (Config.SUNodes), as
+	// package fabric numbers a rail-optimized cluster's units.
+	units fabric.Layout
 
 	ask asker
 	// Scratch bitsets over a node's devices.
@@ -131,7 +135,7 @@ type runner struct {
 func newRunner(cfg *Config, m *machine, p Policy) *runner {
 	w := m.words
 	r := &runner{
-		cfg: cfg, m: m, c: newCluster(m, cfg), p: p,
+		cfg: cfg, m: m, c: newCluster(m, cfg), p: p, units: cfg.units(),
 		res:        PolicyResult{Name: p.Name, Binding: p.Binding, Job: p.Job, Rejections: map[string]int{}},
 		ask:        newAsker(m, p, !cfg.AskEveryPod),
 		offerAvail: make([]uint64, w), offerMust: make([]uint64, w), cand: make([]uint64, w), chosenSet: make([]uint64, w),
@@ -141,11 +145,7 @@ func newRunner(cfg *Config, m *machine, p Policy) *runner {
 	if p.Job == OneRailSet {
 		r.c.byMask = newMaskIndex(r.c.freeGPU, cfg.Scheduler)
 		r.stock = map[stockKey]uint64{}
-		units := 1
-		if cfg.SUNodes > 0 {
-			units = (cfg.Nodes + cfg.SUNodes - 1) / cfg.SUNodes
-		}
-		r.perUnit = make([]int32, units)
+		r.perUnit = make([]int32, r.units.Units())
 	}
 	return r
 }

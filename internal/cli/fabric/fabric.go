@@ -48,25 +48,40 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 		Short: "Show which leaf switch each node's NIC of each rail is cabled to, and find miswiring",
 		Long: `fabric reads the ports each Railyard agent publishes on its Node (the
 railyard.io/fabric-ports annotation: every RDMA NIC port's rail and the LLDP
-neighbor heard on it) and prints the rail x node wiring matrix, each rail's
-leaf (the switch most nodes reach on it), and findings:
+neighbor, or InfiniBand switch GUID, heard on it), learns the fabric's units
+(nodes cabled to the same leaves: a scalable unit of a rail-optimized
+cluster, or a rack) and its design (rail-optimized, top-of-rack or mixed),
+prints the rail x node wiring matrix with each node's unit, each unit's leaf
+per rail, and findings, each judged inside the node's own unit:
 
-  fail  a NIC cabled to another rail's leaf (a swapped cable)
-  fail  a NIC with no neighbor while its peers on the rail have one
-  warn  a node on a leaf none of its peers on that rail use
-  warn  mixed link rates or MTUs on one rail
+  fail  two NICs of a node cabled to each other's rail leaf (a swap), or
+        three or more in a circle (a rotation)
+  fail  a NIC cabled to another rail's leaf of its unit
+  fail  a NIC with no neighbor while its unit's peers on the rail have one,
+        or a node with no neighbor on any rail
+  warn  a NIC cabled to a leaf of another unit (fail: of another rail there)
+  warn  a NIC on a switch no peer on its rail uses
+  warn  a rail-optimized unit whose rail shares another rail's leaf
+  warn  a unit's rail on which no node hears a neighbor
+  warn  a NIC that hears several neighbors
+  warn  mixed link rates or MTUs on one rail of a unit
   warn  a NIC whose firmware differs from the release most NICs of its
         model (PCI vendor:device) run across the nodes
+  warn  no port of any node has a neighbor: nothing is judged
 
 Exit status: 0 nothing wrong, 1 warnings, 2 failures. Nodes without the
-annotation (no agent, or an agent without neighbors) are listed and skipped.`,
+annotation (no agent, or an agent without neighbors) are listed and skipped;
+so are nodes whose annotation does not decode (garbage, too large, a field
+from a newer publisher), each with the reason, while the rest is judged.
+Names read from the cluster are printed with terminal control characters
+escaped (--json leaves them to the JSON encoding).`,
 		Example: `  railyard fabric
   railyard fabric --selector node-role.kubernetes.io/gpu= --json | jq '.findings'
   railyard fabric --from nodes.json     # a saved list of {"name":..., "ports":[...]}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var nodes []fabric.Node
-			var skipped []string
+			var skipped skippedNodes
 			var err error
 			if from != "" {
 				nodes, err = readFile(from)
@@ -116,40 +131,57 @@ func readFile(path string) ([]fabric.Node, error) {
 }
 
 // listNodes connects with the user's kubeconfig and reads the nodes.
-func listNodes(ctx context.Context, kubeconfig, selector string) (nodes []fabric.Node, skipped []string, err error) {
+func listNodes(ctx context.Context, kubeconfig, selector string) (nodes []fabric.Node, skipped skippedNodes, err error) {
 	cs, err := client(kubeconfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, skipped, err
 	}
 	return clusterNodes(ctx, cs, selector)
 }
 
-// clusterNodes reads every selected node's ports annotation; nodes without
-// one are returned by name in skipped.
-func clusterNodes(ctx context.Context, cs kubernetes.Interface, selector string) (nodes []fabric.Node, skipped []string, err error) {
+// skippedNodes are the selected nodes left out of the report: without the
+// annotation, or with one that does not decode (by node, its error).
+type skippedNodes struct {
+	Unannotated []string
+	NotDecoded  []notDecoded
+}
+
+// notDecoded is a node whose annotation does not decode, and why.
+type notDecoded struct {
+	Node  string `json:"node"`
+	Error string `json:"error"`
+}
+
+// clusterNodes reads every selected node's ports annotation. Nodes without
+// one, and nodes whose annotation does not decode (a newer publisher's
+// field, garbage, too large), are returned in skipped: one node's bad
+// annotation never stops the rest from being judged.
+func clusterNodes(ctx context.Context, cs kubernetes.Interface, selector string) (nodes []fabric.Node, skipped skippedNodes, err error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+		return nil, skipped, fmt.Errorf("listing nodes: %w", err)
 	}
 	for _, n := range list.Items {
 		v, ok := n.Annotations[fabric.PortsAnnotation]
 		if !ok {
-			skipped = append(skipped, n.Name)
+			skipped.Unannotated = append(skipped.Unannotated, n.Name)
 			continue
 		}
 		ports, err := fabric.DecodePorts(v)
 		if err != nil {
-			return nil, nil, fmt.Errorf("node %s: %w", n.Name, err)
+			skipped.NotDecoded = append(skipped.NotDecoded, notDecoded{Node: n.Name, Error: err.Error()})
+			continue
 		}
 		nodes = append(nodes, fabric.Node{Name: n.Name, Ports: ports})
 	}
-	sort.Strings(skipped)
+	sort.Strings(skipped.Unannotated)
+	sort.Slice(skipped.NotDecoded, func(i, j int) bool { return skipped.NotDecoded[i].Node < skipped.NotDecoded[j].Node })
 	return nodes, skipped, nil
 }
 
-func writeJSON(w io.Writer, rep fabric.Report, skipped []string) error {
+func writeJSON(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 	if rep.Findings == nil {
 		rep.Findings = []fabric.Finding{}
 	}
@@ -157,49 +189,64 @@ func writeJSON(w io.Writer, rep fabric.Report, skipped []string) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		fabric.Report
-		Skipped []string `json:"skipped,omitempty"`
-	}{rep, skipped})
+		Skipped    []string     `json:"skipped,omitempty"`
+		NotDecoded []notDecoded `json:"notDecoded,omitempty"`
+	}{rep, skipped.Unannotated, skipped.NotDecoded})
 }
 
 // writeTable prints one row per node and one column per rail (a cluster
-// has far more nodes than rails), each rail's leaf above, then findings.
-func writeTable(w io.Writer, rep fabric.Report, skipped []string) error {
+// has far more nodes than rails) with the node's unit, the leaf of each
+// rail above when there is one unit, else a table of the units; then the
+// design's advice and the findings. Every name and message read from the
+// cluster is escaped.
+func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"NODE"}
-	leaves := []string{"(leaf)"}
+	head := []string{"NODE", "UNIT"}
+	leaves := []string{"(leaf)", ""}
 	for _, r := range rep.Rails {
 		head = append(head, fmt.Sprintf("RAIL %d", r.Index))
-		leaves = append(leaves, dash(r.Leaf))
+		leaves = append(leaves, dash(escape(r.Leaf)))
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	fmt.Fprintln(tw, strings.Join(leaves, "\t"))
+	row(tw, head)
+	if len(rep.Units) <= 1 {
+		row(tw, leaves)
+	}
+	unitOf, leafOf := unitLeaves(rep)
 	for i, n := range rep.Nodes {
-		row := []string{n}
+		u, ok := unitOf[n]
+		cells := []string{escape(n), "-"}
+		if ok {
+			cells[1] = fmt.Sprint(rep.Units[u].Index)
+		}
 		for _, r := range rep.Rails {
 			cell := r.Switches[i]
 			switch {
 			case cell == "":
 				cell = "(none)"
-			case cell != "-" && cell != r.Leaf:
-				cell += " !"
+			case cell != "-" && (!ok || cell != leafOf[u][r.Index]):
+				cell = escape(cell) + " !"
+			default:
+				cell = escape(cell)
 			}
-			row = append(row, cell)
+			cells = append(cells, cell)
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		row(tw, cells)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if rep.Isolated {
-		fmt.Fprintln(w, "\nRails are isolated (one leaf per rail): a job's pods must use the same rails on every node")
-		fmt.Fprintln(w, "(railyard rails template), and NCCL must keep each ring on one rail: set the agent's ncclCrossNIC: 0")
-		fmt.Fprintln(w, "(chart: --set config.ncclCrossNIC=0) unless a spine joins the leaves at full rate.")
-	} else {
-		fmt.Fprintln(w, "\nSome leaf serves several rails: traffic between rails does not need the spine there;")
-		fmt.Fprintln(w, "NCCL_CROSS_NIC can stay NCCL's default (leave ncclCrossNIC unset).")
+	if len(rep.Units) > 1 {
+		if err := writeUnits(w, rep); err != nil {
+			return err
+		}
 	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(w, "Not reporting (no %s annotation): %s\n", fabric.PortsAnnotation, strings.Join(skipped, ", "))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, advice(rep))
+	if len(skipped.Unannotated) > 0 {
+		fmt.Fprintf(w, "Not reporting (no %s annotation): %s\n", fabric.PortsAnnotation, escape(strings.Join(skipped.Unannotated, ", ")))
+	}
+	for _, n := range skipped.NotDecoded {
+		fmt.Fprintf(w, "Not reporting %s: its %s annotation does not decode (%s)\n", escape(n.Node), fabric.PortsAnnotation, escape(n.Error))
 	}
 	if len(rep.Findings) == 0 {
 		_, err := fmt.Fprintln(w, "No findings.")
@@ -207,9 +254,90 @@ func writeTable(w io.Writer, rep fabric.Report, skipped []string) error {
 	}
 	fmt.Fprintln(w, "\nFindings:")
 	for _, f := range rep.Findings {
-		fmt.Fprintf(w, "  %-4s  %s: %s\n        fix: %s\n", strings.ToUpper(f.Severity.String()), f.Node, f.Message, f.Fix)
+		about := f.Node
+		if about == "" {
+			about = "cluster"
+		}
+		fmt.Fprintf(w, "  %-4s  %s: %s\n        fix: %s\n", strings.ToUpper(f.Severity.String()), escape(about), escape(f.Message), escape(f.Fix))
 	}
 	return nil
+}
+
+// row writes one tab-separated row.
+func row(w io.Writer, cells []string) { fmt.Fprintln(w, strings.Join(cells, "\t")) }
+
+// unitLeaves maps each node to its unit (an index into rep.Units) and
+// each unit's rails to their leaves.
+func unitLeaves(rep fabric.Report) (map[string]int, []map[int]string) {
+	unitOf := map[string]int{}
+	leafOf := make([]map[int]string, len(rep.Units))
+	for u, unit := range rep.Units {
+		for _, n := range unit.Nodes {
+			unitOf[n] = u
+		}
+		leafOf[u] = map[int]string{}
+		for _, r := range unit.Rails {
+			leafOf[u][r.Index] = r.Leaf
+		}
+	}
+	return unitOf, leafOf
+}
+
+// writeUnits prints one row per unit: its design, size, first node and
+// leaf per rail.
+func writeUnits(w io.Writer, rep fabric.Report) error {
+	fmt.Fprintf(w, "\n%d units (%s):\n", len(rep.Units), rep.Design)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"UNIT", "DESIGN", "NODES", "FIRST NODE"}
+	for _, r := range rep.Rails {
+		head = append(head, fmt.Sprintf("RAIL %d", r.Index))
+	}
+	row(tw, head)
+	_, leafOf := unitLeaves(rep)
+	for u, unit := range rep.Units {
+		cells := []string{fmt.Sprint(unit.Index), string(unit.Design), fmt.Sprint(len(unit.Nodes)), "-"}
+		if len(unit.Nodes) > 0 {
+			cells[3] = escape(unit.Nodes[0])
+		}
+		for _, r := range rep.Rails {
+			leaf, ok := leafOf[u][r.Index]
+			if !ok {
+				leaf = "-"
+			}
+			cells = append(cells, dash(escape(leaf)))
+		}
+		row(tw, cells)
+	}
+	return tw.Flush()
+}
+
+// advice is what the design means for NCCL; none when no port has a
+// neighbor.
+func advice(rep fabric.Report) string {
+	switch {
+	case rep.Design == fabric.Unknown:
+		return "No port reports a neighbor: the units, the design and the rails cannot be judged."
+	case rep.Isolated:
+		return "Rails are isolated (one leaf per rail" + perUnit(rep) + "): a job's pods must use the same rails on every node\n" +
+			"(railyard rails template), and NCCL must keep each ring on one rail: set the agent's ncclCrossNIC: 0\n" +
+			"(chart: --set config.ncclCrossNIC=0) unless a spine joins the leaves at full rate."
+	case rep.Design == fabric.TopOfRack:
+		return "Top of rack: each unit's switch takes every rail of its nodes, so traffic between rails needs no spine\n" +
+			"inside a rack; NCCL_CROSS_NIC can stay NCCL's default (leave ncclCrossNIC unset)."
+	case rep.Design == fabric.Mixed && len(rep.Units) > 1:
+		return "The units differ in design (see the units above): keep a job's pods inside one unit, and judge\n" +
+			"ncclCrossNIC by the units the jobs run in (0 where rails have leaves of their own)."
+	default:
+		return "Some leaf serves several rails: traffic between rails does not need the spine there;\n" +
+			"NCCL_CROSS_NIC can stay NCCL's default (leave ncclCrossNIC unset)."
+	}
+}
+
+func perUnit(rep fabric.Report) string {
+	if len(rep.Units) > 1 {
+		return fmt.Sprintf(" in each of %d units", len(rep.Units))
+	}
+	return ""
 }
 
 func dash(s string) string {

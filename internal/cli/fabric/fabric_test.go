@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -127,22 +128,49 @@ func TestClusterNodesReadsAnnotationsFakeClientset(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad", Labels: map[string]string{"gpu": "true"},
 			Annotations: map[string]string{fabric.PortsAnnotation: "{"}}},
 	)
-	_, _, err := clusterNodes(context.Background(), cs, "")
-	if err == nil || !strings.Contains(err.Error(), "node bad") {
-		t.Errorf("a garbled annotation: err = %v, want it to name the node", err)
-	}
-	if err := cs.CoreV1().Nodes().Delete(context.Background(), "bad", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	// A garbled annotation, one with a field from a newer publisher and
+	// one too large are each skipped with the reason; the rest is judged.
+	newer := `[{"rail":0,"nic":"mlx5_0","switch":"leaf-0","fromTheFuture":1}]`
+	huge := `[{"rail":0,"nic":"` + strings.Repeat("x", fabric.MaxAnnotation) + `"}]`
+	for name, v := range map[string]string{"newer": newer, "huge": huge} {
+		if _, err := cs.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{"gpu": "true"}, Annotations: map[string]string{fabric.PortsAnnotation: v}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	nodes, skipped, err := clusterNodes(context.Background(), cs, "")
 	if err != nil {
+		t.Fatalf("a bad annotation stopped the report: %v", err)
+	}
+	var got []string
+	for _, n := range nodes {
+		got = append(got, n.Name)
+	}
+	var bad []string
+	for _, n := range skipped.NotDecoded {
+		if n.Error == "" {
+			t.Errorf("node %s skipped without a reason", n.Node)
+		}
+		bad = append(bad, n.Node)
+	}
+	if diff := cmp.Diff([]string{"gpu-1", "gpu-2"}, got); diff != "" {
+		t.Errorf("judged nodes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"bad", "huge", "newer"}, bad); diff != "" {
+		t.Errorf("nodes not decoded (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"control-plane"}, skipped.Unannotated); diff != "" {
+		t.Errorf("nodes without the annotation (-want +got):\n%s", diff)
+	}
+	var out strings.Builder
+	if err := writeTable(&out, fabric.Analyze(nodes), skipped); err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes) != 2 || len(skipped) != 1 || skipped[0] != "control-plane" {
-		t.Errorf("nodes %v, skipped %v; want gpu-1, gpu-2 and control-plane skipped", nodes, skipped)
+	if !strings.Contains(out.String(), "Not reporting newer: its "+fabric.PortsAnnotation+" annotation does not decode") {
+		t.Errorf("the table does not say why newer is left out:\n%s", out.String())
 	}
 	nodes, skipped, err = clusterNodes(context.Background(), cs, "gpu=true")
-	if err != nil || len(nodes) != 2 || len(skipped) != 0 {
-		t.Errorf("with a selector: %v, %v, %v", nodes, skipped, err)
+	if err != nil || len(nodes) != 2 || len(skipped.Unannotated) != 0 || len(skipped.NotDecoded) != 3 {
+		t.Errorf("with a selector: %v, %+v, %v", nodes, skipped, err)
 	}
 }
