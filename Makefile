@@ -29,8 +29,9 @@ demo: build
 	@echo
 	$(BIN)/railyard simulate --machine dgx-h100 --nodes 32 --pods 5000 --policies kubelet,gpu-aware,late-bound
 
-## test: lint, unit tests with the race detector, the end-to-end suite and the real-kernel tests in a VM
-test: lint unit e2e vmtest
+## test: lint, unit tests with the race detector, the end-to-end suite and the real-kernel tests in a VM; set-up first, then three lanes side by side (lint+unit, e2e, vmtest), each stage's time printed at the end (hack/test.sh; TEST_STAGES, TEST_SERIAL)
+test:
+	hack/test.sh
 
 ## unit: every Go test with -race (netns tests need root and skip without it), but internal/image's without it (NORACE)
 unit: deps cni-tools
