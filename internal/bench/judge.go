@@ -124,6 +124,16 @@ type JudgeInput struct {
 	// Baseline, when set, is a previous training run of the same model
 	// every training run's per-GPU throughput is judged against.
 	Baseline *Result
+	// Profile is the fabric profile the marks come from ("" for none):
+	// on a fabric whose profile expects RDMA (Profile.RDMA) a job whose
+	// NCCL fell back to TCP sockets fails.
+	Profile string
+	// NearHCAs says, per RDMA device name ("mlx5_0"), whether a GPU is
+	// near it (PIX or PXB: NCCL uses GPUDirect RDMA through it by
+	// default), from the topology; a device absent, or a nil map, is not
+	// known. An HCA without GPUDirect RDMA fails when a GPU is near it and
+	// is a warning when not known.
+	NearHCAs map[string]bool
 }
 
 // Verdict is the outcome of one check with its reason.
@@ -221,21 +231,22 @@ func (in *JudgeInput) defaults() {
 }
 
 // Judge runs every check that the input allows, in a stable order: each
-// result's run and line-rate checks, then the comparisons, then the
-// training scaling checks.
+// result's run and line-rate checks and the checks of its NCCL INFO lines,
+// then the comparisons, then the training scaling checks.
 func Judge(in JudgeInput) []Verdict {
 	in.defaults()
 	var out []Verdict
 	for _, l := range in.Results {
 		r := l.Result
-		if !r.OK {
+		switch k, ok := kindRowOf(r.Kind); {
+		case !r.OK:
 			out = append(out, Verdict{Check: CheckRun, Scenario: l.Scenario, Tool: r.Tool, Status: StatusFail,
 				Reason: "run failed: " + r.Error})
-			continue
-		}
-		if k, ok := kindRowOf(r.Kind); ok && k.verdict != nil {
+		case ok && k.verdict != nil:
 			out = append(out, k.verdict(in, l))
 		}
+		// A failed run's NCCL lines still say which network it was on.
+		out = append(out, judgeNCCLTransport(in, l)...)
 	}
 	out = append(out, compare(in, CheckPodBareMetal, podRole(in), in.Roles.BareMetal)...)
 	out = append(out, compare(in, CheckRDMAvsTCP, in.Roles.RDMA, in.Roles.TCP)...)

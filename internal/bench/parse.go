@@ -40,8 +40,13 @@ func parseText(data []byte) Result {
 	case FamilyTraining:
 		r = parseTraining(lines)
 	default:
-		return Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
+		r = Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
+		if r.NCCLTransport = parseNCCLDebug(lines); r.NCCLTransport != nil {
+			r.Error += ": only NCCL INFO lines (in ncclTransport); bench parse --suite nccl-debug judges them alone"
+		}
+		return r
 	}
+	r.NCCLTransport = parseNCCLDebug(lines)
 	// One result per output: the tables of another suite in the same log
 	// would be dropped without a word.
 	for _, other := range tables {
@@ -54,13 +59,22 @@ func parseText(data []byte) Result {
 }
 
 // ParsePerftest parses data as perftest (ib_*_bw, ib_*_lat) output.
-func ParsePerftest(data []byte) Result { return checked(parsePerftest(splitLines(data))) }
+func ParsePerftest(data []byte) Result { return parseLines(data, parsePerftest) }
 
 // ParseNCCL parses data as nccl-tests output.
-func ParseNCCL(data []byte) Result { return checked(parseNCCL(splitLines(data))) }
+func ParseNCCL(data []byte) Result { return parseLines(data, parseNCCL) }
 
 // ParseOSU parses data as OSU micro-benchmarks output.
-func ParseOSU(data []byte) Result { return checked(parseOSU(splitLines(data))) }
+func ParseOSU(data []byte) Result { return parseLines(data, parseOSU) }
+
+// parseLines parses data's lines with one suite's parser, reads the NCCL
+// INFO lines among them and checks the values.
+func parseLines(data []byte, parse func([]line) Result) Result {
+	lines := splitLines(data)
+	r := parse(lines)
+	r.NCCLTransport = parseNCCLDebug(lines)
+	return checked(r)
+}
 
 // Detect reports which benchmark suite printed data.
 func Detect(data []byte) Family { return detect(splitLines(data)) }

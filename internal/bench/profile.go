@@ -15,7 +15,11 @@ type Profile struct {
 	// Lossless says the fabric pauses instead of dropping: RoCE traffic
 	// needs PFC on its priority (doctor's roce-qos check warns without
 	// it); on a lossy one ECN (DCQCN) is what must be on instead.
-	Lossless   bool
+	Lossless bool
+	// RDMA says NCCL must run over RDMA on this fabric: a job that fell
+	// back to TCP sockets fails the nccl-network check (cloud and virtual
+	// fabrics may offer none, or another transport: a warning there).
+	RDMA       bool
 	Thresholds Thresholds
 	// Why says what the marks rest on (docs/bench.md has the sources).
 	Why string
@@ -33,15 +37,15 @@ const (
 // Profiles is one row per fabric. Fields left zero take the defaults
 // (DefaultThresholds).
 var Profiles = []Profile{
-	{ProfileInfiniBand, "IB", true, Thresholds{LineRateFraction: 0.90, NCCLFraction: 0.90, MinScalingEfficiency: 0.90, MaxLatencyFactor: 2},
+	{ProfileInfiniBand, "IB", true, true, Thresholds{LineRateFraction: 0.90, NCCLFraction: 0.90, MinScalingEfficiency: 0.90, MaxLatencyFactor: 2},
 		"InfiniBand framing caps goodput at 99.4% (MTU 4096); perftest on HDR in AKS pods reaches 98.3%; Horovod publishes 90% scaling efficiency"},
-	{ProfileRoCELossless, "Ethernet", true, Thresholds{LineRateFraction: 0.90, NCCLFraction: 0.85, MinScalingEfficiency: 0.90, MaxLatencyFactor: 2},
+	{ProfileRoCELossless, "Ethernet", true, true, Thresholds{LineRateFraction: 0.90, NCCLFraction: 0.85, MinScalingEfficiency: 0.90, MaxLatencyFactor: 2},
 		"RoCE v2 framing caps goodput at 92.6% (MTU 1024) to 98.0% (MTU 4096); NVIDIA's RoCE pods reach 92.4 of 100 Gb/s at MTU 1024"},
-	{ProfileRoCELossy, "Ethernet", false, Thresholds{LineRateFraction: 0.80, NCCLFraction: 0.75, MinScalingEfficiency: 0.80, MaxLatencyFactor: 3},
+	{ProfileRoCELossy, "Ethernet", false, true, Thresholds{LineRateFraction: 0.80, NCCLFraction: 0.75, MinScalingEfficiency: 0.80, MaxLatencyFactor: 3},
 		"without PFC a drop costs a go-back-N retransmission of the window: loss shows as bandwidth below the lossless marks and a long latency tail"},
-	{ProfileCloud, "Ethernet", false, Thresholds{LineRateFraction: 0.80, NCCLFraction: 0.80, MinScalingEfficiency: 0.80, MaxLatencyFactor: 3},
+	{ProfileCloud, "Ethernet", false, false, Thresholds{LineRateFraction: 0.80, NCCLFraction: 0.80, MinScalingEfficiency: 0.80, MaxLatencyFactor: 3},
 		"cloud RDMA (SR-IOV VFs of shared adapters, EFA, shared fabrics): the instance's advertised rate is shared and not every hop is the tenant's"},
-	{ProfileVirtual, "Ethernet", false, Thresholds{LineRateFraction: 0.70, NCCLFraction: 0.70, MinScalingEfficiency: 0.75, MaxLatencyFactor: 5},
+	{ProfileVirtual, "Ethernet", false, false, Thresholds{LineRateFraction: 0.70, NCCLFraction: 0.70, MinScalingEfficiency: 0.75, MaxLatencyFactor: 5},
 		"PVRDMA and SR-IOV in VMs: the published PVRDMA Horovod runs scale 1.57x/2.30x/3.00x on 2/3/4 nodes (75% to 78.5% efficiency), which their author calls linear"},
 }
 

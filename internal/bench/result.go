@@ -54,6 +54,10 @@ type Result struct {
 
 	Summary map[string]float64
 	Info    Info
+	// NCCLTransport is what the output's NCCL_DEBUG=INFO lines say about
+	// the network, whatever else the output is (nccl-tests, a training
+	// log); nil when it has none.
+	NCCLTransport *NCCLTransport
 }
 
 // Info holds facts about the run read from the output's header.
@@ -139,10 +143,12 @@ type resultJSON struct {
 	Rows    json.RawMessage    `json:"rows"`
 	Summary map[string]float64 `json:"summary"`
 	Info    *Info              `json:"info,omitempty"`
+	// NCCLTransport is omitted when the output had no NCCL INFO line.
+	NCCLTransport *NCCLTransport `json:"ncclTransport,omitempty"`
 }
 
 // MarshalJSON writes the contract form {"tool","ok","error","rows","summary"}
-// (plus "source" and "info" when set).
+// (plus "source", "info" and "ncclTransport" when set).
 func (r Result) MarshalJSON() ([]byte, error) {
 	raw := []byte("[]")
 	if k, ok := kindRowOf(r.Kind); ok {
@@ -151,7 +157,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("marshal rows: %w", err)
 		}
 	}
-	out := resultJSON{Source: r.Source, Tool: r.Tool, OK: r.OK, Error: r.Error, Rows: raw, Summary: r.Summary}
+	out := resultJSON{Source: r.Source, Tool: r.Tool, OK: r.OK, Error: r.Error, Rows: raw, Summary: r.Summary, NCCLTransport: r.NCCLTransport}
 	if out.Summary == nil {
 		out.Summary = map[string]float64{}
 	}
@@ -169,7 +175,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	*r = Result{Source: in.Source, Tool: in.Tool, OK: in.OK, Error: in.Error, Summary: in.Summary}
+	*r = Result{Source: in.Source, Tool: in.Tool, OK: in.OK, Error: in.Error, Summary: in.Summary, NCCLTransport: in.NCCLTransport}
 	if in.Info != nil {
 		r.Info = *in.Info
 	}

@@ -81,7 +81,7 @@ type TrainingRow struct {
 }
 
 // ParseTraining parses data as a training log.
-func ParseTraining(data []byte) Result { return checked(parseTraining(splitLines(data))) }
+func ParseTraining(data []byte) Result { return parseLines(data, parseTraining) }
 
 func trainingMarker(t string) bool {
 	switch {

@@ -24,7 +24,7 @@ const maxInput = 256 << 20
 
 func newParseCommand(s iostreams.Streams) *cobra.Command {
 	var asJSON bool
-	var suite string
+	var suite, profile string
 	var opts bench.Options
 	cmd := &cobra.Command{
 		Use:   "parse FILE...",
@@ -33,19 +33,34 @@ func newParseCommand(s iostreams.Streams) *cobra.Command {
 contain. The suite is detected from the output unless --suite says it.
 
 With --json it prints, per file, one JSON object:
-  {"source", "tool", "ok", "error", "rows": [...], "summary": {...}, "info": {...}}
+  {"source", "tool", "ok", "error", "rows": [...], "summary": {...}, "info": {...},
+   "ncclTransport": {...}}
 (see docs/bench.md for the row fields). It exits non-zero when any output is
-a failed run (ok false).`,
+a failed run (ok false).
+
+NCCL_DEBUG=INFO lines anywhere in an output (nccl-tests, a training log) are
+read too: the network NCCL chose, its HCAs, GPUDirect RDMA per HCA and on
+each channel, per host; they are judged (nccl-network, nccl-gdr,
+nccl-hosts) and a failed check makes the exit status non-zero. A log of
+any other job is read for those lines alone with --suite nccl-debug.
+--profile names the fabric: on infiniband, roce-lossless and roce-lossy a
+fallback to TCP sockets fails, without it it is a warning.`,
 		Example: `  railyard bench parse ib_write_bw.txt
   railyard bench parse --json all_reduce_perf.log osu_bw.txt > results.json
-  kubectl logs railyard-bench-perftest-client-rdma | railyard bench parse -`,
+  kubectl logs railyard-bench-perftest-client-rdma | railyard bench parse -
+  kubectl logs job/train | railyard bench parse --suite nccl-debug --profile roce-lossless -`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			parse, err := parserFor(suite, opts)
 			if err != nil {
 				return err
 			}
-			failed := 0
+			if profile != "" {
+				if _, err := bench.ProfileNamed(profile); err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
+			}
+			failed, failedChecks := 0, 0
 			var errs []error
 			for _, path := range args {
 				if err := cmd.Context().Err(); err != nil {
@@ -59,6 +74,18 @@ a failed run (ok false).`,
 				r.Source = path
 				if !r.OK {
 					failed++
+				}
+				var verdicts []bench.Verdict
+				if r.NCCLTransport != nil {
+					verdicts = bench.NCCLTransportVerdicts(bench.JudgeInput{Profile: profile}, bench.Labelled{Result: r})
+				}
+				for _, v := range verdicts {
+					if v.Status == bench.StatusFail {
+						failedChecks++
+						if asJSON { // the text form prints them with the result
+							errs = append(errs, fmt.Errorf("%s: %s: %s", path, v.Check, v.Reason))
+						}
+					}
 				}
 				if asJSON {
 					out, err := json.MarshalIndent(r, "", "  ")
@@ -74,15 +101,25 @@ a failed run (ok false).`,
 				if err := printResult(s.Out, r); err != nil {
 					return err
 				}
+				if r.NCCLTransport != nil {
+					if err := printNCCLTransport(s.Out, r.NCCLTransport, verdicts); err != nil {
+						return err
+					}
+				}
 			}
 			if failed > 0 {
 				errs = append(errs, fmt.Errorf("%d of %d outputs are failed runs", failed, len(args)))
+			}
+			if failedChecks > 0 {
+				errs = append(errs, fmt.Errorf("%d NCCL check(s) failed", failedChecks))
 			}
 			return errors.Join(errs...)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per file")
-	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl, osu, training or iperf3")
+	cmd.Flags().StringVar(&suite, "suite", "auto", "output format: auto, perftest, nccl, osu, training, iperf3 or nccl-debug (NCCL INFO lines alone)")
+	cmd.Flags().StringVar(&profile, "profile", "", "the fabric NCCL INFO lines are judged by: "+strings.Join(bench.ProfileNames(), " | ")+
+		" (infiniband and roce-* fail a fallback to TCP sockets)")
 	cmd.Flags().BoolVar(&opts.PerftestJSONGbits, "perftest-json-gbits", false, "perftest --out_json files come from runs with --report_gbits (their JSON has no unit; default MiB/s)")
 	return cmd
 }
@@ -106,8 +143,10 @@ func parserFor(suite string, o bench.Options) (func([]byte) bench.Result, error)
 		return bench.ParseOSU, nil
 	case "training":
 		return bench.ParseTraining, nil
+	case "nccl-debug":
+		return bench.ParseNCCLDebug, nil
 	}
-	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu, training or iperf3", suite)
+	return nil, fmt.Errorf("--suite %q: want auto, perftest, nccl, osu, training, iperf3 or nccl-debug", suite)
 }
 
 // readInput reads a regular file (internal/inputfile; "-": stdin) of at

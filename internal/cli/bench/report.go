@@ -84,6 +84,11 @@ as raw tool outputs or as bench parse --json output, and:
     RDMA's gain over TCP at the largest size both ran,
   - judges a training run's per-GPU throughput against --baseline, a
     previous run of the same model (Horovod on CPU workers counts CPUs),
+  - judges the NCCL_DEBUG=INFO lines of any result: a fallback to TCP
+    sockets fails where the profile (infiniband, roce-*) or the rdma
+    scenario expects RDMA; an HCA without GPUDirect RDMA fails when the
+    topology (--sysfs/--machine) puts a GPU near it, else warns; hosts of
+    one job that differ (GDRDMA, HCAs, RoCE GID index, MTU) warn,
 
 prints the verdicts, and writes report.html, report.json and PNG/SVG charts
 into --out. The line rate is --line-rate-gbps, or read from a topology
@@ -298,6 +303,7 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 		in.LineRateSource = "--line-rate-gbps"
 	}
 	linkType := ""
+	var near map[string]bool
 	if f.source.Sysfs != "" || f.source.Machine != "" {
 		t, desc, err := f.source.Load(ctx)
 		if err != nil {
@@ -313,6 +319,7 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 			in.NICs = lr.NICs
 		}
 		linkType = railLinkLayer(t)
+		near = nearHCAs(t)
 	}
 	p, ok, how := f.chooseProfile(linkType, results)
 	if ok {
@@ -342,7 +349,8 @@ func (f *reportFlags) judge(ctx context.Context, results []bench.Labelled) (benc
 	}
 	gdr, _ := gpudirectClasses(f.gdrClasses) // validated
 	in.Verdicts = bench.Judge(bench.JudgeInput{Results: in.Results, LineRateGbps: in.LineRateGbps, NICs: in.NICs,
-		GPUsPerNode: f.gpusPerNode, Thresholds: in.Thresholds, Roles: f.roles, GPUDirect: gdr, LinkType: linkType, Baseline: baseline})
+		GPUsPerNode: f.gpusPerNode, Thresholds: in.Thresholds, Roles: f.roles, GPUDirect: gdr, LinkType: linkType, Baseline: baseline,
+		Profile: in.Profile, NearHCAs: near})
 	return in, nil
 }
 
