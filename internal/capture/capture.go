@@ -106,7 +106,7 @@ func Node(ctx context.Context, w io.Writer, opt Options) (Stats, error) {
 	if _, err := doctor.Run(ctx, doctor.Options{SysfsRoot: sysRoot, Host: doctor.HostFiles{Root: hostRoot, Recorder: host}, Root: opt.Root, DCB: opt.DCB, Recorder: sys}); err != nil {
 		return Stats{}, err
 	}
-	return Write(w, []Tree{{Dir: SysDir, Root: sysRoot, Rec: sys, ListDirs: true}, {Dir: HostDir, Root: hostRoot, Rec: host, Filter: hostFilter}})
+	return Write(w, []Tree{{Dir: SysDir, Root: sysRoot, Rec: sys, ListDirs: true, Beneath: true}, {Dir: HostDir, Root: hostRoot, Rec: host, Filter: hostFilter}})
 }
 
 // Tree is one recorded tree to store.
@@ -119,6 +119,10 @@ type Tree struct {
 	ListDirs bool
 	// Filter, when set, says whether to store a file and what of it.
 	Filter func(p string, content []byte) ([]byte, bool)
+	// Beneath says symlinks resolve below Root as sysfs.FS reads them:
+	// an absolute one leaves the tree (and is not stored). Otherwise an
+	// absolute symlink is relative to Root, as a host's are to its /.
+	Beneath bool
 }
 
 // hostFilter keeps secrets out: no process's environment or command line,
@@ -216,21 +220,13 @@ func (w *writer) resolve(rel string, depth int, last bool) (string, error) {
 		final := i == len(parts)-1
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(full)
-			if err != nil {
-				return "", nil
-			}
-			if filepath.IsAbs(target) {
-				// Absolute within the tree (/lib -> /usr/lib on a host
-				// root): stored relative, so a replay stays in its tree.
-				if target, err = filepath.Rel("/"+path.Dir(next), target); err != nil {
-					return "", nil
-				}
+			target, dest, ok := w.link(next)
+			if !ok {
+				return "", nil // it leaves the tree: neither stored nor followed
 			}
 			if err := w.add(&tar.Header{Typeflag: tar.TypeSymlink, Name: next, Linkname: target, Mode: 0o777}, nil); err != nil {
 				return "", err
 			}
-			dest := path.Join(path.Dir(next), target)
 			real, err := w.resolve(dest, depth+1, false)
 			if err != nil || real == "" {
 				return "", err
@@ -259,6 +255,54 @@ func (w *writer) resolve(rel string, depth int, last bool) (string, error) {
 	return cur, nil
 }
 
+// link reads the symlink name (a real path relative to the tree's root:
+// no symlink on the way) and returns its target as stored, relative, and
+// where it leads (relative to the root). ok is false for a link that
+// leaves the tree, which is neither stored nor followed: a relative
+// target with more ".." than name is deep, an absolute one in a Beneath
+// tree, or one that climbs back with ".." after a name (through a symlink,
+// the kernel's ".." is not the lexical one). An absolute target of another
+// tree (/lib -> /usr/lib on a host root) is within the tree: stored
+// relative, so a replay stays in its tree.
+func (w *writer) link(name string) (target, dest string, ok bool) {
+	target, err := os.Readlink(filepath.Join(w.tree.Root, name))
+	if err != nil || climbsBack(target) {
+		return "", "", false
+	}
+	if filepath.IsAbs(target) {
+		if w.tree.Beneath {
+			return "", "", false
+		}
+		if target, err = filepath.Rel("/"+path.Dir(name), target); err != nil {
+			return "", "", false
+		}
+	}
+	dest = path.Join(path.Dir(name), target)
+	if dest == ".." || strings.HasPrefix(dest, "../") {
+		return "", "", false
+	}
+	return target, dest, true
+}
+
+// climbsBack reports whether a symlink's target has a ".." after a name
+// ("a/../../x"): resolved through symlinks, it may lead elsewhere than
+// its lexical form.
+func climbsBack(target string) bool {
+	named := false
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if named {
+				return true
+			}
+		default:
+			named = true
+		}
+	}
+	return false
+}
+
 // leaf stores what a symlink at the end of a recorded path points to.
 func (w *writer) leaf(real string, depth int) error {
 	fi, err := os.Lstat(filepath.Join(w.tree.Root, real))
@@ -284,8 +328,8 @@ func (w *writer) list(dir string) error {
 		name := path.Join(dir, e.Name())
 		switch t := e.Type(); {
 		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(filepath.Join(w.tree.Root, name))
-			if err != nil || filepath.IsAbs(target) {
+			target, _, ok := w.link(name)
+			if !ok {
 				continue
 			}
 			if err := w.add(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777}, nil); err != nil {

@@ -282,3 +282,72 @@ func TestCaptureIsBounded(t *testing.T) {
 		t.Fatal("a FIFO blocked the capture")
 	}
 }
+
+// A symlink that leads out of its tree is neither stored nor followed,
+// whether a reader's path goes through it or a listed directory holds
+// it: relative with too many "..", climbing back through a name
+// ("in/../../.."), or absolute in the sysfs tree (which sysfs.FS reads
+// beneath its root). Links within the tree are stored.
+func TestSymlinksOutOfTheTreeAreNotStored(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	sys, host := filepath.Join(base, "sys"), filepath.Join(base, "host")
+	for p, content := range map[string]string{
+		"outside/secret":      "PRETTY_NAME=outside\n",
+		"sys/devices/a/attr":  "inside\n",
+		"host/usr/lib/x.conf": "inside\n",
+	} {
+		p = filepath.Join(base, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"sys/class/rel":    "../../outside/secret",
+		"sys/class/abs":    filepath.Join(base, "outside/secret"),
+		"sys/class/dir":    "../../outside",
+		"sys/class/climb":  "in/../../../outside/secret",
+		"sys/class/in":     "../devices/a",
+		"host/etc/release": "../../outside/secret",
+		"host/etc/conf":    "/usr/lib/x.conf",
+	} {
+		p := filepath.Join(base, link)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sysRec, hostRec := &Recorder{}, &Recorder{}
+	for _, p := range []string{"class", "class/rel", "class/abs", "class/dir/secret", "class/climb", "class/in/attr"} {
+		sysRec.Record(p)
+	}
+	for _, p := range []string{"/etc/release", "/etc/conf"} {
+		hostRec.Record(p)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, []Tree{{Dir: SysDir, Root: sys, Rec: sysRec, ListDirs: true, Beneath: true}, {Dir: HostDir, Root: host, Rec: hostRec}}); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(zr)
+	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = h.Linkname + string(b)
+	}
+	want := map[string]string{
+		"sys/class/": "", "sys/class/in": "../devices/a", "sys/devices/": "", "sys/devices/a/": "", "sys/devices/a/attr": "inside\n",
+		"host/etc/": "", "host/etc/conf": "../usr/lib/x.conf", "host/usr/": "", "host/usr/lib/": "", "host/usr/lib/x.conf": "inside\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored (-want +got):\n%s", diff)
+	}
+}

@@ -7,7 +7,8 @@
 // What it stores comes from the readers themselves: sysfs.FS and
 // doctor.HostFiles tell a Recorder every path they touch, so the capture
 // follows the readers as they change, with no list of paths of its own.
-// Symlinks are stored as symlinks (relative, within their tree), each
+// Symlinks are stored as symlinks (relative, within their tree; one that
+// leads out of its tree is neither stored nor followed), each
 // directory a reader lists with its entries (files it did not read are
 // empty), and every regular file a reader read with its content, bounded
 // as the readers bound it. No environment, no process command line: a

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // Exec's defaults.
@@ -87,11 +89,12 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// firstLine returns the first non-empty line of b, trimmed and bounded.
+// firstLine returns the first non-empty line of b, trimmed, bounded and
+// safe to print (no terminal escapes).
 func firstLine(b []byte) string {
 	for _, l := range strings.Split(string(b), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			return text(clip(l))
+			return termsafe.Escape(text(clip(l)))
 		}
 	}
 	return ""

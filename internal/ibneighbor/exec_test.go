@@ -55,6 +55,17 @@ func TestExecFailureKeepsStdoutAndStderrsFirstLine(t *testing.T) {
 	}
 }
 
+// A failed run's standard error is quoted in its error: its first line
+// comes out with terminal escapes made visible.
+func TestExecEscapesStderr(t *testing.T) {
+	t.Parallel()
+	requireSh(t)
+	_, err := ibneighbor.Exec{}.Run(context.Background(), "sh", "-c", "printf 'ibwarn: \\302\\23331mred \\342\\200\\256evil\\n' >&2; exit 255")
+	if err == nil || !strings.HasSuffix(err.Error(), `exit status 255: ibwarn: \x9b31mred \u202eevil`) {
+		t.Errorf("Run error %q, want stderr's first line escaped", err)
+	}
+}
+
 func TestExecBoundsOutput(t *testing.T) {
 	t.Parallel()
 	requireSh(t)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/lldp"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // Runner runs a command and returns its standard output; a command that
@@ -117,6 +118,7 @@ func failed(ctx context.Context, ca string, port int, op string, out []byte, err
 	if said := why + " " + err.Error(); strings.Contains(said, "Failed to open") || strings.Contains(said, "Permission denied") {
 		hint = "; smpquery needs read-write access to the port's umad device"
 	}
+	why = termsafe.Escape(why) // smpquery's words are printed: no terminal escapes
 	if why != "" {
 		return fmt.Errorf("%s port %d: %w: smpquery -D %s 0,1: %s (%w)%s", ca, port, ErrQuery, op, why, err, hint)
 	}

@@ -185,3 +185,28 @@ func TestQueryStopsWithItsContextFakeSmpquery(t *testing.T) {
 		t.Errorf("Query after cancel = %v, want context.Canceled", err)
 	}
 }
+
+// smpquery's iberror text and its standard error end up in messages a
+// terminal shows: escapes that would retitle the window (OSC, BEL),
+// recolour it (CSI, also as C1), or reverse the text come out as visible
+// escapes.
+func TestQueryEscapesWhatSmpquerySaid(t *testing.T) {
+	t.Parallel()
+	hostile := ibneighbortest.Answer{
+		Out: "smpquery: iberror: failed: \x1b]0;pwned\x07 \u009b31mred \u202eevil\n",
+		Err: errors.New("smpquery -C mlx5_0 -P 1 -D nodeinfo 0,1: exit status 255"),
+	}
+	fake := &ibneighbortest.Fake{Answers: map[ibneighbortest.Key]ibneighbortest.Answer{
+		key("nodeinfo"): hostile, key("portinfo"): {Out: ibneighbortest.PortInfo(1, "Active", "LinkUp")}}}
+	_, err := ibneighbor.Query(context.Background(), fake, "mlx5_0", 1)
+	if !errors.Is(err, ibneighbor.ErrQuery) {
+		t.Fatalf("Query error %v, want ErrQuery", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, `failed: \x1b]0;pwned\x07 \x9b31mred \u202eevil`) {
+		t.Errorf("error %q does not show smpquery's words escaped", msg)
+	}
+	if strings.ContainsAny(msg, "\x1b\x07\u009b\u202e") {
+		t.Errorf("error %q holds terminal escapes", msg)
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // An mlx5 port's traffic (in bytes: words x 4), errors and congestion
-// over 2 s, and an rxe port's packets without bytes.
+// over 2 s, and an rxe port's packets without bytes or congestion (not
+// known, rather than 0).
 func TestSummarize(t *testing.T) {
 	t.Parallel()
 	root := tree(t)
@@ -29,16 +30,20 @@ func TestSummarize(t *testing.T) {
 	r1 := read(t, root, "mlx5_2", true, t0.Add(2*time.Second))
 
 	mlx := Summarize(Rates(&s0, &s1))
-	want := Summary{TxBytes: 1000, RxBytes: 500, HasBytes: true, TxPackets: 5, RxPackets: 3, Errors: 3, Congestion: 5}
+	all := Known{TxBytes: true, RxBytes: true, TxPackets: true, RxPackets: true, Errors: true, Congestion: true}
+	want := Summary{TxBytes: 1000, RxBytes: 500, TxPackets: 5, RxPackets: 3, Errors: 3, Congestion: 5, Has: all}
 	if diff := cmp.Diff(want, mlx); diff != "" {
 		t.Errorf("mlx5 port (-want +got):\n%s", diff)
 	}
 	rxe := Summarize(Rates(&r0, &r1))
-	if diff := cmp.Diff(Summary{TxPackets: 20, RxPackets: 10, Errors: 1}, rxe); diff != "" {
+	// rxe: packets and errors, no bytes and no congestion counter: not
+	// known, rather than 0.
+	rxeHas := Known{TxPackets: true, RxPackets: true, Errors: true}
+	if diff := cmp.Diff(Summary{TxPackets: 20, RxPackets: 10, Errors: 1, Has: rxeHas}, rxe); diff != "" {
 		t.Errorf("rxe port (-want +got):\n%s", diff)
 	}
 	both := mlx.Add(rxe)
-	if both.TxPackets != 25 || both.Errors != 4 || !both.HasBytes || both.TxBytes != 1000 {
+	if both.TxPackets != 25 || both.Errors != 4 || both.Has != all || both.TxBytes != 1000 {
 		t.Errorf("sum %+v", both)
 	}
 

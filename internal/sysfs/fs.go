@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
@@ -26,6 +27,11 @@ type FS struct {
 	// builds (relative to the root) before it touches it: `railyard topo
 	// --capture` stores exactly what discovery and doctor read.
 	Recorder Recorder
+	// way is how paths are resolved within Root (beneath.go): the zero
+	// value is openat2, else os.Root; tests pick one.
+	way beneath
+	// dir is Root's directory, opened at the first read (New sets it).
+	dir *rootDir
 }
 
 // Recorder collects the paths readers touch. It must be safe for
@@ -39,21 +45,30 @@ func New(root string) FS {
 	if root == "" {
 		root = "/sys"
 	}
-	return FS{Root: root}
+	return FS{Root: root, dir: &rootDir{path: root}}
 }
 
-// Path joins elements below the root.
+// Path joins elements below the root, for a caller that checks a path
+// exists. The readers here resolve every path within the root (openAt);
+// a path of Path's opened elsewhere is not.
 func (f FS) Path(elem ...string) string {
+	return filepath.Join(f.Root, f.rel(elem...))
+}
+
+// rel joins elements into a path relative to the root and tells the
+// Recorder.
+func (f FS) rel(elem ...string) string {
+	r := filepath.Join(elem...)
 	if f.Recorder != nil {
-		f.Recorder.Record(filepath.Join(elem...))
+		f.Recorder.Record(r)
 	}
-	return filepath.Join(append([]string{f.Root}, elem...)...)
+	return r
 }
 
 // ReadString reads an attribute file (a path below the root) and trims
 // surrounding white space.
 func (f FS) ReadString(rel string) (string, error) {
-	b, err := readSmall(f.Path(rel))
+	b, err := f.readSmall(f.rel(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s: %w", rel, ErrNotFound)
@@ -92,7 +107,7 @@ func (f FS) ReadHex(rel string) (uint64, error) {
 // LinkBase returns the last element of the symlink at rel ("mlx5_core" for
 // a driver link), or ErrNotFound.
 func (f FS) LinkBase(rel string) (string, error) {
-	target, err := os.Readlink(f.Path(rel))
+	target, err := f.readlink(f.rel(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s: %w", rel, ErrNotFound)
@@ -105,7 +120,7 @@ func (f FS) LinkBase(rel string) (string, error) {
 // List returns the sorted names in a directory below the root; a missing
 // directory is an empty list.
 func (f FS) List(rel string) ([]string, error) {
-	names, err := readDirNames(f.Path(rel))
+	names, err := f.readDirNames(f.rel(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -125,25 +140,19 @@ func (f FS) List(rel string) ([]string, error) {
 // signal pending (fs/readdir.c), which Go's preemption (SIGURG) makes
 // common on a loaded machine. Stopping at a short batch lost a PF's VFs
 // and a VF's counters (TestReadDirNamesIsWholeUnderSignals).
-func readDirNames(p string) ([]string, error) {
-	return readDirNamesBy(p, syscall.ReadDirent)
+func (f FS) readDirNames(rel string) ([]string, error) {
+	return f.readDirNamesBy(rel, syscall.ReadDirent)
 }
 
 // direntBufs are readDirNamesBy's getdents buffers.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 8192); return &b }}
 
 // readDirNamesBy is readDirNames with getdents as the getdents64 call.
-func readDirNamesBy(p string, getdents func(fd int, buf []byte) (int, error)) ([]string, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
+func (f FS) readDirNamesBy(rel string, getdents func(fd int, buf []byte) (int, error)) ([]string, error) {
+	p := filepath.Join(f.Root, rel)
+	fd, err := f.openAt(rel, syscall.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	// Pooled: handed to getdents, a buffer of its own would be a heap
@@ -191,8 +200,18 @@ func (f FS) PCIDeviceDir(addr string) (string, error) {
 	if !pciaddr.IsCanonical(addr) {
 		return "", fmt.Errorf("%q is not a PCI address (want DDDD:BB:DD.F)", addr)
 	}
-	link := f.Path("bus/pci/devices", addr)
-	real, err := filepath.EvalSymlinks(link)
+	rel := f.rel("bus/pci/devices", addr)
+	// The kernel first: the link resolves below the root, or no further
+	// look (EvalSymlinks would follow it out, and back).
+	fd, err := f.openAt(rel, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("PCI device %s: %w", addr, ErrNotFound)
+		}
+		return "", fmt.Errorf("PCI device %s: %w", addr, err)
+	}
+	syscall.Close(fd)
+	real, err := filepath.EvalSymlinks(filepath.Join(f.Root, rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("PCI device %s: %w", addr, ErrNotFound)
@@ -203,11 +222,11 @@ func (f FS) PCIDeviceDir(addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, err := filepath.Rel(root, real)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return "", fmt.Errorf("PCI device %s resolves outside %s", addr, f.Root)
+	dir, err := filepath.Rel(root, real)
+	if err != nil || strings.HasPrefix(dir, "..") {
+		return "", fmt.Errorf("PCI device %s resolves outside %s: %w", addr, f.Root, ErrOutsideRoot)
 	}
-	return rel, nil
+	return dir, nil
 }
 
 // Netdevs returns the network interfaces of a PCI function (its net/ dir).

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,7 +25,7 @@ func (f FS) PCIConfig(addr string) ([]byte, error) {
 		return nil, fmt.Errorf("%q is not a PCI address", addr)
 	}
 	rel := filepath.Join("bus/pci/devices", addr, "config")
-	b, err := readSmall(f.Path(rel))
+	b, err := f.readSmall(f.rel(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", rel, ErrNotFound)
 	}
@@ -144,8 +143,7 @@ func (f FS) NetdevExists(name string) bool {
 	if validIfName(name) != nil {
 		return false
 	}
-	_, err := os.Lstat(f.Path("class/net", name))
-	return err == nil
+	return f.lstat(f.rel("class/net", name)) == nil
 }
 
 func validIfName(name string) error {
@@ -183,8 +181,7 @@ func (f FS) ModuleLoaded(name string) bool {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return false
 	}
-	_, err := os.Stat(f.Path("module", name))
-	return err == nil
+	return f.statDir(f.rel("module", name)) == nil
 }
 
 // ParseGUID parses a GUID as sysfs prints it ("0c42:a103:00a1:b2c4") or as

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"syscall"
 )
 
@@ -28,22 +29,17 @@ var ErrTooLarge = fmt.Errorf("larger than %d bytes", MaxAttrSize)
 // second read, poller registration and page-sized buffer triple the cost
 // of a discovery that reads ~10 attributes per VF on nodes with thousands.
 //
-// Only regular files are read (sysfs attributes are regular files), and at
+// The path (rel, below the root) is resolved within the root (openAt). Only
+// regular files are read (sysfs attributes are regular files), and at
 // most MaxAttrSize bytes. The open is non-blocking and never makes a
 // terminal the controlling one, so a FIFO or a device in a fake tree fails
 // at once instead of hanging discovery, and fstat rejects it before any
 // read.
-func readSmall(p string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
+func (f FS) readSmall(rel string) ([]byte, error) {
+	p := filepath.Join(f.Root, rel)
+	fd, err := f.openAt(rel, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t

@@ -50,7 +50,7 @@ func TestReadDirNamesReadsToTheEnd(t *testing.T) {
 	}
 	slices.Sort(want)
 	for name, getdents := range map[string]func(int, []byte) (int, error){"getdents64": syscall.ReadDirent, "one entry per call": oneEntryAtATime()} {
-		got, err := readDirNamesBy(dir, getdents)
+		got, err := New(dir).readDirNamesBy(".", getdents)
 		if err != nil {
 			t.Fatal(err)
 		}

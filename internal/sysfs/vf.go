@@ -2,7 +2,6 @@ package sysfs
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -48,7 +47,7 @@ func (f FS) VFs(pf string) ([]VFRef, error) {
 // CheckPCIBus fails when the tree has no PCI bus (bus/pci/devices): a
 // wrong sysfs root.
 func (f FS) CheckPCIBus() error {
-	if _, err := os.Stat(f.Path("bus/pci/devices")); err != nil {
+	if err := f.statDir(f.rel("bus/pci/devices")); err != nil {
 		return fmt.Errorf("no PCI bus under %s: %w", f.Root, err)
 	}
 	return nil

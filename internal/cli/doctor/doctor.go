@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -35,7 +36,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	var opt doctor.Options
 	var jsonOut bool
 	var policy, hostRoot string
-	var fwMinimum map[string]string
+	var fwMinimum []string
 	var fwRefuse []string
 	cmd := &cobra.Command{
 		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION] [--profile NAME]",
@@ -95,7 +96,11 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 					return fmt.Errorf("--profile: %w", err)
 				}
 			}
-			fw, err := firmware.NewPolicy(fwMinimum, fwRefuse)
+			minimum, err := minimums(fwMinimum)
+			if err != nil {
+				return fmt.Errorf("--firmware-minimum: %w", err)
+			}
+			fw, err := firmware.NewPolicy(minimum, fwRefuse)
 			if err != nil {
 				return fmt.Errorf("--firmware-minimum, --refuse-known-issue: %w", err)
 			}
@@ -119,12 +124,46 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 	fl.StringVar(&hostRoot, "host-root", "/", "where the host's / is (for /proc, /etc, /lib)")
 	fl.StringVar(&policy, "policy", "", "node policy (railyard.io/v1alpha1 NodePolicy) to check VF counts and link layers against")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
-	fl.StringToStringVar(&fwMinimum, "firmware-minimum", nil, "MODEL=RELEASE: the oldest firmware accepted for a NIC model, vendor:device as lspci -n prints it (15b3:1021=28.39.1002); repeatable")
+	fl.StringArrayVar(&fwMinimum, "firmware-minimum", nil, "MODEL=RELEASE: the oldest firmware accepted for a NIC model, vendor:device as lspci -n prints it (15b3:1021=28.39.1002); repeatable")
 	fl.StringSliceVar(&fwRefuse, "refuse-known-issue", nil, "NVIDIA's reference of a known firmware issue whose releases are refused (3363753); repeatable")
 	fl.DurationVar(&opt.CounterWindow, "counter-window", doctor.DefaultCounterWindow,
 		"how long to watch the RDMA error counters between two readings (0: read once; at most 1m)")
 	fl.StringVar(&opt.Profile, "profile", "", "the fabric's profile: "+strings.Join(bench.ProfileNames(), ", ")+" (default roce-lossless for RoCE)")
 	return cmd
+}
+
+// minimums reads --firmware-minimum's values, MODEL=RELEASE each (or
+// several, comma-separated), into the policy's map. A model given twice
+// is an error whatever the case of its hexadecimal digits (15b3:1021 and
+// 15B3:1021 are one model): a flag given twice never keeps one of its
+// values silently. A model that does not parse is left to
+// firmware.NewPolicy, which names it.
+func minimums(values []string) (map[string]string, error) {
+	out := map[string]string{}
+	seen := map[firmware.Model]string{} // as first written
+	var errs []error
+	for _, v := range values {
+		for _, pair := range strings.Split(v, ",") {
+			k, release, ok := strings.Cut(pair, "=")
+			k = strings.TrimSpace(k)
+			if !ok || k == "" {
+				errs = append(errs, fmt.Errorf("%q: want MODEL=RELEASE (15b3:1021=28.39.1002)", pair))
+				continue
+			}
+			if m, err := firmware.ParseModel(k); err == nil {
+				if first, dup := seen[m]; dup {
+					errs = append(errs, fmt.Errorf("model %s is given twice (%s and %s)", m, first, k))
+					continue
+				}
+				seen[m] = k
+			} else if _, dup := out[k]; dup {
+				errs = append(errs, fmt.Errorf("model %s is given twice", k))
+				continue
+			}
+			out[k] = release
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 func run(ctx context.Context, s iostreams.Streams, opt doctor.Options, jsonOut bool) error {

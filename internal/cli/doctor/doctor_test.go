@@ -196,3 +196,25 @@ func TestDoctorFirmwarePolicyFlags(t *testing.T) {
 		t.Errorf("bad firmware flags: %q, %v", out, err)
 	}
 }
+
+// --firmware-minimum given twice for one model is refused, whether the
+// model is spelled the same both times or in another case (15B3:1021 is
+// 15b3:1021), before anything is read; one value per model, or several
+// models in one value, are taken.
+func TestDoctorFirmwareMinimumGivenTwice(t *testing.T) {
+	t.Parallel()
+	for _, second := range []string{"15b3:1021=28.40.1000", "15B3:1021=28.40.1000", "15b3:101d=22.40.1000,15b3:1021=28.40.1000"} {
+		out, _, err := clitest.Run(t, NewCommand, "", "--sysfs", t.TempDir(), "--host-root", t.TempDir(),
+			"--firmware-minimum", "15b3:1021=28.39.1002", "--firmware-minimum", second)
+		if err == nil || !strings.Contains(err.Error(), "model 15b3:1021 is given twice") || out != "" {
+			t.Errorf("--firmware-minimum 15b3:1021=28.39.1002 --firmware-minimum %s: %q, %v; want model 15b3:1021 is given twice", second, out, err)
+		}
+	}
+	got, err := minimums([]string{"15b3:1021=28.39.1002", "15b3:101d=22.40.1000,15b3:101b=20.39.1002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"15b3:1021": "28.39.1002", "15b3:101d": "22.40.1000", "15b3:101b": "20.39.1002"}, got); diff != "" {
+		t.Errorf("minimums (-want +got):\n%s", diff)
+	}
+}

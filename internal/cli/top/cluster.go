@@ -1,7 +1,6 @@
 package top
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -12,145 +11,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/cli/kubeclient"
 	"github.com/railyard-io/railyard/internal/rdmacounter"
-	"github.com/railyard-io/railyard/internal/rdmastats"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
-// maxScrape bounds one agent's /metrics text: a 2,048-VF node's is about
-// 9 MB (BENCHMARKS.md).
-const maxScrape = 64 << 20
-
-// Cluster mode's defaults: the chart's namespace, agent labels and port.
-const (
-	defaultNamespace = "railyard-system"
-	defaultSelector  = "app.kubernetes.io/name=railyard,app.kubernetes.io/component=agent"
-	defaultPort      = 9410
-)
-
-// agentScrape is one agent's /metrics text, or why there is none.
-type agentScrape struct {
-	pod, node string
-	text      []byte
-	err       error
-}
-
-// scrapeFunc reads every agent's /metrics once.
-type scrapeFunc func(ctx context.Context) ([]agentScrape, error)
-
-// apiScraper reads each running agent pod's /metrics through the API
-// server's pod proxy, as Prometheus scrapes the pods: no port-forward, no
-// access to the nodes.
-func apiScraper(client kubernetes.Interface, o options) scrapeFunc {
-	return func(ctx context.Context) ([]agentScrape, error) {
-		pods, err := client.CoreV1().Pods(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: o.selector})
-		if err != nil {
-			return nil, fmt.Errorf("listing the agents (namespace %s, selector %s): %w", o.namespace, o.selector, err)
-		}
-		var out []agentScrape
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				continue
-			}
-			s := agentScrape{pod: p.Name, node: p.Spec.NodeName}
-			rc, err := client.CoreV1().Pods(o.namespace).ProxyGet("http", p.Name, fmt.Sprint(o.port), "/metrics", nil).Stream(ctx)
-			if err == nil {
-				s.text, err = io.ReadAll(io.LimitReader(rc, maxScrape+1))
-				rc.Close()
-				if err == nil && len(s.text) > maxScrape {
-					err = fmt.Errorf("more than %d MiB of metrics", maxScrape>>20)
-				}
-			}
-			if err != nil {
-				s.err = fmt.Errorf("scraping %s on %s: %w", p.Name, p.Spec.NodeName, err)
-			}
-			out = append(out, s)
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("no running agent pod in namespace %s with labels %s", o.namespace, o.selector)
-		}
-		return out, nil
-	}
-}
-
-// portID names one port of one device of one node.
-type portID struct{ node, nic, port, pci string }
-
-// holder is who holds a port's device, from its series' labels.
-type holder struct {
-	rail, namespace, pod, job string
-}
-
-// portCounters are one port's exported counters: its holder, and each
-// counter's total by its index in rdmacounter.Counters.
-type portCounters struct {
-	holder
-	values map[int]float64
-}
-
-// snapshot is every agent's RDMA counters at one time.
-type snapshot struct {
-	at    time.Time
-	ports map[portID]*portCounters
-}
-
-// parseScrape adds the RDMA counter series of one agent's /metrics text to
-// s: railyard_rdma_<counter>_total of the counters rdmacounter knows.
-func parseScrape(text []byte, s *snapshot) error {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		return fmt.Errorf("parsing metrics: %w", err)
-	}
-	for name, f := range fams {
-		counter := strings.TrimSuffix(strings.TrimPrefix(name, rdmastats.Prefix), "_total")
-		i := rdmacounter.Index(counter)
-		if !strings.HasPrefix(name, rdmastats.Prefix) || i < 0 {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			id := portID{node: l["node"], nic: l["nic"], port: l["port"], pci: l["pci"]}
-			pc, ok := s.ports[id]
-			if !ok {
-				pc = &portCounters{holder: holder{rail: l["rail"], namespace: l["namespace"], pod: l["pod"], job: l["job_name"]}, values: map[int]float64{}}
-				s.ports[id] = pc
-			}
-			pc.values[i] = m.GetCounter().GetValue()
-		}
-	}
-	return nil
-}
-
-// take scrapes every agent into a snapshot; notes says which agents could
-// not be read (the others still count).
-func take(ctx context.Context, scrape scrapeFunc) (snapshot, []string, error) {
-	s := snapshot{at: time.Now(), ports: map[portID]*portCounters{}}
-	agents, err := scrape(ctx)
-	if err != nil {
-		return s, nil, err
-	}
-	var notes []string
-	for _, a := range agents {
-		if a.err == nil {
-			a.err = parseScrape(a.text, &s)
-		}
-		if a.err != nil {
-			notes = append(notes, a.err.Error())
-		}
-	}
-	return s, notes, nil
-}
+// noAnswer marks a node whose agent could not be read, in the NODES and
+// NODE columns.
+const noAnswer = " (no answer)"
 
 // jobRow is one line of the cluster view: a job's devices added up, or
 // with --job one port of that job.
@@ -161,9 +30,42 @@ type jobRow struct {
 }
 
 // jobOf is the group a held port belongs to: namespace/job, or
-// namespace/pod for a pod that names no job.
+// namespace/pod:NAME for a pod that names no job.
 func jobOf(h holder) string {
 	return h.namespace + "/" + cmp.Or(h.job, "pod:"+h.pod)
+}
+
+// jobFilter is which held ports --job names: with a namespace
+// (NAMESPACE/NAME, or NAMESPACE/pod:NAME as the view prints a pod of no
+// job), that job; a bare NAME, the job of that name in the one namespace
+// that has one. It returns the job's full name for the header, and a note
+// when a bare name is in several namespaces (then nothing matches: two
+// jobs are never added up as one).
+func jobFilter(job string, snaps ...snapshot) (match func(holder) bool, name, note string) {
+	if job == "" {
+		return func(holder) bool { return true }, "", ""
+	}
+	if strings.Contains(job, "/") {
+		return func(h holder) bool { return jobOf(h) == job }, job, ""
+	}
+	namespaces := map[string]bool{}
+	for _, s := range snaps {
+		for _, c := range s.ports {
+			if c.pod != "" && c.job == job {
+				namespaces[c.namespace] = true
+			}
+		}
+	}
+	if len(namespaces) > 1 {
+		ns := slices.Sorted(maps.Keys(namespaces))
+		return func(holder) bool { return false }, job,
+			fmt.Sprintf("job %s is in namespaces %s: give --job NAMESPACE/%s", job, strings.Join(ns, ", "), job)
+	}
+	for ns := range namespaces {
+		full := ns + "/" + job
+		return func(h holder) bool { return jobOf(h) == full }, full, ""
+	}
+	return func(holder) bool { return false }, job, ""
 }
 
 // jobAcc is a row being added up, with the nodes, rails and pods its
@@ -175,51 +77,56 @@ type jobAcc struct {
 
 // clusterFrame computes the rates between two snapshots of held devices:
 // a row per job (its ports on every node added up), or, when o.job is
-// set, a row per port of that job. A counter that went down (an agent
-// restarted: the exported totals start again) marks its row reset.
-func clusterFrame(prev, cur snapshot, o options) []jobRow {
-	dt := cur.at.Sub(prev.at).Seconds()
-	if dt <= 0 {
-		return nil
+// set, a row per port of that job. Each port's rates are over its own
+// agent's two answers. A counter that went down (an agent restarted: the
+// exported totals start again) marks its row reset and has no rate. A
+// port whose node's agent did not answer this time (or the last) is
+// still listed, its rates unknown and its node marked. notes say what
+// the frame could not show.
+func clusterFrame(prev, cur snapshot, o options) (rows []jobRow, jobName string, notes []string) {
+	match, jobName, note := jobFilter(o.job, prev, cur)
+	if note != "" {
+		notes = append(notes, note)
 	}
 	accs := map[string]*jobAcc{}
-	for id, c := range cur.ports {
-		p, ok := prev.ports[id]
-		if !ok || c.pod == "" || o.job != "" && c.job != o.job {
-			continue
-		}
-		var rs []rdmacounter.Rate
-		for i, v := range c.values {
-			before, ok := p.values[i]
-			if !ok {
-				continue
-			}
-			r := rdmacounter.Rate{Index: i, PerSecond: (v - before) / dt}
-			if v < before {
-				r.PerSecond, r.Event = 0, rdmacounter.Reset
-			}
-			rs = append(rs, r)
-		}
-		if len(rs) == 0 {
-			continue
-		}
-		slices.SortFunc(rs, func(a, b rdmacounter.Rate) int { return cmp.Compare(a.Index, b.Index) })
+	add := func(id portID, c *portCounters, sum rdmacounter.Summary, missing bool) {
 		job, rail := jobOf(c.holder), cmp.Or(c.rail, "-")
+		node := id.node
+		if missing {
+			node += noAnswer
+		}
 		key := job
 		if o.job != "" {
 			key = strings.Join([]string{id.node, id.nic, id.port, id.pci}, "|")
 		}
 		acc, ok := accs[key]
 		if !ok {
-			acc = &jobAcc{row: jobRow{job: job, node: id.node, dev: id.nic, port: id.port, rail: rail, pods: c.namespace + "/" + c.pod},
+			acc = &jobAcc{row: jobRow{job: job, node: node, dev: id.nic, port: id.port, rail: rail, pods: c.namespace + "/" + c.pod},
 				nodes: map[string]bool{}, rails: map[string]bool{}, pods: map[string]bool{}}
 			accs[key] = acc
 		}
 		acc.row.devices++
-		acc.row.sum = acc.row.sum.Add(rdmacounter.Summarize(rs))
-		acc.nodes[id.node], acc.rails[rail], acc.pods[c.pod] = true, true, true
+		acc.row.sum = acc.row.sum.Add(sum)
+		acc.nodes[node], acc.rails[rail], acc.pods[c.pod] = true, true, true
 	}
-	out := make([]jobRow, 0, len(accs))
+	for id, c := range cur.ports {
+		if c.pod == "" || !match(c.holder) {
+			continue
+		}
+		p, ok := prev.ports[id]
+		switch {
+		case ok:
+			add(id, c, rates(p, c), false)
+		case prev.missing[id.node] != "":
+			add(id, c, rdmacounter.Summary{}, true) // no earlier answer to take rates from
+		}
+	}
+	for id, p := range prev.ports {
+		if _, ok := cur.ports[id]; !ok && cur.missing[id.node] != "" && p.pod != "" && match(p.holder) {
+			add(id, p, rdmacounter.Summary{}, true)
+		}
+	}
+	rows = make([]jobRow, 0, len(accs))
 	for _, acc := range accs {
 		r := acc.row
 		if o.job == "" {
@@ -227,18 +134,43 @@ func clusterFrame(prev, cur snapshot, o options) []jobRow {
 			r.rail = strings.Join(slices.Sorted(maps.Keys(acc.rails)), ",")
 			r.pods = fmt.Sprint(len(acc.pods))
 		}
-		out = append(out, r)
+		rows = append(rows, r)
 	}
 	less := sorters[o.sortBy]
-	slices.SortStableFunc(out, func(a, b jobRow) int {
+	slices.SortStableFunc(rows, func(a, b jobRow) int {
 		return cmp.Or(less(row{sum: a.sum}, row{sum: b.sum}), strings.Compare(a.job, b.job), strings.Compare(a.node, b.node),
 			strings.Compare(a.dev, b.dev), strings.Compare(a.port, b.port))
 	})
-	return out
+	return rows, jobName, notes
 }
 
-// renderCluster writes one frame of the cluster view.
-func renderCluster(w io.Writer, rows []jobRow, notes []string, o options) error {
+// rates are one port's rates between two answers of its agent, each at
+// its own time; a counter missing from either has none. A counter that
+// went down means the agent restarted and exports new totals: none of
+// the port's counters has a rate then, and the port is marked reset.
+func rates(p, c *portCounters) rdmacounter.Summary {
+	dt := c.at.Sub(p.at).Seconds()
+	if dt <= 0 {
+		return rdmacounter.Summary{}
+	}
+	var rs []rdmacounter.Rate
+	for i, v := range c.values {
+		before, ok := p.values[i]
+		switch {
+		case !ok:
+		case v < before:
+			return rdmacounter.Summary{Reset: true}
+		default:
+			rs = append(rs, rdmacounter.Rate{Index: i, PerSecond: (v - before) / dt})
+		}
+	}
+	slices.SortFunc(rs, func(a, b rdmacounter.Rate) int { return cmp.Compare(a.Index, b.Index) })
+	return rdmacounter.Summarize(rs)
+}
+
+// renderCluster writes one frame of the cluster view. Every name in it
+// comes from the agents' labels and is escaped.
+func renderCluster(w io.Writer, rows []jobRow, jobName string, notes []string, o options) error {
 	what := "job"
 	if o.job != "" {
 		what = "port"
@@ -247,7 +179,7 @@ func renderCluster(w io.Writer, rows []jobRow, notes []string, o options) error 
 		what += "s"
 	}
 	if o.job != "" {
-		what += " of job " + o.job
+		what += " of job " + termsafe.Escape(jobName)
 	}
 	head := fmt.Sprintf("railyard top --cluster: %d %s, every %s, sorted by %s", len(rows), what, o.interval, o.sortBy)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -256,36 +188,57 @@ func renderCluster(w io.Writer, rows []jobRow, notes []string, o options) error 
 	} else {
 		fmt.Fprintln(tw, "PORT\tRAIL\tTX/s\tRX/s\tERR/s\tCONG/s\t  NODE\t  DEVICE\t  POD")
 	}
+	e := termsafe.Escape
 	for _, r := range rows {
-		tx, rx, errs := cells(r.sum)
+		c := cells(r.sum)
 		if o.job == "" {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t  %s\t  %s\t  %s\n", r.pods, r.devices, tx, rx, errs, num(r.sum.Congestion), r.job, r.node, r.rail)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t  %s\t  %s\t  %s\n", r.pods, r.devices, c.tx, c.rx, c.errs, c.cong, e(r.job), e(r.node), e(r.rail))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t  %s\t  %s\t  %s\n", r.port, r.rail, tx, rx, errs, num(r.sum.Congestion), r.node, r.dev, r.pods)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t  %s\t  %s\t  %s\n", e(r.port), e(r.rail), c.tx, c.rx, c.errs, c.cong, e(r.node), e(r.dev), e(r.pods))
 		}
 	}
 	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
 	}
 	for _, n := range notes {
-		if _, err := fmt.Fprintln(w, "  not counted: "+n); err != nil {
+		if _, err := fmt.Fprintln(w, "  "+e(n)); err != nil {
 			return err
 		}
 	}
 	return tw.Flush()
 }
 
+// frameNotes are what a frame says under its header, once each: the
+// nodes whose agent could not be read (not counted), then what the
+// agents' answers did not count.
+func frameNotes(prev, cur snapshot, frame []string) []string {
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(cur.missing)) {
+		out = append(out, fmt.Sprintf("not counted: %s: %s", cmp.Or(node, "(no node)"), cur.missing[node]))
+	}
+	seen := map[string]bool{}
+	for _, n := range slices.Concat(frame, prev.notes, cur.notes) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // runCluster is `top --cluster`: every agent's counters through the API
-// server, two scrapes --interval apart per frame.
+// server, two scrapes --interval apart per frame; scrape is the agents'
+// reader (nil: the API server's pod proxy, each agent bounded by
+// --interval).
 func runCluster(ctx context.Context, s iostreams.Streams, o options, scrape scrapeFunc) error {
 	if scrape == nil {
 		client, err := kubeclient.New(o.kubeconfig, 30*time.Second)
 		if err != nil {
 			return err
 		}
-		scrape = apiScraper(client, o)
+		scrape = scraper{client: client, o: o, timeout: o.interval, now: time.Now}.scrape
 	}
-	prev, _, err := take(ctx, scrape)
+	prev, err := take(ctx, scrape)
 	if err != nil {
 		return err
 	}
@@ -298,14 +251,15 @@ func runCluster(ctx context.Context, s iostreams.Streams, o options, scrape scra
 			return nil
 		case <-t.C:
 		}
-		cur, notes, err := take(ctx, scrape)
+		cur, err := take(ctx, scrape)
 		if err != nil {
 			return err
 		}
 		if clear {
 			fmt.Fprint(s.Out, "\x1b[H\x1b[2J")
 		}
-		if err := renderCluster(s.Out, clusterFrame(prev, cur, o), notes, o); err != nil {
+		rows, jobName, notes := clusterFrame(prev, cur, o)
+		if err := renderCluster(s.Out, rows, jobName, frameNotes(prev, cur, notes), o); err != nil {
 			return err
 		}
 		prev = cur

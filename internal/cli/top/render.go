@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/railyard-io/railyard/internal/rdmacounter"
 	"github.com/railyard-io/railyard/internal/sysfs"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // portKey names one port of one device.
@@ -20,16 +22,57 @@ type portKey struct {
 	port      int
 }
 
-// read samples every port of devs into out, stamped now.
-func read(fs sysfs.FS, devs []rdmacounter.Device, out map[portKey]rdmacounter.Sample, now time.Time) {
+// read samples every port of devs into out, stamped now. A port that
+// cannot be read shows what could be (the rest unknown); one gone shows
+// nothing. It returns what could not be read, a line per counter file
+// (or port), for the frame to say.
+func read(fs sysfs.FS, devs []rdmacounter.Device, out map[portKey]rdmacounter.Sample, now time.Time) []string {
+	var unreadable []string
 	for _, d := range devs {
 		for _, p := range d.Ports {
-			// A port that cannot be read shows what could be; one gone
-			// shows nothing.
-			s, _ := rdmacounter.Read(fs, d.RDMA, p, d.Kind == rdmacounter.KindPF, now)
+			s, err := rdmacounter.Read(fs, d.RDMA, p, d.Kind == rdmacounter.KindPF, now)
 			out[portKey{d.RDMA, d.PCI, p}] = s
+			if err == nil {
+				continue
+			}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					unreadable = append(unreadable, e.Error())
+				}
+			} else {
+				unreadable = append(unreadable, err.Error())
+			}
 		}
 	}
+	return unreadable
+}
+
+// maxUnreadable bounds the lines a frame spends on unreadable counters.
+const maxUnreadable = 5
+
+// unreadableNotes says once each what two readings could not read,
+// escaped, at most maxUnreadable lines and a count of the rest.
+func unreadableNotes(readings ...[]string) []string {
+	seen := map[string]bool{}
+	var all []string
+	for _, r := range readings {
+		for _, l := range r {
+			if !seen[l] {
+				seen[l] = true
+				all = append(all, l)
+			}
+		}
+	}
+	slices.Sort(all)
+	var out []string
+	for i, l := range all {
+		if i == maxUnreadable {
+			out = append(out, fmt.Sprintf("unreadable: %d more", len(all)-i))
+			break
+		}
+		out = append(out, "unreadable (shown as -): "+termsafe.Escape(l))
+	}
+	return out
 }
 
 // row is one line of a frame: a port, or a pod's ports added up.
@@ -91,8 +134,9 @@ func frame(devs []rdmacounter.Device, prev, cur map[portKey]rdmacounter.Sample, 
 	return rows
 }
 
-// render writes one frame: a header line, then the rows as a table.
-func render(w io.Writer, rows []row, note string, o options) error {
+// render writes one frame: a header line, what could not be read, then
+// the rows as a table.
+func render(w io.Writer, rows []row, note string, unreadable []string, o options) error {
 	head := fmt.Sprintf("railyard top: %d rows, every %s, sorted by %s", len(rows), o.interval, o.sortBy)
 	if note != "" {
 		head += "; " + note
@@ -100,28 +144,46 @@ func render(w io.Writer, rows []row, note string, o options) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "DEVICE\tPORT\tKIND\tPCI\tRAIL\tTX/s\tRX/s\tTX PKT/s\tRX PKT/s\tERR/s\tCONG/s\t  POD")
 	for _, r := range rows {
-		tx, rx, errs := cells(r.sum)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n", r.dev, r.port, r.kind, r.pci, r.rail, tx, rx,
-			num(r.sum.TxPackets), num(r.sum.RxPackets), errs, num(r.sum.Congestion), r.pod)
+		c := cells(r.sum)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n", r.dev, r.port, r.kind, r.pci, r.rail, c.tx, c.rx,
+			c.txp, c.rxp, c.errs, c.cong, termsafe.Escape(r.pod))
 	}
 	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
 	}
+	for _, n := range unreadable {
+		if _, err := fmt.Fprintln(w, "  "+n); err != nil {
+			return err
+		}
+	}
 	return tw.Flush()
 }
 
-// cells are a summary's bytes each way ("-" without the PMA's data
-// counters) and its error rate (marked when a counter was reset).
-func cells(sum rdmacounter.Summary) (tx, rx, errs string) {
-	tx, rx = "-", "-"
-	if sum.HasBytes {
-		tx, rx = bytesRate(sum.TxBytes), bytesRate(sum.RxBytes)
+// rowCells are a summary's rates as printed: "-" for one with no value
+// (no counter for it, or none read), the error rate marked when a counter
+// was reset.
+type rowCells struct{ tx, rx, txp, rxp, errs, cong string }
+
+// unknown is how a rate with no value is printed.
+const unknown = "-"
+
+// cells prints a summary's rates.
+func cells(sum rdmacounter.Summary) rowCells {
+	rate := func(has bool, v float64, f func(float64) string) string {
+		if !has || math.IsNaN(v) || math.IsInf(v, 0) {
+			return unknown
+		}
+		return f(v)
 	}
-	errs = num(sum.Errors)
+	c := rowCells{
+		tx: rate(sum.Has.TxBytes, sum.TxBytes, bytesRate), rx: rate(sum.Has.RxBytes, sum.RxBytes, bytesRate),
+		txp: rate(sum.Has.TxPackets, sum.TxPackets, num), rxp: rate(sum.Has.RxPackets, sum.RxPackets, num),
+		errs: rate(sum.Has.Errors, sum.Errors, num), cong: rate(sum.Has.Congestion, sum.Congestion, num),
+	}
 	if sum.Reset {
-		errs += " reset"
+		c.errs += " reset"
 	}
-	return tx, rx, errs
+	return c
 }
 
 // bytesRate prints bytes per second with a binary unit ("1.5GiB").

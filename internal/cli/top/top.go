@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +45,7 @@ type options struct {
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
-		Use:   "top [--interval 2s] [-n N] [--sort traffic|errors|congestion] [--by-pod | --cluster [--job NAME]]",
+		Use:   "top [--interval 2s] [-n N] [--sort traffic|errors|congestion] [--by-pod | --cluster [--job [NAMESPACE/]NAME]]",
 		Short: "Live RDMA traffic, errors and congestion per device and pod on this node, or per job across the cluster",
 		Long: `top reads every RDMA port's counters on this node (PFs and VFs with an RDMA
 device of their own) every --interval and shows their rates: bytes and
@@ -60,14 +61,21 @@ negative, and a port whose counters were reset is marked "reset".
 (--kubeconfig; the agents of --namespace with --selector's labels, port
 --port) instead of this node's sysfs, and shows a row per job: the devices
 its pods hold on every node added up, by the counters' job_name label (the
-chart's metrics.jobNames; a pod without a job is its own row). --job NAME
-shows that job's ports one by one, with their node, rail and pod: a rail
-idle while its peers carry the job, or one node's errors, stands out.`,
+chart's metrics.jobNames; a pod without a job is its own row). --job
+NAMESPACE/NAME (or NAME, when one namespace has a job of that name) shows
+that job's ports one by one, with their node, rail and pod: a rail idle
+while its peers carry the job, or one node's errors, stands out. Every
+agent is read at once, each within --interval: one that does not answer
+is named under the header and its node's ports show "(no answer)".
+
+A rate top has no value for (no counter for it on the device, a counter
+that could not be read, an agent that did not answer) shows as "-",
+never as 0; what could not be read is said under the header.`,
 		Example: `  railyard top
   railyard top --by-pod --interval 5s
   railyard top -n 1 --sort errors --podresources ""
   railyard top --cluster --sort errors
-  railyard top --cluster --job llama-70b -n 1`,
+  railyard top --cluster --job ml/llama-70b -n 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.interval < minInterval {
@@ -90,6 +98,9 @@ idle while its peers carry the job, or one node's errors, stands out.`,
 			if o.byPod {
 				return errors.New("--by-pod is for one node: --cluster shows jobs (--job NAME: its ports)")
 			}
+			if ns, name, ok := strings.Cut(o.job, "/"); ok && (ns == "" || name == "" || strings.Contains(name, "/")) {
+				return fmt.Errorf("--job %q: want NAME or NAMESPACE/NAME", o.job)
+			}
 			if o.port < 1 || o.port > 65535 {
 				return fmt.Errorf("--port %d: want 1 to 65535", o.port)
 			}
@@ -104,7 +115,7 @@ idle while its peers carry the job, or one node's errors, stands out.`,
 	fl.StringVar(&o.sortBy, "sort", "traffic", "order: traffic, errors or congestion")
 	fl.BoolVar(&o.byPod, "by-pod", false, "one row per pod (its devices added up) instead of per device")
 	fl.BoolVar(&o.cluster, "cluster", false, "every agent's counters through the API server: one row per job")
-	fl.StringVar(&o.job, "job", "", "with --cluster: the ports of this job (its job_name) one by one")
+	fl.StringVar(&o.job, "job", "", "with --cluster: the ports of this job (NAMESPACE/NAME, or its job_name NAME alone when one namespace has it) one by one")
 	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "with --cluster: kubeconfig file (default in-cluster, KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&o.namespace, "namespace", defaultNamespace, "with --cluster: the agents' namespace")
 	fl.StringVar(&o.selector, "selector", defaultSelector, "with --cluster: the agent pods' labels")
@@ -127,7 +138,7 @@ func run(ctx context.Context, s iostreams.Streams, o options) error {
 	clear := isTerminal(s.Out)
 	prev := map[portKey]rdmacounter.Sample{}
 	devs, _ := devices(ctx, topo, lister)
-	read(fs, devs, prev, time.Now())
+	before := read(fs, devs, prev, time.Now())
 	for i := 0; o.iterations == 0 || i < o.iterations; i++ {
 		t := time.NewTimer(o.interval)
 		select {
@@ -138,14 +149,14 @@ func run(ctx context.Context, s iostreams.Streams, o options) error {
 		}
 		devs, note := devices(ctx, topo, lister)
 		cur := map[portKey]rdmacounter.Sample{}
-		read(fs, devs, cur, time.Now())
+		now := read(fs, devs, cur, time.Now())
 		if clear {
 			fmt.Fprint(s.Out, "\x1b[H\x1b[2J")
 		}
-		if err := render(s.Out, frame(devs, prev, cur, o), note, o); err != nil {
+		if err := render(s.Out, frame(devs, prev, cur, o), note, unreadableNotes(before, now), o); err != nil {
 			return err
 		}
-		prev = cur
+		prev, before = cur, now
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package top
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestFrame(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := render(&out, byTraffic, "", options{sortBy: "traffic", interval: time.Second}); err != nil {
+	if err := render(&out, byTraffic, "", nil, options{sortBy: "traffic", interval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
@@ -155,5 +156,55 @@ func TestCommandRefusesBadFlags(t *testing.T) {
 		if _, _, err := clitest.Run(t, NewCommand, "", args...); err == nil {
 			t.Errorf("railyard top %v: no error", args)
 		}
+	}
+}
+
+// A rate top has no value for shows as "-", never as 0: a device without
+// counter files (all its rates), a counter file that cannot be read (its
+// rate; the port's others still count), and each unreadable file is said
+// once under the header, though both readings failed on it.
+func TestFrameShowsUnknownAsDash(t *testing.T) {
+	t.Parallel()
+	root, devs := smallNode(t)
+	for _, dir := range []string{"counters", "hw_counters"} {
+		if err := os.RemoveAll(filepath.Join(root, "class/infiniband/mlx5_2/ports/1", dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "class/infiniband/mlx5_1/ports/1/counters/port_rcv_data"), []byte("N/A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := sysfs.New(root)
+	t0 := time.Unix(1000, 0)
+	prev, cur := map[portKey]rdmacounter.Sample{}, map[portKey]rdmacounter.Sample{}
+	before := read(fs, devs, prev, t0)
+	if err := fakesysfs.AdvanceCounters(root, "mlx5_1", 1, fakesysfs.MLX5, map[string]uint64{"counters/port_xmit_data": 1 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	now := read(fs, devs, cur, t0.Add(time.Second))
+	rows := frame(devs, prev, cur, options{sortBy: "traffic"})
+	got := map[string]rowCells{}
+	for _, r := range rows {
+		got[r.dev] = cells(r.sum)
+	}
+	want := map[string]rowCells{
+		"mlx5_1": {tx: "4.0KiB", rx: "-", txp: "0", rxp: "0", errs: "0", cong: "0"},
+		"mlx5_2": {tx: "-", rx: "-", txp: "-", rxp: "-", errs: "-", cong: "-"},
+	}
+	for dev := range got {
+		if _, ok := want[dev]; !ok {
+			delete(got, dev)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(rowCells{})); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+	var out bytes.Buffer
+	if err := render(&out, rows, "", unreadableNotes(before, now), options{sortBy: "traffic", interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	if n := strings.Count(out.String(), "unreadable (shown as -): mlx5_1 port 1: "); n != 1 || !strings.Contains(out.String(), "port_rcv_data") {
+		t.Errorf("the unreadable counter said %d times, want once:\n%s", n, out.String())
 	}
 }
