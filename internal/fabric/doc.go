@@ -16,9 +16,13 @@
 // or MTUs on a rail of a unit, and firmware off its model's release
 // (firmware.go). Layout generates clusters cabled by design and is the
 // one place that numbers a node's unit, for the tests and for the
-// simulator (internal/sim). Labels derives the node labels that
-// topology-aware schedulers (Kueue TAS levels, Volcano, KEP-5732) read
-// from one node's own ports.
+// simulator (internal/sim). The node labels topology-aware schedulers
+// (Kueue TAS levels, Volcano, KEP-5732) read come at two levels that nest
+// (labels.go): LabelKeys.Labels derives a node's rail labels, leaf set and
+// degraded rails from its own ports, and UnitLabels (unitlabels.go) each
+// node's unit from every node's, for the cluster's one unit writer; a
+// port's last switch (Port.LastSwitch) keeps a node with a dead rail in
+// both. The keys are Railyard's or Topograph's (SchemeKeys).
 //
 // It is pure: no cluster access, no sysfs; the agent and `railyard
 // fabric` feed it.

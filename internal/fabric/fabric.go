@@ -24,6 +24,17 @@ type Port struct {
 	Switch     string `json:"switch,omitempty"`
 	SwitchPort string `json:"switchPort,omitempty"`
 	NoNeighbor string `json:"noNeighbor,omitempty"`
+	// StaleRounds is how many of the publisher's rounds in a row have not
+	// heard Switch, which it still publishes: a neighbor is held for a few
+	// rounds (a missed frame, a switch agent restarting) before the port
+	// counts as dark. NoNeighbor then says why the last round heard
+	// nothing. 0 when heard in the last round.
+	StaleRounds int `json:"staleRounds,omitempty"`
+	// LastSwitch is the switch the port last reached, kept once it has
+	// none (not heard for longer than the hold, withdrawn by a shutdown
+	// frame, or its NIC no longer found): the rail is degraded, and the
+	// node's leaf set still counts it. "" while Switch is set.
+	LastSwitch string `json:"lastSwitch,omitempty"`
 	// Switches lists every switch heard on the port when a publisher
 	// heard more than one (Switch is then the first): a port hearing two
 	// neighbors is reported as such instead of being judged by whichever

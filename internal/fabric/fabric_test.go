@@ -205,6 +205,7 @@ func FuzzDecodePorts(f *testing.F) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, ports, back)
 		}
 		_ = Labels(ports)
+		_ = UnitLabels([]Node{{Name: "a", Ports: ports}, {Name: "b", Ports: ports}})
 		_ = Analyze([]Node{{Name: "a", Ports: ports}, {Name: "b", Ports: ports}})
 	})
 }

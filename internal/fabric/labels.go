@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -13,46 +14,202 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Node labels and the annotation the agent writes on its own node.
+// Node labels and the annotation the publisher writes on its own node.
 const (
 	// RailLabelPrefix + rail index: the leaf switch the node's NIC of that
-	// rail is cabled to ("rail.railyard.io/3=leaf-r3-su1").
+	// rail is cabled to ("rail.railyard.io/3=leaf-r3-su1"), while it is
+	// heard or held (Port.StaleRounds).
 	RailLabelPrefix = "rail.railyard.io/"
 	// LeafSetLabel: nodes with the same value are cabled to the same leaf on
 	// every rail (a scalable unit): a job inside it keeps each rail's traffic
-	// under one leaf. The value is a digest of the rail=leaf pairs.
+	// under one leaf. The value is a digest of the rail=leaf pairs the node
+	// is known to have (a dead rail counts with its last leaf), so a dead
+	// rail does not move the node out of its domain.
 	LeafSetLabel = "railyard.io/leaf-set"
+	// UnitLabel: the node's unit (a scalable unit, a rack: nodes cabled to
+	// the same leaves, learned across the cluster by Analyze's grouping),
+	// named after the unit's first leaf. One writer for the cluster sets
+	// it (UnitLabels; `railyard fabric label-units`), not the node's
+	// publisher. Leaf sets nest in units.
+	UnitLabel = "railyard.io/fabric-unit"
+	// DegradedRailsLabel: the node's rails that reached a leaf and no
+	// longer do (past the hold, withdrawn, or the NIC gone), as rail
+	// indexes joined by "_" ("3", "3_5"); absent when none is.
+	DegradedRailsLabel = "railyard.io/degraded-rails"
 	// PortsAnnotation holds the node's ports as JSON ([]Port), which
 	// `railyard fabric` reads back.
 	PortsAnnotation = "railyard.io/fabric-ports"
 )
 
+// Topograph's keys (NVIDIA Topograph v1: fabric.topograph.run/tier-N,
+// tier 0 the switch tier nearest the node, numbers growing outwards;
+// Topograph merges leaves with the same nodes into one tier-0 value). In
+// the topograph scheme the leaf set is tier 0 and the unit tier 1.
+const (
+	TopographTier0 = "fabric.topograph.run/tier-0"
+	TopographTier1 = "fabric.topograph.run/tier-1"
+)
+
+// Label schemes: which keys the two levels are written under.
+const (
+	SchemeRailyard  = "railyard"
+	SchemeTopograph = "topograph"
+)
+
+// LabelKeys names the keys of the two levels schedulers nest: the leaf
+// set (the node's publisher writes it) and the unit (the cluster's unit
+// writer does). An empty field is Railyard's key. The rail labels and
+// DegradedRailsLabel have Railyard's keys in every scheme.
+type LabelKeys struct {
+	LeafSet string `json:"leafSet,omitempty"`
+	Unit    string `json:"unit,omitempty"`
+}
+
+// SchemeKeys returns a scheme's keys: railyard (railyard.io/leaf-set,
+// railyard.io/fabric-unit) or topograph (tier-0, tier-1).
+func SchemeKeys(scheme string) (LabelKeys, error) {
+	switch scheme {
+	case SchemeRailyard, "":
+		return LabelKeys{LeafSet: LeafSetLabel, Unit: UnitLabel}, nil
+	case SchemeTopograph:
+		return LabelKeys{LeafSet: TopographTier0, Unit: TopographTier1}, nil
+	}
+	return LabelKeys{}, fmt.Errorf("label scheme %q: want %s or %s", scheme, SchemeRailyard, SchemeTopograph)
+}
+
+// WithDefaults fills an empty key with Railyard's.
+func (k LabelKeys) WithDefaults() LabelKeys {
+	if k.LeafSet == "" {
+		k.LeafSet = LeafSetLabel
+	}
+	if k.Unit == "" {
+		k.Unit = UnitLabel
+	}
+	return k
+}
+
+// Validate returns every reason the keys (defaults filled) cannot be
+// written: each must be a label key with a domain prefix, outside the
+// kubernetes.io and k8s.io domains Kubernetes reserves, distinct, and
+// none of Railyard's other fabric keys.
+func (k LabelKeys) Validate() error {
+	k = k.WithDefaults()
+	var errs []error
+	for _, f := range []struct{ field, key string }{{"leafSet", k.LeafSet}, {"unit", k.Unit}} {
+		prefix, _, hasPrefix := strings.Cut(f.key, "/")
+		switch {
+		case len(validation.IsQualifiedName(f.key)) > 0:
+			errs = append(errs, fmt.Errorf("%s: %q is not a label key: %s", f.field, f.key, strings.Join(validation.IsQualifiedName(f.key), "; ")))
+		case !hasPrefix:
+			errs = append(errs, fmt.Errorf("%s: %q has no domain prefix (example.com/name)", f.field, f.key))
+		case reserved(prefix):
+			errs = append(errs, fmt.Errorf("%s: %q is in a domain Kubernetes reserves (kubernetes.io, k8s.io)", f.field, f.key))
+		case strings.HasPrefix(f.key, RailLabelPrefix) || f.key == DegradedRailsLabel:
+			errs = append(errs, fmt.Errorf("%s: %q is another fabric label's key", f.field, f.key))
+		}
+	}
+	if k.LeafSet == k.Unit {
+		errs = append(errs, fmt.Errorf("leafSet and unit: both %q; want two keys", k.Unit))
+	}
+	return errors.Join(errs...)
+}
+
+func reserved(prefix string) bool {
+	for _, d := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == d || strings.HasSuffix(prefix, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// PublisherOwns says whether a node's publisher owns the label key: a
+// rail label, the leaf set's key or DegradedRailsLabel. It writes and
+// removes those keys and no other.
+func (k LabelKeys) PublisherOwns(key string) bool {
+	return strings.HasPrefix(key, RailLabelPrefix) || key == k.WithDefaults().LeafSet || key == DegradedRailsLabel
+}
+
 // MaxAnnotation bounds the ports annotation `railyard fabric` accepts.
 const MaxAnnotation = 64 << 10
 
-// Labels returns the node labels derived from one node's own ports: a rail
-// label per rail whose NIC has a neighbor, and the leaf set when at least
-// one has. Ports without a rail or a neighbor add nothing.
-func Labels(ports []Port) map[string]string {
+// Labels returns the node labels derived from one node's own ports under
+// Railyard's keys (LabelKeys.Labels).
+func Labels(ports []Port) map[string]string { return LabelKeys{}.Labels(ports) }
+
+// Labels returns the node labels derived from one node's own ports:
+//   - a rail label per rail whose NIC has a neighbor (heard, or held:
+//     Port.StaleRounds);
+//   - the leaf set, from every rail the node is known to reach: its
+//     neighbor, else its last (Port.LastSwitch), so a dead rail keeps the
+//     node in its leaf set;
+//   - DegradedRailsLabel, the rails with a last switch and no neighbor.
+//
+// Of two ports of one rail the first (in the node's order) names it.
+// Ports without a rail, or that never had a neighbor, add nothing.
+func (k LabelKeys) Labels(ports []Port) map[string]string {
+	k = k.WithDefaults()
 	out := map[string]string{}
+	known := map[int]bool{}
+	live := map[int]bool{}
 	var pairs []string
+	var rails []int
 	for _, p := range ports {
-		if p.Rail < 0 || p.Switch == "" {
+		sw := p.Switch
+		if sw == "" {
+			sw = p.LastSwitch
+		}
+		if p.Rail < 0 || sw == "" {
 			continue
 		}
-		key := RailLabelPrefix + strconv.Itoa(p.Rail)
-		if _, dup := out[key]; dup {
-			continue // a rail with two ports: the first (in the node's order) names it
+		if !known[p.Rail] {
+			known[p.Rail] = true
+			rails = append(rails, p.Rail)
+			pairs = append(pairs, fmt.Sprintf("%d=%s", p.Rail, sw))
 		}
-		out[key] = LabelValue(p.Switch)
-		pairs = append(pairs, fmt.Sprintf("%d=%s", p.Rail, p.Switch))
+		if p.Switch != "" && !live[p.Rail] {
+			live[p.Rail] = true
+			out[RailLabelPrefix+strconv.Itoa(p.Rail)] = LabelValue(p.Switch)
+		}
 	}
 	if len(pairs) > 0 {
 		sort.Strings(pairs)
 		sum := sha256.Sum256([]byte(strings.Join(pairs, "\n")))
-		out[LeafSetLabel] = "ls-" + hex.EncodeToString(sum[:6])
+		out[k.LeafSet] = "ls-" + hex.EncodeToString(sum[:6])
+	}
+	var degraded []int
+	for _, r := range rails {
+		if !live[r] {
+			degraded = append(degraded, r)
+		}
+	}
+	if len(degraded) > 0 {
+		out[DegradedRailsLabel] = railList(degraded)
 	}
 	return out
+}
+
+// railList joins rail indexes, ascending, with "_" ("3_5"); a list longer
+// than a label value holds ends with "_more" after the rails that fit.
+func railList(rails []int) string {
+	sort.Ints(rails)
+	const more = "_more"
+	v := ""
+	for i, r := range rails {
+		next := strconv.Itoa(r)
+		if i > 0 {
+			next = "_" + next
+		}
+		room := validation.LabelValueMaxLength
+		if i < len(rails)-1 {
+			room -= len(more)
+		}
+		if len(v)+len(next) > room {
+			return v + more
+		}
+		v += next
+	}
+	return v
 }
 
 // Leaves maps each NIC of a node's ports (Port.NIC: its RDMA device name,

@@ -39,7 +39,8 @@ func TestFabricDaemonSetHasHostNetworkAndNetRawOnly(t *testing.T) {
 		t.Errorf("service account %q, want its own (the admission policy matches it)", spec.ServiceAccountName)
 	}
 	c := spec.Containers[0]
-	wantCmd := []string{"/usr/local/bin/railyard", "fabric", "publish", "--watch", "--sysfs=/host/sys", "--wait=40s", "--interval=10m"}
+	wantCmd := []string{"/usr/local/bin/railyard", "fabric", "publish", "--watch", "--sysfs=/host/sys", "--wait=40s", "--interval=10m",
+		"--hold-rounds=3", "--leaf-set-label=railyard.io/leaf-set"}
 	if diff := cmp.Diff(wantCmd, c.Command); diff != "" {
 		t.Errorf("command (-want +got):\n%s", diff)
 	}
@@ -201,5 +202,132 @@ func TestFabricInfinibandRunsTheDiagsImagePrivilegedWithTheUmadDevices(t *testin
 	}
 	if strings.HasSuffix(c.Image, image.InfinibandDiagsTagSuffix) {
 		t.Errorf("image %q without fabric.infiniband.enabled", c.Image)
+	}
+}
+
+// fabricUnits renders the chart and returns the unit writer's Deployment,
+// ClusterRole and the unit label policy's CEL (false without them).
+func fabricUnits(t *testing.T, values map[string]any) (appsv1.Deployment, rbacv1.ClusterRole, string, bool) {
+	t.Helper()
+	_, o := render(t, values)
+	var d appsv1.Deployment
+	if !o.byComponent(t, "Deployment", "fabric-units", &d) {
+		return d, rbacv1.ClusterRole{}, "", false
+	}
+	var role rbacv1.ClusterRole
+	for _, doc := range o.byKind["ClusterRole"] {
+		if strings.Contains(doc, "name: railyard-fabric-units\n") {
+			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	policy := ""
+	for _, doc := range o.byKind["ValidatingAdmissionPolicy"] {
+		if strings.Contains(doc, "railyard-fabric-units-unit-label") {
+			policy = doc
+		}
+	}
+	return d, role, policy, true
+}
+
+// The unit writer is off unless fabric.units.enabled; on, it is one
+// replica (replaced, never two at once) of `railyard fabric label-units`
+// under its own service account, which may list and patch nodes
+// only, unprivileged, and the policy binds it to the unit label key its
+// command writes.
+func TestFabricUnitsWriterIsOneUnprivilegedReplica(t *testing.T) {
+	t.Parallel()
+	if _, _, _, ok := fabricUnits(t, map[string]any{"fabric": map[string]any{"enabled": true}}); ok {
+		t.Error("the unit writer renders without fabric.units.enabled")
+	}
+	if _, _, _, ok := fabricUnits(t, map[string]any{"fabric": map[string]any{"units": map[string]any{"enabled": true}}}); ok {
+		t.Error("the unit writer renders without fabric.enabled")
+	}
+	d, role, policy, ok := fabricUnits(t, map[string]any{"fabric": map[string]any{"enabled": true, "units": map[string]any{"enabled": true, "interval": "2m"}}})
+	if !ok {
+		t.Fatal("no fabric-units Deployment")
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("replicas %v, strategy %q: want 1, Recreate", d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != "railyard-fabric-units" || spec.HostNetwork {
+		t.Errorf("service account %q, host network %v", spec.ServiceAccountName, spec.HostNetwork)
+	}
+	c := spec.Containers[0]
+	wantCmd := []string{"/usr/local/bin/railyard", "fabric", "label-units", "--watch", "--interval=2m", "--unit-label=railyard.io/fabric-unit"}
+	if diff := cmp.Diff(wantCmd, c.Command); diff != "" {
+		t.Errorf("command (-want +got):\n%s", diff)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+		spec.SecurityContext == nil || spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("security context %+v, pod %+v: want non-root, no capabilities", sc, spec.SecurityContext)
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "patch"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(policy, "k == 'railyard.io/fabric-unit'") || !strings.Contains(policy, "system:serviceaccount:railyard-system:railyard-fabric-units") {
+		t.Errorf("the unit label policy does not bind the writer to railyard.io/fabric-unit:\n%s", policy)
+	}
+}
+
+// One value picks the keys: the publisher's --leaf-set-label and the
+// writer's --unit-label are the keys the admission policies let them
+// change, in the topograph scheme and with keys of one's own; keys the
+// commands would refuse fail the rendering.
+func TestFabricLabelKeysRenderFlagsAndPoliciesAlike(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		labels        map[string]any
+		leafSet, unit string
+	}{
+		{map[string]any{"scheme": "topograph"}, "fabric.topograph.run/tier-0", "fabric.topograph.run/tier-1"},
+		{map[string]any{"scheme": "railyard", "leafSet": "example.com/leaves", "unit": "example.com/pod"}, "example.com/leaves", "example.com/pod"},
+		{map[string]any{"scheme": "topograph", "unit": "example.com/su"}, "fabric.topograph.run/tier-0", "example.com/su"},
+	} {
+		values := map[string]any{"fabric": map[string]any{"enabled": true, "labels": tc.labels, "units": map[string]any{"enabled": true}}}
+		_, o := render(t, values)
+		var ds appsv1.DaemonSet
+		if !o.byComponent(t, "DaemonSet", "fabric", &ds) {
+			t.Fatal("no fabric DaemonSet")
+		}
+		if cmd := ds.Spec.Template.Spec.Containers[0].Command; !slices.Contains(cmd, "--leaf-set-label="+tc.leafSet) {
+			t.Errorf("%v: publisher %v, want --leaf-set-label=%s", tc.labels, cmd, tc.leafSet)
+		}
+		d, _, unitPolicy, _ := fabricUnits(t, values)
+		if cmd := d.Spec.Template.Spec.Containers[0].Command; !slices.Contains(cmd, "--unit-label="+tc.unit) {
+			t.Errorf("%v: writer %v, want --unit-label=%s", tc.labels, cmd, tc.unit)
+		}
+		if !strings.Contains(unitPolicy, "k == '"+tc.unit+"'") {
+			t.Errorf("%v: the unit policy does not name %s", tc.labels, tc.unit)
+		}
+		for _, doc := range o.byKind["ValidatingAdmissionPolicy"] {
+			if strings.Contains(doc, "railyard-fabric-own-node") && !strings.Contains(doc, "k == '"+tc.leafSet+"'") {
+				t.Errorf("%v: the publisher's policy does not name %s", tc.labels, tc.leafSet)
+			}
+		}
+	}
+
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		labels map[string]any
+		want   string
+	}{
+		{map[string]any{"scheme": "volcano"}, "/fabric/labels/scheme"},
+		{map[string]any{"leafSet": "no-prefix"}, "/fabric/labels/leafSet"},
+		{map[string]any{"unit": "a b/c"}, "/fabric/labels/unit"},
+		{map[string]any{"leafSet": "kubernetes.io/hostname"}, "a domain Kubernetes reserves"},
+		{map[string]any{"unit": "node-role.kubernetes.io/gpu"}, "a domain Kubernetes reserves"},
+		{map[string]any{"leafSet": "rail.railyard.io/0"}, "another fabric label's key"},
+		{map[string]any{"scheme": "topograph", "unit": "fabric.topograph.run/tier-0"}, "want two keys"},
+	} {
+		v := map[string]any{"fabric": map[string]any{"enabled": true, "labels": tc.labels}}
+		if _, err := Render(ch, Options{Release: "r", Namespace: "n", Values: v}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("fabric.labels %v: %v, want refused with %q", tc.labels, err, tc.want)
+		}
 	}
 }

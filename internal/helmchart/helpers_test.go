@@ -52,6 +52,8 @@ func variants() []variant {
 		}},
 		{"fabric", map[string]any{"fabric": map[string]any{"enabled": true, "wait": "40s", "interval": "10m"}}},
 		{"fabric-infiniband", map[string]any{"fabric": map[string]any{"enabled": true, "infiniband": map[string]any{"enabled": true}}}},
+		{"fabric-units-topograph", map[string]any{"fabric": map[string]any{"enabled": true, "holdRounds": 0,
+			"labels": map[string]any{"scheme": "topograph"}, "units": map[string]any{"enabled": true, "interval": "2m"}}}},
 		{"job-names", map[string]any{"metrics": map[string]any{"jobNames": true}}},
 		{"node-setup", map[string]any{"nodeSetup": map[string]any{"enabled": true, "interval": "1m",
 			"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ibp24s0", "numVFs": 8, "linkLayer": "InfiniBand", "pkey": "0x8001"}}}}}},

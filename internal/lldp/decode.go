@@ -52,12 +52,20 @@ func (n Neighbor) Switch() string {
 // unit: another ethertype, or too short to hold one.
 var ErrNotLLDP = errors.New("not an LLDP frame")
 
+// ErrShutdown is returned (wrapped) for a shutdown LLDP data unit (TTL 0):
+// the switch withdraws what it said about the port (IEEE 802.1AB: the
+// receiver deletes the neighbor at once), so it names no neighbor.
+var ErrShutdown = errors.New("LLDP shutdown (TTL 0)")
+
 // maxText bounds each decoded string: LLDP's TLVs hold at most 511 bytes,
 // and what is not UTF-8 text is shown escaped.
 const maxText = 255
 
 // Decode decodes one Ethernet frame holding an LLDP data unit. It never
-// panics: a malformed frame is an error.
+// panics: a malformed frame is an error (a TLV that may appear once
+// appearing twice, a TTL that is not two bytes, as well as what gopacket
+// refuses), and a shutdown data unit (TTL 0) is ErrShutdown, never a
+// neighbor.
 func Decode(frame []byte) (Neighbor, error) {
 	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{Lazy: false, NoCopy: true})
 	eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
@@ -74,6 +82,9 @@ func Decode(frame []byte) (Neighbor, error) {
 	if !ok {
 		return Neighbor{}, errors.New("malformed LLDP data unit: no chassis, port and TTL")
 	}
+	if err := checkTLVs(du.Contents); err != nil {
+		return Neighbor{}, fmt.Errorf("malformed LLDP data unit: %w", err)
+	}
 	n := Neighbor{
 		ChassisIDType: du.ChassisID.Subtype.String(),
 		ChassisID:     chassisID(du.ChassisID),
@@ -85,6 +96,9 @@ func Decode(frame []byte) (Neighbor, error) {
 	if n.ChassisID == "" || n.PortID == "" {
 		return Neighbor{}, errors.New("malformed LLDP data unit: empty chassis or port ID")
 	}
+	if du.TTL == 0 {
+		return Neighbor{}, fmt.Errorf("%w from chassis %s port %s: the switch withdrew the neighbor", ErrShutdown, n.ChassisID, n.PortID)
+	}
 	if info, ok := pkt.Layer(layers.LayerTypeLinkLayerDiscoveryInfo).(*layers.LinkLayerDiscoveryInfo); ok {
 		n.SystemName = text([]byte(info.SysName))
 		n.SystemDescription = text([]byte(info.SysDescription))
@@ -95,6 +109,45 @@ func Decode(frame []byte) (Neighbor, error) {
 		}
 	}
 	return n, nil
+}
+
+// singleTLVs lists the TLV types an LLDP data unit may carry at most
+// once (IEEE 802.1AB: the mandatory chassis ID, port ID and TTL, and the
+// port description, system name and system description): gopacket keeps the last of several, so a frame naming two
+// chassis or two system names would be read as whichever came last.
+var singleTLVs = map[layers.LLDPTLVType]string{
+	layers.LLDPTLVChassisID:       "chassis ID",
+	layers.LLDPTLVPortID:          "port ID",
+	layers.LLDPTLVTTL:             "TTL",
+	layers.LLDPTLVPortDescription: "port description",
+	layers.LLDPTLVSysName:         "system name",
+	layers.LLDPTLVSysDescription:  "system description",
+}
+
+// checkTLVs walks the data unit's TLVs up to the End TLV and refuses what
+// gopacket lets through: a TLV of singleTLVs repeated, and a TTL TLV
+// that is not exactly two bytes (gopacket reads the first two of any
+// length). Truncation and the mandatory TLVs' presence are gopacket's.
+func checkTLVs(b []byte) error {
+	seen := map[layers.LLDPTLVType]bool{}
+	for len(b) >= 2 {
+		typ := layers.LLDPTLVType(b[0] >> 1)
+		n := int(b[0]&1)<<8 | int(b[1])
+		if typ == layers.LLDPTLVEnd || len(b) < 2+n {
+			return nil
+		}
+		if name, ok := singleTLVs[typ]; ok {
+			if seen[typ] {
+				return fmt.Errorf("two %s TLVs", name)
+			}
+			seen[typ] = true
+		}
+		if typ == layers.LLDPTLVTTL && n != 2 {
+			return fmt.Errorf("a TTL TLV of %d bytes, want 2", n)
+		}
+		b = b[2+n:]
+	}
+	return nil
 }
 
 func chassisID(c layers.LLDPChassisID) string {

@@ -94,6 +94,16 @@ func TestDecodeRefusesMalformedFrames(t *testing.T) {
 		{name: "chassis ID of one byte", frame: frame(tlv(1, 4), portIfname, ttl120)},
 		{name: "management address with length 0", frame: frame(chassisMAC, portIfname, ttl120, tlv(8, 0, 1, 10, 0, 0, 1, 2, 0, 0))},
 		{name: "no End TLV", frame: frame(chassisMAC, portIfname, ttl120)[:len(frame(chassisMAC, portIfname, ttl120))-2]},
+		// gopacket keeps the last of two chassis IDs or system names, and
+		// reads a 3-byte TTL's first two bytes.
+		{name: "two chassis IDs", frame: frame(chassisMAC, portIfname, ttl120, tlv(1, str(7, "other")...))},
+		{name: "two port IDs", frame: frame(chassisMAC, portIfname, ttl120, tlv(2, str(5, "swp13")...))},
+		{name: "two TTLs", frame: frame(chassisMAC, portIfname, ttl120, tlv(3, 0, 60))},
+		{name: "two system names", frame: frame(chassisMAC, portIfname, ttl120, tlv(5, []byte("leaf-a")...), tlv(5, []byte("leaf-b")...))},
+		{name: "two system descriptions", frame: frame(chassisMAC, portIfname, ttl120, tlv(6, 'a'), tlv(6, 'b'))},
+		{name: "two port descriptions", frame: frame(chassisMAC, portIfname, ttl120, tlv(4, 'a'), tlv(4, 'b'))},
+		{name: "TTL of 3 bytes", frame: frame(chassisMAC, portIfname, tlv(3, 0, 120, 0))},
+		{name: "TTL of 1 byte", frame: frame(chassisMAC, portIfname, tlv(3, 120))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Decode(tc.frame)
@@ -107,6 +117,29 @@ func TestDecodeRefusesMalformedFrames(t *testing.T) {
 	}
 }
 
+// TestDecodeShutdownIsNoNeighbor: a shutdown data unit (TTL 0, what
+// lldpd sends when it stops on a port) withdraws the neighbor: Decode
+// says ErrShutdown and returns none.
+func TestDecodeShutdownIsNoNeighbor(t *testing.T) {
+	t.Parallel()
+	got, err := Decode(frame(chassisMAC, portIfname, tlv(3, 0, 0), tlv(5, []byte("leaf-r3-su1")...)))
+	if !errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLLDP) {
+		t.Fatalf("Decode = %+v, %v; want ErrShutdown", got, err)
+	}
+	if diff := cmp.Diff(Neighbor{}, got); diff != "" {
+		t.Errorf("a shutdown returned a neighbor (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(err.Error(), "0c:42:a1:00:00:01") {
+		t.Errorf("error %q does not name the chassis", err)
+	}
+	// Repeated optional TLVs that may repeat (management addresses,
+	// organizationally specific ones) are fine.
+	mgmt := tlv(8, 5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 7, 0)
+	if _, err := Decode(frame(chassisMAC, portIfname, ttl120, mgmt, mgmt, tlv(127, 0x00, 0x12, 0x0f, 4, 0x23, 0x28), tlv(127, 0x00, 0x80, 0xc2, 1, 0, 1))); err != nil {
+		t.Errorf("two management addresses and two org-specific TLVs: %v", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add(frame(chassisMAC, portIfname, ttl120, tlv(5, []byte("leaf")...)))
 	f.Add(frame(tlv(1, str(7, "x")...), tlv(2, str(7, "y")...), ttl120, tlv(8, 5, 1, 10, 0, 0, 1, 2, 0, 0, 0, 7, 0)))
@@ -116,8 +149,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if nb.ChassisID == "" || nb.PortID == "" {
-			t.Fatalf("decoded a neighbor without chassis or port: %+v", nb)
+		if nb.ChassisID == "" || nb.PortID == "" || nb.TTL <= 0 {
+			t.Fatalf("decoded a neighbor without chassis, port or TTL: %+v", nb)
 		}
 		for _, s := range []string{nb.ChassisID, nb.PortID, nb.SystemName, nb.SystemDescription, nb.PortDescription} {
 			if len(s) > 4*maxText || strings.ContainsAny(s, "\x00\n") {

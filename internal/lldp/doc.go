@@ -12,6 +12,14 @@
 // and then the host sees no frame: Receive says "no LLDP frame within"
 // the wait, which docs/topology.md explains.
 //
+// A frame is malformed when gopacket refuses it, when a TLV that may
+// appear once (chassis ID, port ID, TTL, port description, system name or
+// description) appears twice, when its TTL is not two bytes, or when it is
+// larger than a port receives: ReceiveAll counts such frames per port
+// (Result.Malformed) and the reason a port has no neighbor says how many.
+// A shutdown frame (TTL 0) withdraws the neighbor (ErrShutdown) unless a
+// valid frame follows within the wait.
+//
 // Decode never panics on any input (fuzzed); it is pure and runs
 // anywhere. Receive needs CAP_NET_RAW and a port in the caller's network
 // namespace.

@@ -3,11 +3,14 @@ package lldp
 import (
 	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/railyard-io/railyard/internal/lldp/lldptest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
@@ -96,5 +99,59 @@ func TestReceiveAllSaysWhyAPortHasNoNeighbor(t *testing.T) {
 		if r.Port == "" {
 			t.Errorf("result %d names no port", i)
 		}
+	}
+}
+
+// A real lldpd stopped as a service stops (SIGTERM) sends a shutdown data
+// unit (TTL 0) on its port as its last frame: a receiver takes it as
+// ErrShutdown, no neighbor (it used to be decoded as a neighbor whose
+// information holds for 0 s).
+func TestReceiveShutdownFromStoppedLldpd(t *testing.T) {
+	lldptest.Require(t)
+	ns := netnstest.NewNetns(t, "sd")
+	nsName := filepath.Base(ns)
+	hostPort := netnstest.Name("h")
+	netnstest.IP(t, "link", "add", hostPort, "type", "veth", "peer", "name", "swp1", "netns", nsName)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostPort).Run() })
+	netnstest.IP(t, "link", "set", hostPort, "up")
+	netnstest.IP(t, "-n", nsName, "link", "set", "swp1", "up")
+	stop := lldptest.StartStoppableLeaf(t, nsName, "swp1", "leaf-going")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		nb, err := Receive(ctx, hostPort)
+		if err != nil {
+			t.Fatalf("Receive(%s) before the stop: %v", hostPort, err)
+		}
+		if nb.SystemName == "leaf-going" {
+			break
+		}
+	}
+	// A socket open while lldpd stops hears its last frame, a shutdown.
+	ifi, err := net.InterfaceByName(hostPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := open(ifi.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	stop()
+	buf := make([]byte, maxFrame)
+	var heard tally
+	for deadline := time.Now().Add(10 * time.Second); heard.shutdown == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown frame within 10 s of stopping lldpd (%d malformed)", heard.malformed)
+		}
+		n, _, err := unix.Recvfrom(fd, buf, unix.MSG_TRUNC)
+		if err != nil {
+			continue // the receive timeout
+		}
+		heard.frame(buf, n) // frames sent before the stop are neighbors
+	}
+	if err := heard.none(hostPort, time.Second, true); !errors.Is(err, ErrShutdown) || heard.malformed != 0 {
+		t.Errorf("after lldpd stopped: %v, %d malformed; want ErrShutdown", err, heard.malformed)
 	}
 }

@@ -33,56 +33,120 @@ var destinations = [][]byte{
 
 // Receive waits on the network interface ifname for the first valid LLDP
 // data unit and returns its neighbor; it gives up when ctx ends. It only
-// listens: the socket's multicast memberships go when it closes.
+// listens: the socket's multicast memberships go when it closes. Without a
+// neighbor the error says why: no frame at all, only malformed ones (how
+// many, and the last one's fault), or a shutdown data unit (TTL 0,
+// ErrShutdown) with no valid frame after it.
 func Receive(ctx context.Context, ifname string) (Neighbor, error) {
+	nb, _, err := receive(ctx, ifname)
+	return nb, err
+}
+
+// receive is Receive that also counts the malformed LLDP frames heard.
+func receive(ctx context.Context, ifname string) (Neighbor, int, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return Neighbor{}, fmt.Errorf("port %s: no such netdev in this network namespace", ifname)
+		return Neighbor{}, 0, fmt.Errorf("port %s: no such netdev in this network namespace", ifname)
 	}
 	if ifi.Flags&net.FlagUp == 0 {
-		return Neighbor{}, fmt.Errorf("port %s is down: LLDP needs the link up", ifname)
+		return Neighbor{}, 0, fmt.Errorf("port %s is down: LLDP needs the link up", ifname)
 	}
 	fd, err := open(ifi.Index)
 	if err != nil {
-		return Neighbor{}, fmt.Errorf("port %s: %w", ifname, err)
+		return Neighbor{}, 0, fmt.Errorf("port %s: %w", ifname, err)
 	}
 	defer unix.Close(fd)
 
 	start := time.Now()
 	buf := make([]byte, maxFrame)
-	var malformed error
+	var heard tally
 	for {
 		if err := ctx.Err(); err != nil {
-			if malformed != nil {
-				return Neighbor{}, fmt.Errorf("port %s: %w valid within %s (last frame: %w)", ifname, ErrNoFrame, time.Since(start).Round(time.Second), malformed)
-			}
+			carrier := true
 			if ifi2, err := net.InterfaceByIndex(ifi.Index); err == nil && ifi2.Flags&net.FlagRunning == 0 {
-				return Neighbor{}, fmt.Errorf("port %s: %w within %s: the link has no carrier", ifname, ErrNoFrame, time.Since(start).Round(time.Second))
+				carrier = false
 			}
-			return Neighbor{}, fmt.Errorf("port %s: %w within %s (the switch does not send LLDP, or the NIC's firmware consumes it)", ifname, ErrNoFrame, time.Since(start).Round(time.Second))
+			return Neighbor{}, heard.malformed, heard.none(ifname, time.Since(start).Round(time.Second), carrier)
 		}
 		n, from, err := unix.Recvfrom(fd, buf, unix.MSG_TRUNC)
 		switch {
 		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
-			return Neighbor{}, fmt.Errorf("port %s: receiving: %w", ifname, err)
+			return Neighbor{}, heard.malformed, fmt.Errorf("port %s: receiving: %w", ifname, err)
 		}
 		// Only frames that came in on this port (open binds the socket
 		// to it; the check keeps the rule in one visible place).
 		if ll, ok := from.(*unix.SockaddrLinklayer); !ok || ll.Ifindex != ifi.Index || ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
 		}
-		if n > len(buf) || n < 14 || !lldpDestination(buf[:6]) {
-			continue
+		if nb, ok := heard.frame(buf, n); ok {
+			return nb, heard.malformed, nil
 		}
-		nb, err := Decode(buf[:n])
-		if err != nil {
-			malformed = err
-			continue
-		}
-		return nb, nil
 	}
+}
+
+// tally is what one port heard before it had a neighbor: the malformed
+// LLDP frames (how many, the last one's fault) and the last shutdown.
+type tally struct {
+	malformed int
+	last      error
+	shutdown  error
+}
+
+// frame judges one received frame: buf holds its first bytes and n is its
+// length (MSG_TRUNC: larger than buf when it was cut). It returns the
+// neighbor of a valid LLDP data unit. Frames to another destination, or
+// too short for an Ethernet header, are not LLDP's and not counted; a
+// frame to an LLDP address that is too large to hold whole, or does not
+// decode, is malformed; a shutdown data unit (TTL 0) is remembered.
+func (t *tally) frame(buf []byte, n int) (Neighbor, bool) {
+	if n < 14 || len(buf) < 14 || !lldpDestination(buf[:6]) {
+		return Neighbor{}, false
+	}
+	if n > len(buf) {
+		t.malformed++
+		t.last = fmt.Errorf("a frame of %d bytes, more than the %d a port receives", n, len(buf))
+		return Neighbor{}, false
+	}
+	nb, err := Decode(buf[:n])
+	switch {
+	case errors.Is(err, ErrShutdown):
+		t.shutdown = err
+	case errors.Is(err, ErrNotLLDP):
+	case err != nil:
+		t.malformed++
+		t.last = err
+	default:
+		return nb, true
+	}
+	return Neighbor{}, false
+}
+
+// none says why the port had no neighbor within the wait: a shutdown
+// data unit (ErrShutdown: the switch withdrew it), else ErrNoFrame with
+// the malformed frames counted, else no carrier or no frame at all.
+func (t *tally) none(ifname string, waited time.Duration, carrier bool) error {
+	switch {
+	case t.shutdown != nil && t.malformed > 0:
+		return fmt.Errorf("port %s: %w; %d malformed LLDP %s (last: %w)", ifname, t.shutdown,
+			t.malformed, plural(t.malformed, "frame", "frames"), t.last)
+	case t.shutdown != nil:
+		return fmt.Errorf("port %s: %w", ifname, t.shutdown)
+	case t.malformed > 0:
+		return fmt.Errorf("port %s: %w valid within %s: %d malformed LLDP %s (last: %w)", ifname, ErrNoFrame, waited,
+			t.malformed, plural(t.malformed, "frame", "frames"), t.last)
+	case !carrier:
+		return fmt.Errorf("port %s: %w within %s: the link has no carrier", ifname, ErrNoFrame, waited)
+	}
+	return fmt.Errorf("port %s: %w within %s (the switch does not send LLDP, or the NIC's firmware consumes it)", ifname, ErrNoFrame, waited)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // open makes a packet socket receiving LLDP's ethertype on one interface,
@@ -131,11 +195,14 @@ func lldpDestination(dst []byte) bool {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Result is one port's answer from ReceiveAll: its neighbor, or why it
-// has none.
+// has none, and how many malformed LLDP frames it heard meanwhile (a
+// switch, or something else on the link, sending frames that do not
+// decode: two chassis IDs, a bad TTL, a truncated TLV, a frame too large).
 type Result struct {
-	Port     string    `json:"port"`
-	Neighbor *Neighbor `json:"neighbor,omitempty"`
-	Err      error     `json:"-"`
+	Port      string    `json:"port"`
+	Neighbor  *Neighbor `json:"neighbor,omitempty"`
+	Malformed int       `json:"malformed,omitempty"`
+	Err       error     `json:"-"`
 }
 
 // ReceiveAll listens on every port at once until each has a neighbor or
@@ -147,8 +214,8 @@ func ReceiveAll(ctx context.Context, ports []string) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nb, err := Receive(ctx, p)
-			out[i] = Result{Port: p, Err: err}
+			nb, malformed, err := receive(ctx, p)
+			out[i] = Result{Port: p, Malformed: malformed, Err: err}
 			if err == nil {
 				out[i].Neighbor = &nb
 			}

@@ -3,8 +3,8 @@ package nodefabric
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,11 +21,16 @@ import (
 type Publisher struct {
 	Client kubernetes.Interface
 	Node   string
+	// Keys names the leaf set's key (fabric.LabelKeys; the zero value is
+	// Railyard's). The publisher writes and removes only the keys it owns
+	// (fabric.LabelKeys.PublisherOwns) and the ports annotation.
+	Keys fabric.LabelKeys
 }
 
 // Publish sets the node's ports annotation and fabric labels from ports
-// and removes fabric labels that no longer hold. It reports whether it
-// changed the Node.
+// (fabric.LabelKeys.Labels) and removes fabric labels that no longer
+// hold. It reports whether it changed the Node. It writes what it is
+// given: holding neighbors not heard is Watch's (Hold).
 func (p Publisher) Publish(ctx context.Context, ports []fabric.Port) (bool, error) {
 	node, err := p.Client.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
 	if err != nil {
@@ -35,10 +40,10 @@ func (p Publisher) Publish(ctx context.Context, ports []fabric.Port) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	want := fabric.Labels(ports)
+	want := p.Keys.Labels(ports)
 	labels := map[string]any{}
 	for k := range node.Labels {
-		if isFabricLabel(k) {
+		if p.Keys.PublisherOwns(k) {
 			if _, keep := want[k]; !keep {
 				labels[k] = nil // a JSON merge patch removes a key set to null
 			}
@@ -69,8 +74,24 @@ func (p Publisher) Publish(ctx context.Context, ports []fabric.Port) (bool, erro
 	return true, nil
 }
 
-func isFabricLabel(k string) bool {
-	return strings.HasPrefix(k, fabric.RailLabelPrefix) || k == fabric.LeafSetLabel
+// Previous returns the ports the node's annotation holds: what the last
+// round published, which Watch holds neighbors from (so a restarted
+// publisher carries on where its predecessor stopped). A node without
+// the annotation, or with one that does not decode (the publisher then
+// overwrites it), has none.
+func (p Publisher) Previous(ctx context.Context) ([]fabric.Port, error) {
+	node, err := p.Client.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", p.Node, err)
+	}
+	v, ok := node.Annotations[fabric.PortsAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	if ports, err := fabric.DecodePorts(v); err == nil {
+		return ports, nil
+	}
+	return nil, nil // what does not decode holds nothing: Publish replaces it
 }
 
 // Watch listens and publishes every Interval until its context ends.
@@ -87,6 +108,13 @@ type Watch struct {
 	InfiniBand ibneighbor.Runner
 	// Publish writes the ports (Publisher.Publish).
 	Publish func(ctx context.Context, ports []fabric.Port) (bool, error)
+	// HoldRounds is how many rounds in a row a neighbor not heard stays
+	// published before its rail counts as dead (Hold); 0 holds none.
+	HoldRounds int
+	// Previous returns the ports last published (Publisher.Previous: the
+	// Node's annotation); nil keeps each round's ports in memory for the
+	// next.
+	Previous func(ctx context.Context) ([]fabric.Port, error)
 	// Wait bounds one listen: longer than the switches' LLDP transmit
 	// interval (30 s by default on most switches).
 	Wait time.Duration
@@ -95,16 +123,31 @@ type Watch struct {
 	// Report receives each round's ports and error (logging, metrics); may
 	// be nil.
 	Report func(ports []fabric.Port, changed bool, err error)
+
+	// last is the ports of the last round published, when Previous is nil.
+	last []fabric.Port
 }
 
 // Once fills every port's neighbor (Neighbors: LLDP for up to Wait,
-// InfiniBand ports asked meanwhile) and publishes.
-func (w Watch) Once(ctx context.Context) ([]fabric.Port, bool, error) {
-	ports := Neighbors(ctx, w.Ports(), w.Listen, w.InfiniBand, w.Wait)
+// InfiniBand ports asked meanwhile), holds the last published neighbors
+// of the ports that heard none (Hold), and publishes.
+func (w *Watch) Once(ctx context.Context) ([]fabric.Port, bool, error) {
+	fresh, withdrawn := neighbors(ctx, w.Ports(), w.Listen, w.InfiniBand, w.Wait)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	prev := w.last
+	if w.Previous != nil {
+		var err error
+		if prev, err = w.Previous(ctx); err != nil {
+			return fresh, false, err
+		}
+	}
+	ports := Hold(prev, fresh, w.HoldRounds, withdrawn)
 	changed, err := w.Publish(ctx, ports)
+	if err == nil {
+		w.last = ports
+	}
 	return ports, changed, err
 }
 
@@ -123,6 +166,14 @@ const ibPort = 1
 // node at hop 1 that is not a switch (a back-to-back cable) is no switch,
 // and the port says what it reaches instead.
 func Neighbors(ctx context.Context, ports []fabric.Port, listen func(ctx context.Context, netdevs []string) []lldp.Result, ib ibneighbor.Runner, wait time.Duration) []fabric.Port {
+	out, _ := neighbors(ctx, ports, listen, ib, wait)
+	return out
+}
+
+// neighbors is Neighbors, and also returns the NICs whose switch withdrew
+// the neighbor (an LLDP shutdown frame, lldp.ErrShutdown), which Hold does
+// not hold.
+func neighbors(ctx context.Context, ports []fabric.Port, listen func(ctx context.Context, netdevs []string) []lldp.Result, ib ibneighbor.Runner, wait time.Duration) ([]fabric.Port, map[string]bool) {
 	var netdevs []string
 	for _, p := range ports {
 		if p.HearsLLDP() {
@@ -154,7 +205,19 @@ func Neighbors(ctx context.Context, ports []fabric.Port, listen func(ctx context
 	}
 	wg.Wait()
 
+	shutdown := map[string]bool{}
+	for _, r := range results {
+		if errors.Is(r.Err, lldp.ErrShutdown) {
+			shutdown[r.Port] = true
+		}
+	}
+	withdrawn := map[string]bool{}
 	out := fabric.WithNeighbors(ports, results)
+	for i := range out {
+		if p := &out[i]; p.HearsLLDP() && shutdown[p.Netdev] {
+			withdrawn[p.NIC] = true
+		}
+	}
 	for i := range out {
 		p := &out[i]
 		if p.LinkLayer != "InfiniBand" {
@@ -170,12 +233,12 @@ func Neighbors(ctx context.Context, ports []fabric.Port, listen func(ctx context
 			p.Switch, p.SwitchPort, p.NoNeighbor = a.nb.ChassisID, a.nb.PortID, ""
 		}
 	}
-	return out
+	return out, withdrawn
 }
 
 // Run calls Once now and then every Interval until ctx ends; a failed
 // round is reported and retried at the next one.
-func (w Watch) Run(ctx context.Context) {
+func (w *Watch) Run(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

@@ -21,13 +21,16 @@ import (
 )
 
 // TestFabricNodePolicyKeepsPublisherToItsNodeAndKeys: the chart's
-// fabric objects (templates/fabric.yaml's cluster-scoped ones: the
-// ClusterRole, its binding and the ValidatingAdmissionPolicy)
-// stored on the real kube-apiserver let `railyard fabric publish`'s
-// service account patch the fabric labels and annotation of the node its
-// token names, and deny it another node, any other label or annotation,
-// the spec, and a token naming no node; an administrator is not the
-// policy's business. The patches are server-side dry runs made as the
+// fabric objects (templates/fabric.yaml's and fabric-units.yaml's
+// cluster-scoped ones: the ClusterRoles, their bindings and the
+// ValidatingAdmissionPolicies) stored on the real kube-apiserver let
+// `railyard fabric publish`'s service account patch the fabric labels and
+// annotation of the node its token names, and deny it another node, any
+// other label or annotation, a finalizer, an owner, the spec, and a token
+// naming no node; they let the unit writer's service account patch the
+// unit label and nothing else; an administrator is not the policies'
+// business. internal/helmchart's TestFabricPoliciesKeepEachWriterToItsKeysCEL
+// evaluates the same policies with the apiserver's CEL library. The patches are server-side dry runs made as the
 // service account by impersonation, with the node-name extra a
 // kubelet-bound pod token carries (this cluster's static tokens carry
 // none); the DaemonSet's pod itself is not run here.
@@ -96,16 +99,29 @@ func TestFabricNodePolicyKeepsPublisherToItsNodeAndKeys(t *testing.T) {
 	if err := patch(as(c.NodeName), labels(map[string]any{"rail.railyard.io/7": nil})); err != nil {
 		t.Errorf("the publisher removing a fabric label: %v", err)
 	}
+	units, err := c.AsServiceAccount("railyard-system", "railyard-fabric-units", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := patch(units, labels(map[string]any{"railyard.io/fabric-unit": "su1-leaf0"})); err != nil {
+		t.Errorf("the unit writer labelling %s with its unit: %v", c.NodeName, err)
+	}
 	for _, tc := range []struct {
 		name  string
 		cs    kubernetes.Interface
 		patch map[string]any
 		want  string
 	}{
-		{"another label", as(c.NodeName), labels(map[string]any{"node-role.kubernetes.io/control-plane": ""}), "only the rail.railyard.io/* and railyard.io/leaf-set labels"},
+		{"another label", as(c.NodeName), labels(map[string]any{"node-role.kubernetes.io/control-plane": ""}), "only the rail.railyard.io/*, railyard.io/leaf-set and railyard.io/degraded-rails labels"},
+		{"the unit label", as(c.NodeName), labels(map[string]any{"railyard.io/fabric-unit": "su9-leaf0"}), "only the rail.railyard.io/*"},
 		{"another annotation", as(c.NodeName), map[string]any{"metadata": map[string]any{"annotations": map[string]any{"x": "y"}}}, "only the railyard.io/fabric-ports annotation"},
+		{"a finalizer", as(c.NodeName), map[string]any{"metadata": map[string]any{"finalizers": []string{"example.com/never-deleted"}}}, "may not change a Node's finalizers"},
+		{"an owner", as(c.NodeName), map[string]any{"metadata": map[string]any{"ownerReferences": []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "name": "default", "uid": "0123"}}}}, "may not change a Node's owner references"},
 		{"the spec", as(c.NodeName), map[string]any{"spec": map[string]any{"unschedulable": true}}, "may not change a Node's spec"},
 		{"token without a node", as(""), fabricPatch, "token names no node"},
+		{"the unit writer: the leaf set", units, labels(map[string]any{"railyard.io/leaf-set": "ls-other"}), "may change only the railyard.io/fabric-unit label"},
+		{"the unit writer: an annotation", units, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"railyard.io/fabric-ports": "[]"}}}, "may not change a Node's annotations"},
+		{"the unit writer: a finalizer", units, map[string]any{"metadata": map[string]any{"finalizers": []string{"example.com/never-deleted"}}}, "may not change a Node's finalizers"},
 	} {
 		err := patch(tc.cs, tc.patch)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -118,7 +134,9 @@ func TestFabricNodePolicyKeepsPublisherToItsNodeAndKeys(t *testing.T) {
 }
 
 // renderFabricPolicyObjects renders the chart with fabric.enabled and
-// returns what templates/fabric.yaml makes but its DaemonSet.
+// fabric.units.enabled and returns what templates/fabric.yaml and
+// fabric-units.yaml make but their DaemonSet, Deployment and service
+// accounts.
 func renderFabricPolicyObjects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	repo, err := framework.RepoRoot()
@@ -130,13 +148,13 @@ func renderFabricPolicyObjects(t *testing.T) []*unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard", Namespace: "railyard-system",
-		Values: map[string]any{"fabric": map[string]any{"enabled": true}}})
+		Values: map[string]any{"fabric": map[string]any{"enabled": true, "units": map[string]any{"enabled": true}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stream []byte
 	for _, m := range ms {
-		if m.Source == "railyard/templates/fabric.yaml" {
+		if m.Source == "railyard/templates/fabric.yaml" || m.Source == "railyard/templates/fabric-units.yaml" {
 			stream = append(stream, []byte("---\n"+m.Content+"\n")...)
 		}
 	}
@@ -151,7 +169,7 @@ func renderFabricPolicyObjects(t *testing.T) []*unstructured.Unstructured {
 		// Cluster-scoped objects only: impersonation needs no service
 		// account object, and a namespace this cluster (no namespace
 		// controller) could not delete would outlive the test.
-		if o.GetNamespace() == "" && o.GetKind() != "DaemonSet" && o.GetKind() != "ServiceAccount" {
+		if o.GetNamespace() == "" && o.GetKind() != "DaemonSet" && o.GetKind() != "Deployment" && o.GetKind() != "ServiceAccount" {
 			out = append(out, o)
 		}
 	}

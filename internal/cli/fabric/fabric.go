@@ -17,6 +17,7 @@ import (
 	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/inputfile"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // ExitError carries the exit status: 1 warnings, 2 failures (as doctor).
@@ -99,6 +100,9 @@ escaped (--json leaves them to the JSON encoding).`,
 				err = writeJSON(s.Out, rep, skipped)
 			} else {
 				err = writeTable(s.Out, rep, skipped)
+				if err == nil {
+					err = writeHeld(s.Out, nodes)
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("writing the report: %w", err)
@@ -109,7 +113,7 @@ escaped (--json leaves them to the JSON encoding).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(newPublishCommand(s))
+	cmd.AddCommand(newPublishCommand(s), newLabelUnitsCommand(s))
 	fl := cmd.Flags()
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&selector, "selector", "", "label selector of the nodes to compare (default all)")
@@ -205,7 +209,7 @@ func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 	leaves := []string{"(leaf)", ""}
 	for _, r := range rep.Rails {
 		head = append(head, fmt.Sprintf("RAIL %d", r.Index))
-		leaves = append(leaves, dash(escape(r.Leaf)))
+		leaves = append(leaves, dash(termsafe.Escape(r.Leaf)))
 	}
 	row(tw, head)
 	if len(rep.Units) <= 1 {
@@ -214,7 +218,7 @@ func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 	unitOf, leafOf := unitLeaves(rep)
 	for i, n := range rep.Nodes {
 		u, ok := unitOf[n]
-		cells := []string{escape(n), "-"}
+		cells := []string{termsafe.Escape(n), "-"}
 		if ok {
 			cells[1] = fmt.Sprint(rep.Units[u].Index)
 		}
@@ -224,9 +228,9 @@ func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 			case cell == "":
 				cell = "(none)"
 			case cell != "-" && (!ok || cell != leafOf[u][r.Index]):
-				cell = escape(cell) + " !"
+				cell = termsafe.Escape(cell) + " !"
 			default:
-				cell = escape(cell)
+				cell = termsafe.Escape(cell)
 			}
 			cells = append(cells, cell)
 		}
@@ -243,10 +247,10 @@ func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, advice(rep))
 	if len(skipped.Unannotated) > 0 {
-		fmt.Fprintf(w, "Not reporting (no %s annotation): %s\n", fabric.PortsAnnotation, escape(strings.Join(skipped.Unannotated, ", ")))
+		fmt.Fprintf(w, "Not reporting (no %s annotation): %s\n", fabric.PortsAnnotation, termsafe.Escape(strings.Join(skipped.Unannotated, ", ")))
 	}
 	for _, n := range skipped.NotDecoded {
-		fmt.Fprintf(w, "Not reporting %s: its %s annotation does not decode (%s)\n", escape(n.Node), fabric.PortsAnnotation, escape(n.Error))
+		fmt.Fprintf(w, "Not reporting %s: its %s annotation does not decode (%s)\n", termsafe.Escape(n.Node), fabric.PortsAnnotation, termsafe.Escape(n.Error))
 	}
 	if len(rep.Findings) == 0 {
 		_, err := fmt.Fprintln(w, "No findings.")
@@ -258,7 +262,7 @@ func writeTable(w io.Writer, rep fabric.Report, skipped skippedNodes) error {
 		if about == "" {
 			about = "cluster"
 		}
-		fmt.Fprintf(w, "  %-4s  %s: %s\n        fix: %s\n", strings.ToUpper(f.Severity.String()), escape(about), escape(f.Message), escape(f.Fix))
+		fmt.Fprintf(w, "  %-4s  %s: %s\n        fix: %s\n", strings.ToUpper(f.Severity.String()), termsafe.Escape(about), termsafe.Escape(f.Message), termsafe.Escape(f.Fix))
 	}
 	return nil
 }
@@ -297,14 +301,14 @@ func writeUnits(w io.Writer, rep fabric.Report) error {
 	for u, unit := range rep.Units {
 		cells := []string{fmt.Sprint(unit.Index), string(unit.Design), fmt.Sprint(len(unit.Nodes)), "-"}
 		if len(unit.Nodes) > 0 {
-			cells[3] = escape(unit.Nodes[0])
+			cells[3] = termsafe.Escape(unit.Nodes[0])
 		}
 		for _, r := range rep.Rails {
 			leaf, ok := leafOf[u][r.Index]
 			if !ok {
 				leaf = "-"
 			}
-			cells = append(cells, dash(escape(leaf)))
+			cells = append(cells, dash(termsafe.Escape(leaf)))
 		}
 		row(tw, cells)
 	}

@@ -25,6 +25,8 @@ const (
 	minWait     = time.Second
 	maxWait     = 10 * time.Minute
 	minInterval = 10 * time.Second
+	// maxHoldRounds bounds --hold-rounds: a day of 5 minute rounds.
+	maxHoldRounds = 288
 )
 
 type publishOptions struct {
@@ -33,26 +35,38 @@ type publishOptions struct {
 	kubeconfig     string
 	wait, interval time.Duration
 	watch, dryRun  bool
+	holdRounds     int
+	keys           keyFlags
 }
 
 func newPublishCommand(s iostreams.Streams) *cobra.Command {
 	o := publishOptions{}
 	cmd := &cobra.Command{
-		Use:   "publish [--node NAME] [--wait 35s] [--watch [--interval 5m]] [--dry-run]",
+		Use:   "publish [--node NAME] [--wait 35s] [--watch [--interval 5m]] [--hold-rounds 3] [--labels railyard|topograph] [--dry-run]",
 		Short: "Listen for LLDP on this node's NIC ports and publish their rails and leaves on its Node",
 		Long: `publish discovers this node's NICs and their rails (NIC i serves GPU i's
 share), listens for LLDP on every NIC port's netdev for up to --wait, and
 writes the result on this node's Node object: the railyard.io/fabric-ports
 annotation (read by 'railyard fabric') and the labels schedulers read,
-rail.railyard.io/<rail>=<leaf> and railyard.io/leaf-set (nodes with the same
-value reach the same leaf on every rail). Only those keys are changed.
+rail.railyard.io/<rail>=<leaf>, the leaf set (railyard.io/leaf-set, or
+fabric.topograph.run/tier-0 with --labels topograph: nodes with the same
+value reach the same leaf on every rail) and railyard.io/degraded-rails.
+Only those keys are changed.
+
+A neighbor not heard stays published for --hold-rounds rounds (marked
+staleRounds in the annotation). Past that, or at once after a shutdown
+frame, the rail loses its label and is listed in railyard.io/degraded-rails,
+while the leaf set still counts it (its last leaf, kept in the annotation
+as lastSwitch), so the node stays in its scheduling domain. The hold
+continues from the Node's annotation when the publisher restarts; delete
+the annotation to forget rails the node no longer has.
 
 It needs the host's network namespace and CAP_NET_RAW (the chart's fabric
 DaemonSet runs it so, with --watch); --dry-run prints what it would publish
 and needs no cluster. Switches send LLDP every 30 s by default: keep --wait
 above their transmit interval.`,
 		Example: `  railyard fabric publish --dry-run --wait 35s
-  railyard fabric publish --node gpu-node-7 --watch --interval 5m`,
+  railyard fabric publish --node gpu-node-7 --watch --interval 5m --hold-rounds 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context(), s) },
 	}
@@ -64,6 +78,8 @@ above their transmit interval.`,
 	fl.BoolVar(&o.watch, "watch", false, "publish again every --interval until stopped")
 	fl.DurationVar(&o.interval, "interval", 5*time.Minute, "with --watch: time between two rounds")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the ports and labels as JSON instead of publishing them")
+	fl.IntVar(&o.holdRounds, "hold-rounds", nodefabric.DefaultHoldRounds, "rounds in a row a neighbor not heard stays published before its rail counts as degraded (0: none; counted from the Node's annotation)")
+	o.keys.add(cmd, false)
 	return cmd
 }
 
@@ -76,6 +92,9 @@ func (o *publishOptions) validate() error {
 	}
 	if o.watch && o.dryRun {
 		return errors.New("--watch and --dry-run are mutually exclusive")
+	}
+	if o.holdRounds < 0 || o.holdRounds > maxHoldRounds {
+		return fmt.Errorf("--hold-rounds %d: want 0 to %d", o.holdRounds, maxHoldRounds)
 	}
 	if o.node == "" {
 		o.node = os.Getenv("RAILYARD_NODE_NAME")
@@ -94,6 +113,10 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	keys, err := o.keys.resolve()
+	if err != nil {
+		return err
+	}
 	var loadErr error
 	ports := func() []fabric.Port {
 		t, _, err := o.source.Load(ctx)
@@ -103,7 +126,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 		}
 		return fabric.PortsOf(t)
 	}
-	w := nodefabric.Watch{Ports: ports, Listen: lldp.ReceiveAll, InfiniBand: ibneighbor.Exec{}, Wait: o.wait, Interval: o.interval}
+	w := nodefabric.Watch{Ports: ports, Listen: lldp.ReceiveAll, InfiniBand: ibneighbor.Exec{}, Wait: o.wait, Interval: o.interval, HoldRounds: o.holdRounds}
 	if o.dryRun {
 		w.Publish = func(context.Context, []fabric.Port) (bool, error) { return false, nil }
 		got, _, err := w.Once(ctx)
@@ -118,13 +141,22 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 		return enc.Encode(struct {
 			Ports  []fabric.Port     `json:"ports"`
 			Labels map[string]string `json:"labels"`
-		}{got, fabric.Labels(got)})
+		}{got, keys.Labels(got)})
 	}
 	cs, err := client(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	w.Publish = nodefabric.Publisher{Client: cs, Node: o.node}.Publish
+	pub := nodefabric.Publisher{Client: cs, Node: o.node, Keys: keys}
+	w.Previous = pub.Previous
+	w.Publish = func(ctx context.Context, ports []fabric.Port) (bool, error) {
+		// A round whose discovery failed knows nothing of the NICs:
+		// publishing it would hold, then degrade, every rail.
+		if loadErr != nil {
+			return false, loadErr
+		}
+		return pub.Publish(ctx, ports)
+	}
 	report := func(ports []fabric.Port, changed bool, err error) {
 		if err == nil {
 			err = loadErr
@@ -133,13 +165,18 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 			fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %v\n", o.node, err)
 			return
 		}
-		heard := 0
+		heard, held, degraded := 0, 0, 0
 		for _, p := range ports {
-			if p.Switch != "" {
+			switch {
+			case p.Switch != "" && p.StaleRounds > 0:
+				held++
+			case p.Switch != "":
 				heard++
+			case p.LastSwitch != "":
+				degraded++
 			}
 		}
-		fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %d ports, %d with a neighbor, %s\n", o.node, len(ports), heard,
+		fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %d ports, %d with a neighbor, %d held, %d degraded, %s\n", o.node, len(ports), heard, held, degraded,
 			map[bool]string{true: "published", false: "unchanged"}[changed])
 	}
 	if o.watch {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
@@ -26,6 +27,23 @@ func Require(t testing.TB) {
 // transmit interval (the default is 30 s), as the test cluster's fabric
 // configures it. lldpd stops when the test ends.
 func StartLeaf(t testing.TB, netns, port, sysName string) {
+	t.Helper()
+	startLeaf(t, netns, port, sysName)
+}
+
+// StartStoppableLeaf is StartLeaf, and returns stop, which ends lldpd as
+// its service would (SIGTERM: lldpd sends a shutdown data unit, TTL 0,
+// on its ports before it exits) and waits for it.
+func StartStoppableLeaf(t testing.TB, netns, port, sysName string) (stop func()) {
+	t.Helper()
+	cmd := startLeaf(t, netns, port, sysName)
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+}
+
+func startLeaf(t testing.TB, netns, port, sysName string) *exec.Cmd {
 	t.Helper()
 	// lldpd creates its control socket after dropping to its own user,
 	// which cannot enter t.TempDir's 0700 directories.
@@ -59,4 +77,5 @@ func StartLeaf(t testing.TB, netns, port, sysName string) {
 			t.Logf("lldpd log:\n%s", log.String())
 		}
 	})
+	return cmd
 }
