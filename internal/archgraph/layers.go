@@ -25,7 +25,7 @@ var Layers = []Layer{
 	}},
 	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
 	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview", "internal/jobrails"}},
-	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/ibneighbor", "internal/nodefabric"}},
+	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/ibneighbor", "internal/nodefabric", "internal/schedtopo"}},
 	{ID: "prooftools", Title: "proof tools (benchmarks, simulator)", Patterns: []string{
 		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",
 		"internal/chart", "internal/sim", "internal/simreport",
@@ -39,7 +39,7 @@ var Layers = []Layer{
 	}},
 	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
 		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",
-		"internal/containerdev",
+		"internal/containerdev", "internal/termsafe",
 	}},
 	{ID: "testhelpers", Title: "test helpers", Patterns: []string{
 		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",

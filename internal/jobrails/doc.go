@@ -17,6 +17,19 @@
 // a pod on the most nodes (Choose), the rule internal/sim's job-rails
 // policy measured (docs/alloc.md).
 //
+// Room is the scheduler's allocator's answer, not a count of devices
+// (Inventory, fits): only the newest generation of each pool, nothing from
+// an incomplete pool, nothing a claim holds (a shared NIC's capacity left
+// in default shares), nothing with a NoSchedule or NoExecute device taint
+// (the device's own or a DeviceTaintRule's) the template does not
+// tolerate, and a GPU and a NIC of its rail on one pcieRoot for every GPU
+// of the set. The tests run k8s.io/dynamic-resource-allocation/structured
+// on the same slices and claims and compare, node by node.
+//
+// Rails are numbered as Railyard numbers them (the first GPU a NIC
+// serves); NICOrder translates from NIC order, NVIDIA's operators' rail
+// numbering (nicorder.go).
+//
 // Needs: resource.k8s.io/v1 (Kubernetes 1.34 or later, DRA on by default),
 // a GPU DRA driver that publishes resource.kubernetes.io/pcieRoot on its
 // GPUs, and Railyard's DRA driver (railyard.io/rail on each NIC device).

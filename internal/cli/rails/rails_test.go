@@ -109,11 +109,12 @@ func TestTemplateFromAFileChoosesTheRailSetWithRoomOnBothNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut, "rails 4,6: room for a pod on 2 of 2 nodes (node-a, node-b)") {
+	if !strings.Contains(errOut, "rails 4,6 (NIC order 2,3): room for a pod on 2 of 2 nodes (node-a, node-b)") {
 		t.Errorf("stderr %q", errOut)
 	}
 	tmpl := decode(t, out)
-	if tmpl.Name != "job-a" || tmpl.Namespace != "training" || tmpl.Annotations["railyard.io/rails"] != "4,6" || tmpl.Kind != "ResourceClaimTemplate" {
+	if tmpl.Name != "job-a" || tmpl.Namespace != "training" || tmpl.Annotations["railyard.io/rails"] != "4,6" ||
+		tmpl.Annotations["railyard.io/nic-rails"] != "2,3" || tmpl.Kind != "ResourceClaimTemplate" {
 		t.Errorf("template meta %+v %+v", tmpl.ObjectMeta, tmpl.TypeMeta)
 	}
 	if diff := cmp.Diff([]string{"4", "4", "6", "6"}, nicRails(tmpl)); diff != "" {
