@@ -147,7 +147,7 @@ func New(cfg *v1alpha1.AgentConfig, log *slog.Logger, discover DiscoverFunc) (*A
 			Resource: pc.Name, PluginDir: cfg.PluginDir, DevRoot: cfg.DevRoot, DevInfoDir: cfg.DevInfoDir, Holders: lister,
 			Nodes: containerdev.NewOptions(pc.DeviceNodes.RDMACM, pc.DeviceNodes.UMAD, pc.DeviceNodes.ISSM), CDIKind: pc.CDIKind,
 			Policy: pol, GPUs: a.finder, Log: log, Metrics: a.metrics,
-			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups, Binder: a.binderFor(pc), NCCLCrossNIC: cfg.NCCLCrossNIC,
+			Shared: pc.DeviceKind == v1alpha1.KindShared, Groups: groups, Binder: a.binderFor(pc), NCCL: ncclOptions(cfg),
 		})
 		a.pools = append(a.pools, &poolPlugin{cfg: pc, sel: sel, plugin: p})
 	}

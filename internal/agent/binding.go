@@ -279,7 +279,7 @@ func (b *lateBinding) publish(ctx context.Context) error {
 	v.DevRoot = b.cfg.DevRoot
 	v.DevInfoDir = b.cfg.DevInfoDir
 	v.NCCLIBHCA = true
-	v.NCCLCrossNIC = b.cfg.NCCLCrossNIC
+	v.NCCL = ncclOptions(b.cfg)
 	err := b.store.Publish(ctx, v)
 	b.mu.Lock()
 	b.publishErr = err

@@ -58,7 +58,7 @@ func newDRA(cfg *v1alpha1.AgentConfig, log logr.Logger, m *Metrics) (*draState, 
 	}
 	d, err := draplugin.New(draplugin.Config{
 		NodeName: cfg.NodeName, Pools: pools, DevRoot: cfg.DevRoot, CDISpecDir: cfg.CDISpecDir, StateDir: cfg.StateDir,
-		ViewDir: BindingDir(cfg.StateDir), NCCLCrossNIC: cfg.NCCLCrossNIC,
+		ViewDir: BindingDir(cfg.StateDir), NCCL: ncclOptions(cfg),
 		OnError: func(_ context.Context, err error, msg string, fatal bool) {
 			log.Error(err, "DRA kubelet plugin: "+msg, "fatal", fatal)
 		},

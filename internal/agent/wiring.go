@@ -4,9 +4,16 @@ import (
 	"fmt"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin"
 	"github.com/railyard-io/railyard/internal/podresources/podlist"
 )
+
+// ncclOptions is the configuration's NCCL settings, as every delivery
+// path hands them to containerdev.Env.
+func ncclOptions(cfg *v1alpha1.AgentConfig) containerdev.NCCL {
+	return containerdev.NCCL{CrossNIC: cfg.NCCLCrossNIC, Profile: cfg.NCCLProfile, SocketIfname: cfg.NCCLSocketIfname, IBAddrFamily: cfg.NCCLIBAddrFamily}
+}
 
 // railGroups returns the rail groups every pool shares in "merged" mode
 // (nil in "env" mode: each pool sets NCCL_IB_HCA itself).

@@ -36,10 +36,11 @@ var Layers = []Layer{
 	{ID: "model", Title: "model (read-only)", Patterns: []string{
 		"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign",
 		"internal/machine", "internal/fakesysfs", "machines", "internal/rdmacounter", "internal/firmware",
+		"internal/containerdev",
 	}},
 	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
 		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",
-		"internal/containerdev", "internal/termsafe",
+		"internal/termsafe",
 	}},
 	{ID: "testhelpers", Title: "test helpers", Patterns: []string{
 		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",

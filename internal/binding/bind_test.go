@@ -40,10 +40,12 @@ func freeTokens(t testing.TB, s *Store, v *View, numa, n int, taken map[string]b
 // TestBindGivesEachGPUItsRailNIC: on a DGX H100 with 4 VFs per NIC, a pod
 // holding GPU g and one token of g's NUMA node gets a VF of g's rail NIC,
 // for every GPU; the binding records the class and the CDI spec gives the
-// VF's uverbs, rdma_cm, NCCL_IB_HCA and the view's NCCL_CROSS_NIC.
+// VF's uverbs, rdma_cm, NCCL_IB_HCA and the view's NCCL settings
+// (NCCL_CROSS_NIC, the ecmp profile's), never Railyard's defaults (a CDI
+// edit would win over the pod's own variables).
 func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 	v, tp := testView(t, "dgx-h100", 4)
-	v.NCCLCrossNIC = new(0)
+	v.CrossNIC, v.Profile = new(0), "ecmp"
 	s := newTestStore(t, v, Options{})
 	taken := map[string]bool{}
 	for i, g := range gpusOf(tp) {
@@ -88,10 +90,15 @@ func TestBindGivesEachGPUItsRailNIC(t *testing.T) {
 		if !slices.Equal(nodes, wantNodes) {
 			t.Errorf("device nodes %v, want %v", nodes, wantNodes)
 		}
-		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, "NCCL_CROSS_NIC=0", containerdev.EnvName(testResource) + "=" + d.ID, containerdev.RDMAEnvName(testResource) + "=" + d.RDMA} {
+		for _, e := range []string{"NCCL_IB_HCA==" + d.RDMA, "NCCL_CROSS_NIC=0", "NCCL_IB_QPS_PER_CONNECTION=4", containerdev.EnvName(testResource) + "=" + d.ID, containerdev.RDMAEnvName(testResource) + "=" + d.RDMA} {
 			if !slices.Contains(edits.Env, e) {
 				t.Errorf("env %v lacks %s", edits.Env, e)
 			}
+		}
+		if slices.ContainsFunc(edits.Env, func(e string) bool {
+			return strings.HasPrefix(e, "NCCL_SOCKET_IFNAME=") || strings.HasPrefix(e, "NCCL_IB_ROCE_VERSION_NUM=")
+		}) {
+			t.Errorf("env %v sets a default through CDI", edits.Env)
 		}
 		info := readFile(t, containerdev.DevInfoPath(v.DevInfoDir, testResource, b.Token))
 		if !strings.Contains(string(info), `"pci-address":"`+d.ID+`"`) || !strings.Contains(string(info), `"pf-pci-address":"`+d.PF+`"`) {
@@ -360,5 +367,23 @@ func TestBindMadeUpTokenStaysOnTheShortNodesRail(t *testing.T) {
 	}
 	if perPF["0000:84:00.0"] != 2 || perPF["0000:8b:00.0"] != 0 {
 		t.Errorf("devices per NIC %v: want both of 84's VFs and none of 8b's", perPF)
+	}
+}
+
+// TestViewKeepsNCCLCrossNICAtTheTop: the view's NCCL settings are top
+// level fields, ncclCrossNIC where an older agent wrote it.
+func TestViewKeepsNCCLCrossNICAtTheTop(t *testing.T) {
+	b, err := json.Marshal(View{NCCL: containerdev.NCCL{CrossNIC: new(0), Profile: "ecmp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"ncclCrossNIC":0`, `"ncclProfile":"ecmp"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("view %s lacks %s", b, want)
+		}
+	}
+	var v View
+	if err := json.Unmarshal([]byte(`{"ncclCrossNIC":1}`), &v); err != nil || v.CrossNIC == nil || *v.CrossNIC != 1 {
+		t.Errorf("an older view's ncclCrossNIC: %v, %v", v.CrossNIC, err)
 	}
 }

@@ -61,7 +61,7 @@ func renderSpec(v *View, all []Binding, b Binding) ([]byte, error) {
 	devs, own := containerDevices(v, all, b)
 	dev := cdispec.Device{Name: b.Token}
 	dev.ContainerEdits.DeviceNodes = containerdev.CDINodes(v.DevRoot, own)
-	dev.ContainerEdits.Env = containerdev.Env(devs, containerdev.EnvOptions{NCCLIBHCA: v.NCCLIBHCA, NCCLCrossNIC: v.NCCLCrossNIC}).Strings()
+	dev.ContainerEdits.Env = containerdev.Env(devs, containerdev.EnvOptions{NCCLIBHCA: v.NCCLIBHCA, NCCL: v.NCCL}).Strings()
 	spec := &cdispec.Spec{Kind: CDIKind, Devices: []cdispec.Device{dev}}
 	ver, err := cdispec.MinimumRequiredVersion(spec)
 	if err != nil {

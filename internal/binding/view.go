@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/topology"
 )
 
@@ -37,9 +38,9 @@ type View struct {
 	DevInfoDir string `json:"devInfoDir,omitempty"`
 	// NCCLIBHCA: the CDI spec sets NCCL_IB_HCA to the container's devices.
 	NCCLIBHCA bool `json:"ncclIBHCA"`
-	// NCCLCrossNIC, when set, is the container's NCCL_CROSS_NIC (the
-	// agent's ncclCrossNIC).
-	NCCLCrossNIC *int `json:"ncclCrossNIC,omitempty"`
+	// NCCL is the agent's NCCL configuration (ncclCrossNIC, ncclProfile,
+	// ncclSocketIfname, ncclIBAddrFamily: its fields, at the top level).
+	containerdev.NCCL
 }
 
 // Pool is one pool in sandbox binding mode.

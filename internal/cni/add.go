@@ -309,7 +309,8 @@ func (p *Plugin) attach(ctx context.Context, s *session, a Args, rec *state.Reco
 }
 
 // finish sets the pod interface's MTU and MAC (mtu and mac are what it has
-// now), brings it up, runs IPAM, writes the device-info file and marks the
+// now), brings it up, runs IPAM, sets up multi-rail routing, finds the
+// RDMA device's RoCE GID index, writes the device-info file and marks the
 // record attached.
 func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Record, mtu int, mac net.HardwareAddr) (*current.Result, error) {
 	cfg, o, pod := s.cfg, p.Ops, a.Netns
@@ -340,6 +341,10 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 			return nil, err
 		}
 	}
+	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {
+		return nil, err
+	}
+	p.recordGID(ctx, s, a, rec, res)
 	if err := p.writeDeviceInfo(cfg.DeviceInfoFile, recAttachment(rec), rec); err != nil {
 		return nil, err
 	}

@@ -80,6 +80,11 @@ func (p *Plugin) Check(ctx context.Context, a Args) error {
 	if err := o.CheckIPs(ctx, a.Netns, a.IfName, ips, prev.Routes); err != nil {
 		return fmt.Errorf("addresses of %s: %w", a.IfName, err)
 	}
+	if s.cfg.MultiRail {
+		if err := p.checkMultiRail(ctx, a, rec, ips); err != nil {
+			return err
+		}
+	}
 	if s.cfg.IPAMType != "" {
 		if _, err := p.IPAM.Exec(ctx, "CHECK", s.cfg.IPAMType, s.cfg.Raw, a); err != nil {
 			return err

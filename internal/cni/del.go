@@ -190,6 +190,9 @@ func (p *Plugin) recoverRecord(ctx context.Context, s *session, a Args, key stri
 		Key: key, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns,
 		TempName: tempName(key, a.ContainerID, a.IfName), Marker: l.Alias,
 		Orig: m.Host,
+		// The rules ADD may have added look up the table of the
+		// interface's index: none else has that table and priority.
+		RailTable: railTable(l.Index),
 	}
 	if pci, _, err := deviceid.ParseShare(key); err == nil {
 		rec.PCI, rec.Kind, rec.Parent = pci, state.KindMacvlan, m.Orig

@@ -10,6 +10,11 @@
 // is gone, after the record was removed (best effort, from the alias marker
 // left on the netdev) or by a new process after a restart.
 //
+// An attached interface also gets multi-rail ARP settings and source
+// routing (multirail.go; config multiRail), and ADD records the RoCE v2
+// GID index of its RDMA device for its address and checks it against the
+// pod's other HCAs (gid.go).
+//
 // Run adapts Plugin to the CNI skel (ADD, DEL, CHECK, STATUS, GC, VERSION)
 // and maps errors to CNI error codes.
 package cni

@@ -108,9 +108,10 @@ func addMutations(t *testing.T) int {
 func TestAddRollbackAtEveryStepFakeVFAndFakeRDMA(t *testing.T) {
 	n := addMutations(t)
 	// vlan, spoofchk, trust, link_state, rate, down, alias, altname, rename,
-	// move, RDMA move, rename, MTU, MAC, up, addresses.
-	if n != 16 {
-		t.Fatalf("ADD made %d mutating calls, want 16", n)
+	// move, RDMA move, rename, MTU, MAC, up, addresses, then multi-rail:
+	// arp_ignore, arp_announce, rp_filter, the table's route, the rule.
+	if n != 21 {
+		t.Fatalf("ADD made %d mutating calls, want 21", n)
 	}
 	for k := 1; k <= n; k++ {
 		w := newWorld(t)

@@ -89,9 +89,10 @@ func TestSharedNICRollbackAtEveryStepFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := w.ops.Mutations()
-	// macvlan, alias, move, rename, MTU, up, addresses.
-	if n != 7 {
-		t.Fatalf("a share's ADD made %d mutating calls, want 7: %v", n, w.ops.Calls())
+	// macvlan, alias, move, rename, MTU, up, addresses, then multi-rail:
+	// arp_ignore, arp_announce, rp_filter, the table's route, the rule.
+	if n != 12 {
+		t.Fatalf("a share's ADD made %d mutating calls, want 12: %v", n, w.ops.Calls())
 	}
 	for k := 1; k <= n; k++ {
 		w := newWorld(t)
@@ -110,6 +111,9 @@ func TestSharedNICRollbackAtEveryStepFake(t *testing.T) {
 		}
 		if recs, _ := (state.Store{Dir: w.stateDir}).List(); len(recs) != 0 {
 			t.Errorf("step %d: records left", k)
+		}
+		if rules, _ := w.ops.Rules(ctx, pod1); len(rules) != 0 {
+			t.Errorf("step %d: routing rules left in the pod: %v", k, rules)
 		}
 		if n := w.ipam.allocated(); n != 0 {
 			t.Errorf("step %d: %d addresses left", k, n)

@@ -197,6 +197,9 @@ func (w *world) assertPristine() {
 	if names := w.ops.LinkNames(pod1); len(names) != 0 {
 		w.t.Errorf("pod1 still has links %v", names)
 	}
+	if rules, err := w.ops.Rules(context.Background(), pod1); err != nil || len(rules) != 0 {
+		w.t.Errorf("routing rules left in pod1: %v (%v)", rules, err)
+	}
 	recs, err := state.Store{Dir: w.stateDir}.List()
 	if err != nil || len(recs) != 0 {
 		w.t.Errorf("state records left: %v (%v)", recs, err)

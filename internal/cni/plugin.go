@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -33,6 +34,10 @@ type Plugin struct {
 	// DeviceInfoDir stands for DefaultDeviceInfoDir ("": the default);
 	// tests point it at a temporary directory.
 	DeviceInfoDir string
+	// GIDWait is how long ADD waits for the RoCE v2 GID of the pod's
+	// address to appear in its RDMA device's GID table (Run:
+	// DefaultGIDWait; 0 reads it once).
+	GIDWait time.Duration
 	// Log receives the warnings of a call that succeeds anyway (a
 	// device-info path DEL leaves alone, a record it cannot decode); nil
 	// drops them. Run points it at the configuration's logFile.

@@ -91,6 +91,9 @@ func (w *realWorld) assertPristine() {
 	if err != nil || len(recs) != 0 {
 		w.t.Errorf("records left: %v %v", recs, err)
 	}
+	if rules, err := (netops.Linux{}).Rules(ctx, w.pod); err != nil || len(rules) != 0 {
+		w.t.Errorf("routing rules left in the pod: %v %v", rules, err)
+	}
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d addresses left", n)
 	}
@@ -126,8 +129,10 @@ func TestRealNetnsAddCheckDelVeth(t *testing.T) {
 }
 
 func TestRealNetnsAddRollbackAtEveryStepVeth(t *testing.T) {
-	// down, alias, altname, rename, move, rename, MTU, MAC, up, addresses.
-	checkAddRollbackAtEveryStep(t, newRealWorld, func(w *realWorld) Args { return w.args("c1") }, 10)
+	// down, alias, altname, rename, move, rename, MTU, MAC, up, addresses,
+	// then multi-rail: arp_ignore, arp_announce, rp_filter, the table's
+	// route, the rule.
+	checkAddRollbackAtEveryStep(t, newRealWorld, func(w *realWorld) Args { return w.args("c1") }, 15)
 }
 
 func TestRealNetnsDelAfterNetnsDeletedVeth(t *testing.T) {

@@ -171,6 +171,9 @@ func (w *vfWorld) assertPristine() {
 	if err != nil || len(recs) != 0 {
 		w.t.Errorf("records left: %v %v", recs, err)
 	}
+	if rules, err := lx.Rules(ctx, w.pod); err != nil || len(rules) != 0 {
+		w.t.Errorf("routing rules left in the pod: %v %v", rules, err)
+	}
 	if n := w.ipam.allocated(); n != 0 {
 		w.t.Errorf("%d addresses left", n)
 	}
@@ -227,8 +230,9 @@ func TestAddCheckDelRealVF(t *testing.T) {
 
 func TestAddRollbackAtEveryStepRealVF(t *testing.T) {
 	// vlan, spoofchk, trust, down, alias, rename, move, rename, MTU, MAC,
-	// up, addresses.
-	checkAddRollbackAtEveryStep(t, newVFWorld, vfArgs("c1", nil), 12)
+	// up, addresses, then multi-rail: arp_ignore, arp_announce, rp_filter,
+	// the table's route, the rule.
+	checkAddRollbackAtEveryStep(t, newVFWorld, vfArgs("c1", nil), 17)
 }
 
 // Without IPAM (and so without the addresses step) the device-info file

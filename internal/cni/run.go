@@ -31,9 +31,10 @@ func Run(ctx context.Context) error {
 	ops := netops.NewOperation() // one netlink handle per namespace for this call
 	defer ops.Close()
 	p := &Plugin{
-		Ops:    ops,
-		IPAM:   ExecIPAM{CNIPath: os.Getenv("CNI_PATH")},
-		BootID: readBootID(),
+		Ops:     ops,
+		IPAM:    ExecIPAM{CNIPath: os.Getenv("CNI_PATH")},
+		BootID:  readBootID(),
+		GIDWait: DefaultGIDWait,
 	}
 	return p.Serve(ctx, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -90,6 +90,9 @@ func (p *Plugin) teardownMacvlan(ctx context.Context, rec *state.Record) error {
 			return err
 		}
 		if ok {
+			if err := p.removeRailRules(ctx, rec); err != nil {
+				return err
+			}
 			places = append(places, place{rec.Netns, []string{rec.IfName, rec.TempName}})
 		}
 	}

@@ -32,6 +32,11 @@ func (p *Plugin) teardown(ctx context.Context, fs sysfs.FS, rec *state.Record) e
 		}
 		podOK = ok
 	}
+	if podOK {
+		if err := p.removeRailRules(ctx, rec); err != nil {
+			return err
+		}
+	}
 	if podOK && rec.RDMA != "" {
 		in, err := o.RDMADeviceIn(ctx, rec.Netns, rec.RDMA)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -20,6 +19,9 @@ type Device struct {
 	// devices under Dir (Options.Nodes).
 	RDMA  string
 	Nodes []string
+	// Leaf is the leaf switch its port is cabled to, as the node's LLDP
+	// neighbors say (the DRA attribute railyard.io/leaf; "" unknown).
+	Leaf string
 }
 
 // Compare is rail order, the order NCCL_IB_HCA and every list of Env
@@ -88,16 +90,19 @@ type infoEntry struct {
 //	PCIDEVICE_<POOL>_INFO          their device-info JSON: {"<pci>":{"generic":{"deviceID":...},"rdma":{"rdma_dev":...,"uverbs":"/dev/infiniband/uverbs3",...}}}
 //	RAILYARD_RDMA_DEVICES_<POOL>   the RDMA devices (when any)
 //
-// and, with o.NCCLIBHCA, NCCL_IB_HCA "=" and every RDMA device of every
-// pool ("=" asks NCCL for exact names: plain mlx5_1 would also match
-// mlx5_10), and with o.NCCLCrossNIC, NCCL_CROSS_NIC. The device plugin,
-// late binding's CDI specs and the DRA driver's use it, so a container
-// sees the same variables whichever delivered its devices.
+// then, when any device has an RDMA device, the NCCL settings
+// (Settings, the table in nccl.go): NCCL_IB_HCA with o.NCCLIBHCA, what the
+// operator configured (o.NCCL) or the node's fabric says, and, with
+// o.Overridable, Railyard's defaults. The device plugin, late binding's
+// CDI specs, the DRA driver's and railyard-cni's late binding all call
+// it, so a container sees the same variables whichever delivered its
+// devices.
 func Env(devs []Device, o EnvOptions) Vars {
 	devs = slices.Clone(devs)
 	slices.SortStableFunc(devs, Compare)
 	perPool := map[string][]Device{}
-	var resources, hcas []string
+	var resources []string
+	var in ncclInput
 	for _, d := range devs {
 		pool, ok := perPool[d.Resource]
 		if !ok {
@@ -107,8 +112,9 @@ func Env(devs []Device, o EnvOptions) Vars {
 			continue // another share of the same NIC
 		}
 		perPool[d.Resource] = append(pool, d)
-		if d.RDMA != "" && !slices.Contains(hcas, d.RDMA) {
-			hcas = append(hcas, d.RDMA)
+		if d.RDMA != "" && !slices.Contains(in.hcas, d.RDMA) {
+			in.hcas = append(in.hcas, d.RDMA)
+			in.leaves = append(in.leaves, d.Leaf)
 		}
 	}
 	slices.Sort(resources)
@@ -134,22 +140,23 @@ func Env(devs []Device, o EnvOptions) Vars {
 			env = append(env, Var{RDMAEnvName(r), strings.Join(rdmas, ",")})
 		}
 	}
-	if o.NCCLIBHCA && len(hcas) > 0 {
-		env = append(env, Var{"NCCL_IB_HCA", "=" + strings.Join(hcas, ",")})
-	}
-	if o.NCCLCrossNIC != nil && len(hcas) > 0 {
-		env = append(env, Var{"NCCL_CROSS_NIC", strconv.Itoa(*o.NCCLCrossNIC)})
-	}
-	return env
+	in.o = o
+	return append(env, ncclEnv(in)...)
 }
 
-// EnvOptions are the NCCL variables Env adds beside the devices'.
+// EnvOptions are how Env sets the NCCL variables beside the devices'.
 type EnvOptions struct {
 	// NCCLIBHCA sets NCCL_IB_HCA to the container's RDMA devices.
 	NCCLIBHCA bool
-	// NCCLCrossNIC, when set, is NCCL_CROSS_NIC (0, 1 or 2): 0 keeps each
-	// NCCL ring and tree on one rail across nodes, what isolated rails
-	// (a leaf per rail, no spine between them) need (the agent's
-	// ncclCrossNIC, docs/fabric.md).
-	NCCLCrossNIC *int
+	// NCCL is the operator's NCCL configuration.
+	NCCL NCCL
+	// Overridable says the environment reaches the container where the
+	// pod's own variables win over it: a device plugin's Allocate
+	// (kubelet puts its variables before the container's, and of two
+	// values of a variable the container runs with the last). Railyard's
+	// defaults (RailyardDefault) are set only then. A CDI spec's edits
+	// are applied by the runtime after the pod spec and win over it, so
+	// late binding and DRA set only what the devices, the operator and
+	// the fabric decide.
+	Overridable bool
 }

@@ -42,11 +42,11 @@ func TestEnv(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"NCCL_IB_HCA": "=mlx5_13,mlx5_9,mlx5_2"}, filter(env.Map(), "NCCL_IB_HCA")); diff != "" {
 		t.Errorf("Map (-want +got):\n%s", diff)
 	}
-	if got := Env(nil, EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: new(0)}); len(got) != 0 {
+	if got := Env(nil, EnvOptions{NCCLIBHCA: true, NCCL: NCCL{CrossNIC: new(0)}}); len(got) != 0 {
 		t.Errorf("no devices: %q", got.Strings())
 	}
 	// NCCL_CROSS_NIC when set, last; 0 is a value, not "unset".
-	got := Env(devs, EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: new(0)}).Strings()
+	got := Env(devs, EnvOptions{NCCLIBHCA: true, NCCL: NCCL{CrossNIC: new(0)}}).Strings()
 	if diff := cmp.Diff(append(slices.Clone(want), "NCCL_CROSS_NIC=0"), got); diff != "" {
 		t.Errorf("Env with NCCL_CROSS_NIC (-want +got):\n%s", diff)
 	}

@@ -70,8 +70,9 @@ type Config struct {
 	// configuration for all its pools instead of NCCL_IB_HCA in Allocate's
 	// environment. The agent's pools share one.
 	Groups *RailGroups
-	// NCCLCrossNIC, when set, is every container's NCCL_CROSS_NIC.
-	NCCLCrossNIC *int
+	// NCCL is the agent's NCCL configuration (containerdev.Env's table
+	// of NCCL settings; NCCL_CROSS_NIC among them).
+	NCCL containerdev.NCCL
 	// Policy chooses preferred allocations.
 	Policy alloc.Policy
 	// GPUs finds the pod's GPUs for gpu-aware (nil: never known).

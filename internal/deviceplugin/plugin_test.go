@@ -218,7 +218,7 @@ func TestAllocateReturnsOnlyTheDevicesOwnNodes(t *testing.T) {
 	reg := kubelettest.StartRegistrar(t, n.pluginDir)
 	p := newPlugin(t, n, resource, "spread", nil)
 	p.cfg.CDIKind = "railyard.io/rdma"
-	p.cfg.NCCLCrossNIC = new(0)
+	p.cfg.NCCL.CrossNIC = new(0)
 	refresh(t, n, p, vfPool)
 	runPlugin(t, p)
 	reg.Wait(t)

@@ -255,8 +255,9 @@ func (p *Plugin) containerResponse(ctx context.Context, devs []Device) (*plugina
 		}
 	}
 	// NCCL_IB_HCA here only without rail groups: with them, the merged
-	// NCCL configuration names every pool's devices.
-	car.Envs = containerdev.Env(cds, containerdev.EnvOptions{NCCLIBHCA: p.cfg.Groups == nil, NCCLCrossNIC: p.cfg.NCCLCrossNIC}).Map()
+	// NCCL configuration names every pool's devices. Allocate's variables
+	// are overridable: kubelet puts them before the container's own.
+	car.Envs = containerdev.Env(cds, containerdev.EnvOptions{NCCLIBHCA: p.cfg.Groups == nil, NCCL: p.cfg.NCCL, Overridable: true}).Map()
 	if p.cfg.Groups == nil {
 		return car, nil
 	}

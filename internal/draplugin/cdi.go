@@ -35,13 +35,16 @@ func cdiName(uid types.UID, device string) string {
 //	PCIDEVICE_<POOL>_INFO          their device-info JSON, as the device plugin's
 //	RAILYARD_RDMA_DEVICES_<POOL>   their RDMA devices
 //	NCCL_IB_HCA                    "=" and every RDMA device of the claim, rail order
-//	NCCL_CROSS_NIC                 crossNIC, when set
-func renderSpec(devRoot string, crossNIC *int, pc *preparedClaim) ([]byte, error) {
+//	NCCL_*                         the rest of containerdev's NCCL settings that the operator (nccl)
+//	                               and the fabric decide: NCCL_CROSS_NIC 0 when each device's
+//	                               published railyard.io/leaf is its own; never Railyard's
+//	                               defaults, as CDI edits win over the pod's own variables
+func renderSpec(devRoot string, nccl containerdev.NCCL, pc *preparedClaim) ([]byte, error) {
 	devs := make([]containerdev.Device, 0, len(pc.Devices))
 	for _, pd := range pc.Devices {
 		devs = append(devs, pd.containerDevice())
 	}
-	env := containerdev.Env(devs, containerdev.EnvOptions{NCCLIBHCA: true, NCCLCrossNIC: crossNIC}).Strings()
+	env := containerdev.Env(devs, containerdev.EnvOptions{NCCLIBHCA: true, NCCL: nccl}).Strings()
 	spec := &cdispec.Spec{Kind: CDIKind}
 	for _, pd := range pc.Devices {
 		dev := cdispec.Device{Name: cdiName(pc.UID, pd.Device)}

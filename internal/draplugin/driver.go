@@ -17,6 +17,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draview"
 	"github.com/railyard-io/railyard/internal/topology"
@@ -49,8 +50,9 @@ type Config struct {
 	// the pools, each prepared claim's pods and devices): the binding
 	// directory, which railyard-cni's bindingDir names. "" publishes none.
 	ViewDir string
-	// NCCLCrossNIC, when set, is every claim's NCCL_CROSS_NIC.
-	NCCLCrossNIC *int
+	// NCCL is the agent's NCCL configuration (containerdev.Env's table
+	// of NCCL settings; NCCL_CROSS_NIC among them).
+	NCCL containerdev.NCCL
 	// OnError receives the errors of the helper's background work
 	// (publishing slices); nil drops them. fatal is true when retrying
 	// will not help (kubeletplugin.ErrRecoverable is not wrapped).

@@ -15,6 +15,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/draplugin"
@@ -35,7 +36,15 @@ type fakeNode struct {
 	sysfs, state, cdi, dev string
 	view                   string // the DRA view's directory
 	pools                  []v1alpha1.Pool
-	crossNIC               *int // the driver's NCCLCrossNIC
+	crossNIC               *int              // the driver's NCCL.CrossNIC
+	nccl                   containerdev.NCCL // the rest of the driver's NCCL
+}
+
+// ncclConfig is the driver's NCCL configuration.
+func (n *fakeNode) ncclConfig() containerdev.NCCL {
+	c := n.nccl
+	c.CrossNIC = n.crossNIC
+	return c
 }
 
 // newNode generates a built-in machine's tree, or fakesysfs.SmallNode's
@@ -79,7 +88,7 @@ func (n *fakeNode) topo(t testing.TB) *topology.Topology {
 // driver is a driver of the node that has seen its topology once.
 func (n *fakeNode) driver(t testing.TB) *draplugin.Driver {
 	t.Helper()
-	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view, NCCLCrossNIC: n.crossNIC})
+	d, err := draplugin.New(draplugin.Config{NodeName: node, Pools: n.pools, DevRoot: n.dev, CDISpecDir: n.cdi, StateDir: n.state, ViewDir: n.view, NCCL: n.ncclConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}

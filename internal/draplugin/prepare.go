@@ -93,7 +93,7 @@ func (d *Driver) prepareLocked(c *resourceapi.ResourceClaim) (*preparedClaim, er
 	if old, ok := d.claims[c.UID]; ok && !sameDevices(old, pc) {
 		return nil, fmt.Errorf("%w: prepared before with other devices (%s)", ErrClaim, strings.Join(pcis(old), ", "))
 	}
-	spec, err := renderSpec(d.cfg.DevRoot, d.cfg.NCCLCrossNIC, pc)
+	spec, err := renderSpec(d.cfg.DevRoot, d.cfg.NCCL, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -354,9 +354,14 @@ func railOrder(ds []preparedDevice) {
 	})
 }
 
-// containerDevice is what the container gets for pd.
+// containerDevice is what the container gets for pd, with the leaf its
+// port is cabled to as published (dra.AttrLeaf).
 func (pd preparedDevice) containerDevice() containerdev.Device {
-	return containerdev.Device{Resource: pd.Resource, PCI: pd.PCI, PF: pd.PF, Rail: pd.Rail, RDMA: pd.RDMA, Nodes: pd.Nodes}
+	d := containerdev.Device{Resource: pd.Resource, PCI: pd.PCI, PF: pd.PF, Rail: pd.Rail, RDMA: pd.RDMA, Nodes: pd.Nodes}
+	if a, ok := pd.Published.Attributes[dra.AttrLeaf]; ok && a.StringValue != nil {
+		d.Leaf = *a.StringValue
+	}
+	return d
 }
 
 func sameDevices(a, b *preparedClaim) bool {

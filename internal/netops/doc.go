@@ -1,8 +1,10 @@
 // Package netops is the one narrow place where railyard-cni changes the
 // operating system: network links (rename, kernel altnames, alias, MTU, MAC,
 // up/down), moves between network namespaces, addresses, SR-IOV VF settings
-// applied through the PF, and RDMA device netns moves and the RDMA netns
-// mode check.
+// applied through the PF, RDMA device netns moves and the RDMA netns mode
+// check, and a multi-rail pod's per-interface sysctls (/proc/sys in the
+// pod's namespace), routing tables and rules; WithSysfs mounts a sysfs in
+// a pod's namespace, where an RDMA device moved into the pod shows.
 //
 // Ops is the contract. Linux implements it over vishvananda/netlink and
 // containernetworking/plugins/pkg/ns; namespaces are named by their path

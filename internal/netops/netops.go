@@ -116,6 +116,32 @@ type Ops interface {
 	// CheckIPs verifies that link name carries ips and that routes exist.
 	CheckIPs(ctx context.Context, netns, name string, ips []*current.IPConfig, routes []*types.Route) error
 
+	// Sysctl reads a sysctl of netns, name a path below /proc/sys/net
+	// (IfaceSysctl); an interface's vanish with it (fs.ErrNotExist).
+	Sysctl(ctx context.Context, netns, name string) (string, error)
+	// SetSysctl writes it. An interface's sysctls do not travel with it:
+	// moved to another namespace it gets that one's defaults.
+	SetSysctl(ctx context.Context, netns, name, value string) error
+	// AddRoute adds r in netns. A route through a link goes when the
+	// link leaves the namespace.
+	AddRoute(ctx context.Context, netns string, r Route) error
+	// Routes lists the routes of table in netns.
+	Routes(ctx context.Context, netns string, table int) ([]Route, error)
+	// AddRule adds a routing rule in netns (syscall.EEXIST when it is
+	// there). Rules name no link: they stay until deleted or the
+	// namespace goes.
+	AddRule(ctx context.Context, netns string, r Rule) error
+	// Rules lists the rules of netns, IPv4 then IPv6, that look up a
+	// table other than local, main and default.
+	Rules(ctx context.Context, netns string) ([]Rule, error)
+	// DelRule deletes a rule of netns (syscall.ENOENT when it is not there).
+	DelRule(ctx context.Context, netns string, r Rule) error
+	// WithSysfs runs f with root a sysfs that shows netns: its netdevs
+	// and the RDMA devices in it (an RDMA device moved into a pod in
+	// exclusive netns mode is only seen by a sysfs mounted in the pod's
+	// namespace). Read it through internal/sysfs, in f only.
+	WithSysfs(ctx context.Context, netns string, f func(root string) error) error
+
 	// VF returns the settings of virtual function vf of the PF netdev pf.
 	VF(ctx context.Context, pf string, vf int) (VFSettings, error)
 	// SetVFVLAN sets the VF's VLAN, QoS and VLAN protocol (0 = 802.1Q

@@ -100,3 +100,27 @@ func TestNCCLCrossNICIsZeroOneOrTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestNCCLProfileSocketIfnameAndAddrFamily: a known fabric profile, an
+// NCCL interface list ("" included: no NCCL_SOCKET_IFNAME) and an address
+// family are taken; an unknown profile or family, and an interface list
+// with white space, are refused with the field named.
+func TestNCCLProfileSocketIfnameAndAddrFamily(t *testing.T) {
+	base := "apiVersion: railyard.io/v1alpha1\nkind: AgentConfig\npools: [{name: railyard.io/rdma, selectors: {rdmaCapable: true}}]\n"
+	c, err := Parse([]byte(base + "ncclProfile: ecmp\nncclSocketIfname: \"\"\nncclIBAddrFamily: AF_INET6\n"))
+	if err != nil || c.NCCLProfile != "ecmp" || c.NCCLSocketIfname == nil || *c.NCCLSocketIfname != "" || c.NCCLIBAddrFamily != "AF_INET6" {
+		t.Fatalf("valid NCCL settings: %+v, %v", c, err)
+	}
+	if c, err := Parse([]byte(base)); err != nil || c.NCCLSocketIfname != nil || c.NCCLProfile != "" {
+		t.Fatalf("unset: %+v, %v", c, err)
+	}
+	for field, bad := range map[string]string{
+		"ncclProfile":      "ncclProfile: spine\n",
+		"ncclIBAddrFamily": "ncclIBAddrFamily: inet\n",
+		"ncclSocketIfname": "ncclSocketIfname: \"eth0, eth1\"\n",
+	} {
+		if _, err := Parse([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want an error naming the field", bad, err)
+		}
+	}
+}

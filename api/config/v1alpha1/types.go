@@ -123,6 +123,19 @@ type AgentConfig struct {
 	// default) where rails are joined. Unset: NCCL decides. `railyard
 	// fabric` recommends a value from the cabling it sees (docs/fabric.md).
 	NCCLCrossNIC *int `json:"ncclCrossNIC,omitempty"`
+	// NCCLProfile names a fabric profile whose NCCL settings every
+	// container gets ("adaptive-routing", "ecmp"; "" = none; see
+	// docs/agent.md, "NCCL settings").
+	NCCLProfile string `json:"ncclProfile,omitempty"`
+	// NCCLSocketIfname, when set, is every container's NCCL_SOCKET_IFNAME
+	// ("" sets none); unset, containers that get their devices from a
+	// device plugin's Allocate get "^docker,lo,virbr,net", which keeps
+	// NCCL's bootstrap off the rails, unless the pod sets its own.
+	NCCLSocketIfname *string `json:"ncclSocketIfname,omitempty"`
+	// NCCLIBAddrFamily, when set ("AF_INET", "AF_INET6"), is every
+	// container's NCCL_IB_ADDR_FAMILY: the family of the RoCE v2 GID NCCL
+	// picks on each HCA. Unset: AF_INET, where the pod can override it.
+	NCCLIBAddrFamily string `json:"ncclIBAddrFamily,omitempty"`
 	// StateDir holds the merged NCCL configuration files that containers
 	// mount ("merged" only). It must survive agent and node restarts:
 	// kubelet mounts the same file again when a container restarts.

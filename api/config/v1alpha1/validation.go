@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/firmware"
 	"github.com/railyard-io/railyard/internal/pciaddr"
 )
@@ -90,6 +91,15 @@ func validateNCCL(c *AgentConfig) field.ErrorList {
 	}
 	if v := c.NCCLCrossNIC; v != nil && (*v < 0 || *v > 2) {
 		errs = append(errs, field.Invalid(field.NewPath("ncclCrossNIC"), *v, "must be 0 (isolated rails), 1 or 2"))
+	}
+	if p := c.NCCLProfile; p != "" && !contains(containerdev.ProfileNames(), p) {
+		errs = append(errs, field.NotSupported(field.NewPath("ncclProfile"), p, containerdev.ProfileNames()))
+	}
+	if f := c.NCCLIBAddrFamily; f != "" && !contains(containerdev.AddrFamilies, f) {
+		errs = append(errs, field.NotSupported(field.NewPath("ncclIBAddrFamily"), f, containerdev.AddrFamilies))
+	}
+	if s := c.NCCLSocketIfname; s != nil && strings.ContainsAny(*s, " \t\n\x00") {
+		errs = append(errs, field.Invalid(field.NewPath("ncclSocketIfname"), *s, "must be an NCCL interface list (\"=eth0\", \"^docker,lo\"), without white space"))
 	}
 	if c.CDISpecDir != "" {
 		if !strings.HasPrefix(c.CDISpecDir, "/") {

@@ -97,7 +97,14 @@ type Config struct {
 	MAC      net.HardwareAddr
 	VF       VF
 	RDMA     bool
-	DNS      types.DNS
+	// MultiRail gives the pod's interface its own ARP behaviour
+	// (arp_ignore 1, arp_announce 2, rp_filter 2) and source routing (a
+	// routing table of its own, and a rule sending what leaves from its
+	// addresses there), so that with several rails in a pod the traffic
+	// of a rail's address leaves through that rail ("multiRail", default
+	// true: harmless with one rail).
+	MultiRail bool
+	DNS       types.DNS
 	// PKey is ib-sriov-cni's "pkey": kept for ib-kubernetes, which reads
 	// it from the network attachment; railyard-cni programs no pkey.
 	PKey string
@@ -205,6 +212,7 @@ type raw struct {
 	ResourceName       *string              `json:"resourceName"`
 	BindingDir         *string              `json:"bindingDir"`
 	PodResourcesSocket *string              `json:"podResourcesSocket"`
+	MultiRail          *bool                `json:"multiRail"`
 }
 
 // runtimeConfig holds the runtime-supplied keys railyard-cni uses; other

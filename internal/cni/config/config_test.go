@@ -66,6 +66,7 @@ var wantField = map[string]struct {
 	"invalid-resource-name.json":       {"resourceName", types.ErrInvalidNetworkConfig},
 	"invalid-binding-dir.json":         {"bindingDir", types.ErrInvalidNetworkConfig},
 	"invalid-podresources-socket.json": {"podResourcesSocket", types.ErrInvalidNetworkConfig},
+	"invalid-multirail.json":           {"multiRail", types.ErrInvalidNetworkConfig},
 }
 
 func TestInvalidFixtures(t *testing.T) {
@@ -165,5 +166,20 @@ func TestParseNetworkNeedsNoDevice(t *testing.T) {
 	}
 	if len(c.ValidAttachments) != 1 || c.ValidAttachments[0].ContainerID != "a" {
 		t.Fatalf("valid attachments %+v", c.ValidAttachments)
+	}
+}
+
+// TestMultiRailIsOnUnlessSetOff: multiRail defaults to true (harmless
+// with one rail), false turns it off; DEL reads it the same way.
+func TestMultiRailIsOnUnlessSetOff(t *testing.T) {
+	base := `{"cniVersion":"1.1.0","name":"n","type":"t","deviceID":"0000:01:00.0"`
+	for conf, want := range map[string]bool{base + `}`: true, base + `,"multiRail":true}`: true, base + `,"multiRail":false}`: false} {
+		c, err := Parse([]byte(conf))
+		if err != nil || c.MultiRail != want {
+			t.Errorf("%s: MultiRail %v, %v; want %v", conf, c != nil && c.MultiRail, err, want)
+		}
+		if d, _ := ParseDel([]byte(conf)); d.MultiRail != want {
+			t.Errorf("%s: DEL's MultiRail %v, want %v", conf, d.MultiRail, want)
+		}
 	}
 }

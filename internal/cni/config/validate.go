@@ -177,6 +177,7 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	case r.RDMAIsolation != nil:
 		c.RDMA = *r.RDMAIsolation
 	}
+	c.MultiRail = r.MultiRail == nil || *r.MultiRail
 	errs = append(errs, r.applyIB(c, rc, cniArgs)...)
 	errs = append(errs, r.applyShare(c)...)
 	errs = append(errs, r.applyLog(c)...)

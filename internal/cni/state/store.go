@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/netops"
 )
@@ -78,6 +79,14 @@ type Record struct {
 	// PF reports (igb, mlx5), and DEL puts this back through the PF.
 	OrigVFMAC string `json:"origVFMAC,omitempty"`
 	RDMA      string `json:"rdma,omitempty"`
+	// RailTable is the routing table of the interface's multi-rail
+	// source routing in the pod, which its rules look up (0: none). It is
+	// recorded before the first rule is added: a DEL after a crash finds
+	// them.
+	RailTable int `json:"railTable,omitempty"`
+	// GID is the RoCE v2 GID index the RDMA device has for the
+	// interface's address (nil: not RoCE, or not found).
+	GID *containerdev.HCAGID `json:"gid,omitempty"`
 
 	DeviceInfoFile string          `json:"deviceInfoFile,omitempty"`
 	Config         json.RawMessage `json:"config"`

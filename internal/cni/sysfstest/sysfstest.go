@@ -2,8 +2,10 @@ package sysfstest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Tree is a fake sysfs rooted at Root.
@@ -65,4 +67,33 @@ func (t *Tree) AddGIDNetdev(bdf, dev, ifname string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "0"), []byte(ifname+"\n"), 0o644)
+}
+
+// AddGID writes GID entry index of Ethernet port 1 of RDMA device dev as
+// the kernel shows it in class/infiniband/<dev>/ports/1: gids/<index>
+// (gid, in the kernel's eight groups of four hex digits), and
+// gid_attrs/types/<index> and ndevs/<index> (typ "RoCE v2", the netdev).
+func (t *Tree) AddGID(dev string, index int, gid net.IP, typ, ndev string) error {
+	port := filepath.Join(t.Root, "class/infiniband", dev, "ports/1")
+	g := gid.To16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("%02x%02x", g[2*i], g[2*i+1])
+	}
+	files := map[string]string{
+		"link_layer":                             "Ethernet",
+		fmt.Sprintf("gids/%d", index):            strings.Join(groups, ":"),
+		fmt.Sprintf("gid_attrs/types/%d", index): typ,
+		fmt.Sprintf("gid_attrs/ndevs/%d", index): ndev,
+	}
+	for rel, v := range files {
+		p := filepath.Join(port, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 )
 
 var seq atomic.Int64
@@ -68,4 +70,31 @@ func NewVeth(t testing.TB, name, peerNetns string) {
 	IP(t, "link", "add", name, "type", "veth", "peer", "name", peer)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
 	IP(t, "link", "set", peer, "netns", strings.TrimPrefix(peerNetns, "/var/run/netns/"))
+}
+
+// NewVethPeer is NewVeth, returning the name of the peer end in
+// peerNetns.
+func NewVethPeer(t testing.TB, name, peerNetns string) string {
+	t.Helper()
+	peer := Name("p")
+	IP(t, "link", "add", name, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	IP(t, "link", "set", peer, "netns", strings.TrimPrefix(peerNetns, "/var/run/netns/"))
+	return peer
+}
+
+// IPIn runs ip(8) with args inside namespace netns (a path from
+// NewNetns) and fails the test on error.
+func IPIn(t testing.TB, netns string, args ...string) string {
+	t.Helper()
+	return IP(t, append([]string{"-n", strings.TrimPrefix(netns, "/var/run/netns/")}, args...)...)
+}
+
+// Do runs f on a thread inside namespace netns: sockets f opens live
+// there.
+func Do(t testing.TB, netns string, f func() error) {
+	t.Helper()
+	if err := ns.WithNetNSPath(netns, func(ns.NetNS) error { return f() }); err != nil {
+		t.Fatalf("in %s: %v", netns, err)
+	}
 }

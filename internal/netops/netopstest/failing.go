@@ -196,3 +196,35 @@ func (f *Failing) MoveRDMA(ctx context.Context, from, dev, to string) error {
 	}
 	return f.Ops.MoveRDMA(ctx, from, dev, to)
 }
+
+// SetSysctl implements netops.Ops.
+func (f *Failing) SetSysctl(ctx context.Context, ns, name, value string) error {
+	if err := f.step("SetSysctl(%q, %s, %s)", ns, name, value); err != nil {
+		return err
+	}
+	return f.Ops.SetSysctl(ctx, ns, name, value)
+}
+
+// AddRoute implements netops.Ops.
+func (f *Failing) AddRoute(ctx context.Context, ns string, r netops.Route) error {
+	if err := f.step("AddRoute(%q, %s)", ns, r); err != nil {
+		return err
+	}
+	return f.Ops.AddRoute(ctx, ns, r)
+}
+
+// AddRule implements netops.Ops.
+func (f *Failing) AddRule(ctx context.Context, ns string, r netops.Rule) error {
+	if err := f.step("AddRule(%q, %s)", ns, r); err != nil {
+		return err
+	}
+	return f.Ops.AddRule(ctx, ns, r)
+}
+
+// DelRule implements netops.Ops.
+func (f *Failing) DelRule(ctx context.Context, ns string, r netops.Rule) error {
+	if err := f.step("DelRule(%q, %s)", ns, r); err != nil {
+		return err
+	}
+	return f.Ops.DelRule(ctx, ns, r)
+}

@@ -25,6 +25,14 @@ type fakeLink struct {
 	virtual bool // destroyed with its namespace (veth); else refunded to host
 	maxMTU  int  // a macvlan's MTU cannot exceed its parent's (0: no limit)
 	addrs   []string
+	routes  []netops.Route    // routes through it, any table (they go with it)
+	sysctls map[string]string // "ipv4/arp_ignore" -> value (reset when it moves)
+}
+
+// leave is what a link loses when it leaves its namespace: it comes down,
+// and its addresses, routes and sysctls stay behind (gone).
+func (l *fakeLink) leave() {
+	l.Up, l.addrs, l.routes, l.sysctls = false, nil, nil, nil
 }
 
 // Fake is an in-memory netops.Ops. Its zero value is not usable: call New.
@@ -40,6 +48,9 @@ type Fake struct {
 	vfNetdevs map[int]vfRef             // ifindex -> the VF it is the netdev of
 	aliases   map[string]string         // namespace path -> the path it names
 	dcb       map[string]netops.DCB     // host netdev -> its DCB settings (a DCB-capable NIC)
+	rules     map[string][]netops.Rule  // namespace -> its routing rules
+	nsSysctls map[string]map[string]string
+	sysfs     map[string]string // namespace -> the sysfs tree WithSysfs shows
 	calls     []string
 	mutations int
 	failAt    int
@@ -110,9 +121,11 @@ func (f *Fake) DeleteNetns(path string) {
 			l.Name = fmt.Sprintf("dev%d", f.nextDev)
 			f.nextDev++
 		}
-		l.Up, l.addrs = false, nil
+		l.leave()
 		f.ns[netops.Host][l.Name] = l
 	}
+	delete(f.rules, path)
+	delete(f.nsSysctls, path)
 	for dev, where := range f.rdma {
 		if where == path {
 			f.rdma[dev] = netops.Host
@@ -438,7 +451,7 @@ func (f *Fake) MoveLink(_ context.Context, from, name, to string) error {
 			}
 		}
 		delete(f.ns[from], l.Name)
-		l.Up, l.addrs = false, nil
+		l.leave()
 		target[l.Name] = l
 		return nil
 	}, "MoveLink(%q, %s, %q)", from, name, to)
