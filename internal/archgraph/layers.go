@@ -24,7 +24,7 @@ var Layers = []Layer{
 		"internal/rdmastats", "internal/porthealth", "internal/capture",
 	}},
 	{ID: "cni", Title: "CNI (railyard-cni)", Patterns: []string{"internal/cni", "internal/cni/config", "internal/cni/state"}},
-	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview", "internal/jobrails"}},
+	{ID: "dra", Title: "DRA", Patterns: []string{"internal/dra", "internal/draplugin", "internal/draview", "internal/jobrails", "internal/railctl"}},
 	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/ibneighbor", "internal/nodefabric", "internal/schedtopo"}},
 	{ID: "prooftools", Title: "proof tools (benchmarks, simulator)", Patterns: []string{
 		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",

@@ -37,7 +37,7 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 		Short: "Give every pod of a job the same rails (DRA claim templates) and hand the fabric to schedulers",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newTemplateCommand(s, kubeclient.New), newSchedulerCommand(s, kubeclient.New))
+	cmd.AddCommand(newTemplateCommand(s, kubeclient.New), newSchedulerCommand(s, kubeclient.New), newControllerCommand(s, kubeclient.New))
 	return cmd
 }
 
