@@ -6,7 +6,8 @@ PKGS      := ./...
 # twice and gzips ~120 MB of layers in-process, which the race detector's
 # instrumentation of compress/flate made take 290-340 s under load, and
 # 600+ s (go test's timeout) with two more `make test` runs beside it.
-NORACE    := github.com/railyard-io/railyard/internal/image
+# internal/release builds the image twice too (a release, twice).
+NORACE    := github.com/railyard-io/railyard/internal/image github.com/railyard-io/railyard/internal/release
 TOOLS     := _output/tools
 # Image version (default: the chart's appVersion), revision and creation
 # time (the commit's): one commit always gives the same image digest.
@@ -15,7 +16,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools deps cni-tools images images-infiniband manifests clean
+.PHONY: all build demo test unit lint archgraph e2e vmtest bench fuzz tools deps cni-tools images images-infiniband manifests release clean
 
 all: build
 
@@ -33,9 +34,9 @@ demo: build
 test:
 	hack/test.sh
 
-## unit: every Go test with -race (netns tests need root and skip without it), but internal/image's without it (NORACE)
+## unit: every Go test with -race (netns tests need root and skip without it), but internal/image's and internal/release's without it (NORACE)
 unit: deps cni-tools
-	$(GO) test -race -count=1 $(shell $(GO) list $(PKGS) | grep -vxF -e '$(NORACE)')
+	$(GO) test -race -count=1 $(shell $(GO) list $(PKGS) | grep -vxF $(foreach p,$(NORACE),-e '$(p)'))
 	$(GO) test -count=1 $(NORACE)
 
 ## lint: gofmt, go vet and golangci-lint (.golangci.yml: staticcheck, errorlint, depguard; pinned in hack/tools.sh), e2e-tagged files included
@@ -69,6 +70,11 @@ images:
 ## images-infiniband: the same image plus a layer with infiniband-diags' smpquery from pinned Debian packages (downloaded once into _output/debs, SHA256-checked): _output/images/railyard-$(VERSION)-infiniband-diags-$(IMAGE_ARCH).tar, for the chart's fabric.infiniband.enabled (docs/fabric.md)
 images-infiniband:
 	$(GO) run ./hack/image --infiniband-diags --version $(VERSION) --revision $(REVISION) --created $(SOURCE_DATE_EPOCH) --arch $(IMAGE_ARCH)
+
+## release: cut release VERSION (required: make release VERSION=X.Y.Z [OUT=dir]) into OUT (default _output/release/VERSION): image archives for amd64 and arm64 and their infiniband-diags variants, a CycloneDX SBOM per image, the chart railyard-VERSION.tgz, SHA256SUMS; the same bytes on every run of one commit (hack/release, docs/release.md)
+release:
+	@if [ "$(origin VERSION)" = file ]; then echo "make release: give the version: make release VERSION=X.Y.Z [OUT=dir]" >&2; exit 2; fi
+	$(GO) run ./hack/release --version $(VERSION) --revision $(REVISION) --created $(SOURCE_DATE_EPOCH) --out $(or $(OUT),_output/release/$(VERSION))
 
 ## manifests: render deploy/*.yaml from the Helm chart deploy/helm/railyard (a go test fails when they drift)
 manifests:

@@ -30,7 +30,7 @@ var Layers = []Layer{
 		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",
 		"internal/chart", "internal/sim", "internal/simreport",
 	}},
-	{ID: "build", Title: "build and docs (image, chart, this graph)", Patterns: []string{"internal/image", "internal/helmchart", "internal/archgraph"}},
+	{ID: "build", Title: "build and docs (image, chart, this graph)", Patterns: []string{"internal/image", "internal/helmchart", "internal/release", "internal/archgraph"}},
 	{ID: "policies", Title: "policies and pools", Patterns: []string{"internal/alloc", "internal/pool"}},
 	{ID: "config", Title: "configuration APIs", Patterns: []string{"api/...", "internal/migrate"}},
 	{ID: "model", Title: "model (read-only)", Patterns: []string{
