@@ -7,6 +7,8 @@
 #   hack/e2e.sh                 # everything
 #   E2E_RUN=TestNode hack/e2e.sh  # only tests matching a -run pattern
 #   E2E_KUBERNETES=1.37 hack/e2e.sh  # test/e2e/multinode on 1.37 only
+#   E2E_SERIAL=1 hack/e2e.sh    # single-node packages, then multi-node
+#                               # (default: side by side)
 #
 # test/e2e/multinode runs once per Kubernetes release of the version matrix
 # (E2E_KUBERNETES, default "1.35 1.37": RAILYARD_E2E_KUBERNETES of each
@@ -21,18 +23,54 @@ repo="$(pwd)"
 releases="${E2E_KUBERNETES:-1.35 1.37}"
 
 run_tests() {
-  # -p 1: the packages start clusters, and only one may run at a time.
+  # -p 1: the single-node packages start clusters, and only one may run at
+  # a time.
   local args=(-tags e2e -v -count=1 -p 1 -timeout 40m)
   if [ -n "${E2E_RUN:-}" ]; then args+=(-run "$E2E_RUN"); fi
-  local pkgs status=0 r t0
+  local pkgs status=0
   mapfile -t pkgs < <(go list -tags e2e ./test/e2e/... | grep -v '/test/e2e/multinode$')
-  go test "${args[@]}" "${pkgs[@]}" || status=1
+  single_node() {
+    local t0; t0=$(date +%s)
+    go test "${args[@]}" "${pkgs[@]}"
+    local rc=$?
+    echo "e2e: single-node packages took $(( $(date +%s) - t0 ))s"
+    return $rc
+  }
   # The multi-node package once per release, each its own cluster.
-  for r in $releases; do
-    echo "e2e: test/e2e/multinode on Kubernetes $r (RAILYARD_E2E_KUBERNETES=$r)"
-    t0=$(date +%s)
-    RAILYARD_E2E_KUBERNETES="$r" go test "${args[@]}" ./test/e2e/multinode/ || status=1
-    echo "e2e: test/e2e/multinode on Kubernetes $r took $(( $(date +%s) - t0 ))s"
+  multi_node() {
+    local r t0 rc=0
+    for r in $releases; do
+      echo "e2e: test/e2e/multinode on Kubernetes $r (RAILYARD_E2E_KUBERNETES=$r)"
+      t0=$(date +%s)
+      RAILYARD_E2E_KUBERNETES="$r" go test "${args[@]}" ./test/e2e/multinode/ || rc=1
+      echo "e2e: test/e2e/multinode on Kubernetes $r took $(( $(date +%s) - t0 ))s"
+    done
+    return $rc
+  }
+  if [ -n "${E2E_SERIAL:-}" ]; then
+    single_node || status=1
+    multi_node || status=1
+    return $status
+  fi
+  # Side by side: the single-node clusters and the multi-node one share
+  # nothing (bridges ry-e2e0 and ry-mn0, subnets 10.217/10.219/10.57/10.58
+  # and 10.216/10.244/10.60, the nodes' private /var/lib/kubelet, /run and
+  # /var/lib/cni, cgroups and state by directory), and both mostly wait on
+  # kubelets and controllers. Each writes its own log, printed when both
+  # are done.
+  local out="$repo/_output/e2e"
+  mkdir -p "$out"
+  echo "e2e: single-node packages and test/e2e/multinode side by side (E2E_SERIAL=1: one after the other); logs $out/single-node.log, $out/multinode.log"
+  single_node >"$out/single-node.log" 2>&1 &
+  local p1=$!
+  multi_node >"$out/multinode.log" 2>&1 &
+  local p2=$!
+  wait $p1 || status=1
+  wait $p2 || status=1
+  local f
+  for f in single-node multinode; do
+    echo "===== e2e $f ($out/$f.log)"
+    cat "$out/$f.log"
   done
   return $status
 }
