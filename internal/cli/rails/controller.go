@@ -43,6 +43,13 @@ unschedulable for --rechoose-after while another set has room, before any pod
 is bound. It serves HTTPS with a CA it makes at start and writes into the
 caBundle of --webhook-config. The chart runs it (rails.controller.enabled);
 docs/alloc.md, "Rails chosen at admission".`,
+		Example: `  # as the chart runs it (rails.controller.enabled=true), in its pod:
+  railyard rails controller --namespace railyard-system --identity "$POD_NAME"
+  # a job asks for it on its pods' template:
+  #   labels:      {railyard.io/rails: same}
+  #   annotations: {railyard.io/rails-gpus: "4", railyard.io/rails-pods: "2"}
+  # tolerating one device taint, re-choosing after 5 minutes:
+  railyard rails controller --toleration rdma.railyard.io/unhealthy=probe:NoSchedule --rechoose-after 5m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runController(cmd.Context(), s, connect, f)
