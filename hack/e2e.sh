@@ -7,8 +7,8 @@
 #   hack/e2e.sh                 # everything
 #   E2E_RUN=TestNode hack/e2e.sh  # only tests matching a -run pattern
 #   E2E_KUBERNETES=1.37 hack/e2e.sh  # test/e2e/multinode on 1.37 only
-#   E2E_SERIAL=1 hack/e2e.sh    # single-node packages, then multi-node
-#                               # (default: side by side)
+#   E2E_PARALLEL=1 hack/e2e.sh  # single-node packages and multi-node side
+#                               # by side (not yet safe: see run_tests)
 #
 # test/e2e/multinode runs once per Kubernetes release of the version matrix
 # (E2E_KUBERNETES, default "1.35 1.37": RAILYARD_E2E_KUBERNETES of each
@@ -47,20 +47,21 @@ run_tests() {
     done
     return $rc
   }
-  if [ -n "${E2E_SERIAL:-}" ]; then
+  if [ -z "${E2E_PARALLEL:-}" ]; then
     single_node || status=1
     multi_node || status=1
     return $status
   fi
-  # Side by side: the single-node clusters and the multi-node one share
-  # nothing (bridges ry-e2e0 and ry-mn0, subnets 10.217/10.219/10.57/10.58
-  # and 10.216/10.244/10.60, the nodes' private /var/lib/kubelet, /run and
-  # /var/lib/cni, cgroups and state by directory), and both mostly wait on
-  # kubelets and controllers. Each writes its own log, printed when both
-  # are done.
+  # Side by side (E2E_PARALLEL=1, not yet the default): the clusters share
+  # no bridge (ry-e2e0, ry-mn0), subnet, node directory, cgroup or state
+  # directory, but not everything: the single-node install test finds its
+  # agent by command line in the host's /proc and also sees the multi-node
+  # agents' processes (TestInstallChartRunsAgentAsDaemonSetPod failed so),
+  # and the multi-node DRA tests failed beside the single-node ones. Each
+  # writes its own log, printed when both are done.
   local out="$repo/_output/e2e"
   mkdir -p "$out"
-  echo "e2e: single-node packages and test/e2e/multinode side by side (E2E_SERIAL=1: one after the other); logs $out/single-node.log, $out/multinode.log"
+  echo "e2e: single-node packages and test/e2e/multinode side by side (E2E_PARALLEL=1); logs $out/single-node.log, $out/multinode.log"
   single_node >"$out/single-node.log" 2>&1 &
   local p1=$!
   multi_node >"$out/multinode.log" 2>&1 &
