@@ -2,14 +2,12 @@ package image
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -153,42 +151,19 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), ou
 	fs := pflag.NewFlagSet("image", pflag.ContinueOnError)
 	fs.SetOutput(errOut)
 	var o Options
-	var created string
-	fs.StringVar(&o.Dir, "dir", ".", "module root to build from")
-	fs.StringVar(&o.Version, "version", "", "release version (required): image tag, OCI version label, internal/version")
-	fs.StringVar(&o.Revision, "revision", "", "source revision, a git commit (required)")
-	fs.StringVar(&o.Source, "source", "https://github.com/railyard-io/railyard", "OCI source label")
+	var src SourceFlags
+	AddSourceFlags(fs, &src, "release version (required): image tag, OCI version label, internal/version",
+		"creation time, Unix seconds (default $SOURCE_DATE_EPOCH, else 0); make images passes the commit time")
 	fs.StringVar(&o.Arch, "arch", runtime.GOARCH, "GOARCH of the image")
 	fs.StringVar(&o.Name, "name", "", "image name (default ghcr.io/railyard-io/railyard:<version>, with --infiniband-diags <version>"+InfinibandDiagsTagSuffix+")")
 	fs.StringVar(&o.Out, "out", "", "archive path (default _output/images/railyard-<tag>-<arch>.tar)")
-	fs.StringVar(&created, "created", "", "creation time, Unix seconds (default $SOURCE_DATE_EPOCH, else 0); make images passes the commit time")
 	fs.StringSliceVar(&o.Packages, "packages", DefaultPackages(), "packages to build into /usr/local/bin")
 	fs.BoolVar(&o.InfinibandDiags, "infiniband-diags", false, "add a layer with infiniband-diags' smpquery from pinned Debian packages (tag <version>"+InfinibandDiagsTagSuffix+"; docs/fabric.md)")
-	fs.StringVar(&o.Debian.Mirror, "debian-mirror", DefaultDebianMirror, "Debian archive the packages are downloaded from (checked against pinned SHA256 sums)")
-	fs.StringVar(&o.Debian.CacheDir, "debian-cache", filepath.Join("_output", "debs"), "directory keeping the verified .deb files between builds")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
+	created, ok, err := ParseSourceFlags(fs, &src, args, env, false)
+	if err != nil || !ok {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.Version == "" || o.Revision == "" {
-		return fmt.Errorf("--version and --revision are required")
-	}
-	if created == "" {
-		created, _ = env("SOURCE_DATE_EPOCH")
-	}
-	if created == "" {
-		created = "0"
-	}
-	secs, err := strconv.ParseInt(created, 10, 64)
-	if err != nil || secs < 0 {
-		return fmt.Errorf("--created / SOURCE_DATE_EPOCH %q: want Unix seconds", created)
-	}
-	o.Created = time.Unix(secs, 0).UTC()
+	o.Dir, o.Version, o.Revision, o.Source, o.Debian, o.Created = src.Dir, src.Version, src.Revision, src.Source, src.Debian, created
 	tag := o.Version
 	if o.InfinibandDiags {
 		tag += InfinibandDiagsTagSuffix

@@ -2,11 +2,9 @@ package release
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -21,45 +19,22 @@ func Run(ctx context.Context, args []string, env func(string) (string, bool), ou
 	fs := pflag.NewFlagSet("release", pflag.ContinueOnError)
 	fs.SetOutput(errOut)
 	var o Options
-	var created string
-	fs.StringVar(&o.Version, "version", "", "release version X.Y.Z (required; no leading v)")
-	fs.StringVar(&o.Revision, "revision", "", "source revision, the git commit (required)")
-	fs.StringVar(&created, "created", "", "creation time, Unix seconds (default $SOURCE_DATE_EPOCH); make release passes the commit's time")
+	var src image.SourceFlags
+	image.AddSourceFlags(fs, &src, "release version X.Y.Z (required; no leading v)",
+		"creation time, Unix seconds (default $SOURCE_DATE_EPOCH); make release passes the commit's time")
 	fs.StringVar(&o.Out, "out", "", "release directory (default _output/release/<version>)")
-	fs.StringVar(&o.Dir, "dir", ".", "module root to build from")
 	fs.StringVar(&o.Chart, "chart", filepath.Join("deploy", "helm", "railyard"), "Helm chart directory")
 	fs.StringSliceVar(&o.Arches, "arch", []string{"amd64", "arm64"}, "image architectures")
 	fs.StringSliceVar(&o.InfinibandArches, "infiniband-arch", []string{"amd64", "arm64"}, "architectures that also get the infiniband-diags image (none: --infiniband-arch=)")
 	fs.StringVar(&o.Repository, "repository", "ghcr.io/railyard-io/railyard", "image repository the archives name")
-	fs.StringVar(&o.Source, "source", "https://github.com/railyard-io/railyard", "OCI source label")
-	fs.StringVar(&o.Debian.Mirror, "debian-mirror", image.DefaultDebianMirror, "Debian archive of the infiniband-diags packages (checked against pinned SHA256 sums)")
-	fs.StringVar(&o.Debian.CacheDir, "debian-cache", filepath.Join("_output", "debs"), "directory keeping the verified .deb files between builds")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
+	created, ok, err := image.ParseSourceFlags(fs, &src, args, env, true)
+	if err != nil || !ok {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.Version == "" || o.Revision == "" {
-		return fmt.Errorf("--version and --revision are required")
-	}
-	if err := CheckVersion(o.Version); err != nil {
+	if err := CheckVersion(src.Version); err != nil {
 		return err
 	}
-	if created == "" {
-		created, _ = env("SOURCE_DATE_EPOCH")
-	}
-	if created == "" {
-		return fmt.Errorf("--created or SOURCE_DATE_EPOCH is required (the commit's time: git log -1 --format=%%ct)")
-	}
-	secs, err := strconv.ParseInt(created, 10, 64)
-	if err != nil || secs < 0 {
-		return fmt.Errorf("--created / SOURCE_DATE_EPOCH %q: want Unix seconds", created)
-	}
-	o.Created = time.Unix(secs, 0).UTC()
+	o.Dir, o.Version, o.Revision, o.Source, o.Debian, o.Created = src.Dir, src.Version, src.Revision, src.Source, src.Debian, created
 	if o.Out == "" {
 		o.Out = filepath.Join("_output", "release", o.Version)
 	}
