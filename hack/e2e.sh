@@ -105,6 +105,7 @@ step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
 # inside test/e2e/multinode's time; built here, their time shows.
 step "coredns (multinode)" hack/cluster/build.sh coredns "$repo/_output/coredns/bin"
 step "whereabouts (multinode)" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin"
+step "helm (multinode: helm install of the packaged chart)" hack/cluster/build.sh helm "$repo/_output/helm/bin"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
 # Railyard's image for the multi-node cluster (up.sh imports it into every
 # node); built once here so up.sh does not.
@@ -154,6 +155,7 @@ export RAILYARD_E2E_K8S_BIN="$repo/_output/k8s/bin"
 export RAILYARD_E2E_CONTAINERD_BIN="$repo/_output/containerd/bin"
 export RAILYARD_E2E_CNI_BIN="$repo/_output/k8s/cni"
 export RAILYARD_E2E_BIN="$repo/bin"
+export RAILYARD_E2E_HELM="$repo/_output/helm/bin/helm"
 export RAILYARD_E2E_LOGS="$repo/_output/e2e/logs"
 t0=$(date +%s)
 status=0

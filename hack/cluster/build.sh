@@ -22,8 +22,12 @@
 #               nodes (helper module hack/cluster/whereaboutsbin; default
 #               out _output/whereabouts/bin); its CRDs are the same module
 #               version's doc/crds.
+#   helm        helm v3.21.1, the CLI of the Helm SDK version the module
+#               links (helper module hack/cluster/helmbin; default out
+#               _output/helm/bin): the multi-node e2e installs the packaged
+#               release chart with the real `helm install`.
 #
-# Usage: hack/cluster/build.sh k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts [OUT_DIR]
+# Usage: hack/cluster/build.sh k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts|helm [OUT_DIR]
 #
 # The build is skipped when every binary exists and the stamp file records
 # the same helper go.mod/go.sum, Go version and version, so warm runs take
@@ -87,8 +91,18 @@ case "$what" in
     tags=""
     cgo=0
     ;;
+  helm)
+    out="${2:-$repo/_output/helm/bin}"
+    mod="$repo/hack/cluster/helmbin"
+    version="v3.21.1"
+    cmds=(helm)
+    pkg="helm.sh/helm/v3/cmd"
+    ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+    tags=""
+    cgo=0
+    ;;
   *)
-    echo "usage: $0 k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts [OUT_DIR]" >&2
+    echo "usage: $0 k8s|k8s-1.35|k8s-1.37|containerd|coredns|whereabouts|helm [OUT_DIR]" >&2
     exit 2
     ;;
 esac
