@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -48,9 +49,14 @@ func TestReleaseChartHelmInstall(t *testing.T) {
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("helm: %v (hack/cluster/build.sh helm builds it; hack/e2e.sh does)", err)
 	}
-	tgz := releaseChart(t)
+	tgz, relDir := releaseChart(t)
 	_, vals := clusterChart(t, c)
 	vals["createNamespace"] = false // helm install --create-namespace owns it
+	if relDir != "" {
+		// The release's own image, under the name its chart defaults to.
+		importReleaseImage(ctx, t, c, relDir)
+		delete(vals, "image")
+	}
 	raw, err := yaml.Marshal(vals)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +95,14 @@ func TestReleaseChartHelmInstall(t *testing.T) {
 	gpus := c.Info.GPUNodes()
 	ds := waitDaemonSet(ctx, t, c, len(gpus))
 	checkAgentPods(ctx, t, c, ds, gpus)
+	if relDir != "" {
+		want := "ghcr.io/railyard-io/railyard:" + releaseChartVersion
+		for _, ctr := range ds.Spec.Template.Spec.Containers {
+			if ctr.Image != want {
+				t.Errorf("container %s runs %s, want the release's %s", ctr.Name, ctr.Image, want)
+			}
+		}
+	}
 	if got := ds.Labels["helm.sh/chart"]; got != "railyard-"+releaseChartVersion {
 		t.Errorf("the DaemonSet's helm.sh/chart label is %q, want railyard-%s", got, releaseChartVersion)
 	}
@@ -133,10 +147,10 @@ func TestReleaseChartHelmInstall(t *testing.T) {
 	}
 }
 
-// releaseChart returns the packaged chart's path: RAILYARD_E2E_RELEASE_DIR's,
-// verified against its SHA256SUMS, or one packaged here as make release
-// packages it.
-func releaseChart(t *testing.T) string {
+// releaseChart returns the packaged chart's path and the release
+// directory: RAILYARD_E2E_RELEASE_DIR's, verified against its SHA256SUMS,
+// or one packaged here as make release packages it (and no directory).
+func releaseChart(t *testing.T) (string, string) {
 	t.Helper()
 	name := "railyard-" + releaseChartVersion + ".tgz"
 	if dir := os.Getenv("RAILYARD_E2E_RELEASE_DIR"); dir != "" {
@@ -147,7 +161,7 @@ func releaseChart(t *testing.T) string {
 		for _, n := range names {
 			if n == name {
 				t.Logf("chart %s of release %s, checksums verified (%d files)", name, dir, len(names))
-				return filepath.Join(dir, name)
+				return filepath.Join(dir, name), dir
 			}
 		}
 		t.Fatalf("release %s has no %s among %q", dir, name, names)
@@ -167,7 +181,22 @@ func releaseChart(t *testing.T) string {
 	if err := os.WriteFile(path, tgz, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return path, ""
+}
+
+// importReleaseImage imports the release's image archive of this machine's
+// architecture into every node's containerd, as an operator's registry
+// pull would put it there.
+func importReleaseImage(ctx context.Context, t *testing.T, c *framework.MultiCluster, dir string) {
+	t.Helper()
+	archive := filepath.Join(dir, "railyard-"+releaseChartVersion+"-linux-"+runtime.GOARCH+".tar")
+	ctr := filepath.Join(envOr("RAILYARD_E2E_CONTAINERD_BIN", ""), "ctr")
+	for _, n := range c.Info.Nodes {
+		out, err := exec.CommandContext(ctx, ctr, "--address", n.ContainerdSocket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput()
+		if err != nil {
+			t.Fatalf("node %s: ctr images import %s: %v\n%s", n.Name, archive, err, out)
+		}
+	}
 }
 
 // deleteNamespace deletes ns (helm uninstall leaves the namespace
