@@ -5,7 +5,8 @@
 // A Tracker reads every PF port's error counters (through internal/sysfs
 // and rdmacounter, which gets their widths, wraps and resets right) each
 // time the agent rediscovers, compares them with a reading at most
-// Config.Window old, and judges the rises by one table (Rules): a flap
+// Config.Window old, and judges the rises by rdmacounter's table (its
+// link faults, which Rules lists): a flap
 // (the link went down, or retrained after errors) degrades at once; link
 // errors (symbol errors, local link integrity, excessive buffer overrun)
 // degrade when Config.LinkErrors or more rose in one window. Retransmissions,
