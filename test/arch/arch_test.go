@@ -288,3 +288,29 @@ func TestViolationsOneLinePerBadImport(t *testing.T) {
 		t.Errorf("checked (-want +got):\n%s", diff)
 	}
 }
+
+// A rule's std packages are refused as direct imports of the packages it
+// covers, and a rule naming a layer covers that layer's packages.
+func TestViolationsStdAndLayers(t *testing.T) {
+	t.Parallel()
+	const (
+		counter, sysfs, bench = module + "internal/rdmacounter", module + "internal/sysfs", module + "internal/bench"
+	)
+	pkgs := map[string]pkg{
+		counter: {Imports: []string{sysfs, "os", "fmt"}, Deps: []string{sysfs, "os", "fmt"}},
+		sysfs:   {Imports: []string{"os"}, Deps: []string{"os"}},
+		bench:   {Imports: []string{"os"}, Deps: []string{"os"}},
+	}
+	rs := []rule{
+		{name: "no os", packages: []string{"internal/rdmacounter"}, std: []string{"os"}, direct: true},
+		{name: "proof tools by layer", layers: []string{"prooftools"}, std: []string{"os"}, direct: true},
+	}
+	got, _ := violations(pkgs, rs)
+	want := []string{
+		"internal/rdmacounter -> os: no os",
+		"internal/bench -> os: proof tools by layer",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
