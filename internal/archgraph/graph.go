@@ -20,6 +20,13 @@ type Graph struct {
 	// Edges are importer -> imported, module-relative, transitively
 	// reduced, sorted.
 	Edges [][2]string
+	// LayerEdges are layer -> layer by Layer.ID, where a package of the
+	// first imports one of the second, transitively reduced, sorted; the
+	// layers of tests left out.
+	LayerEdges [][2]string
+	// LayerCycle, when not empty, is a cycle of layers importing each
+	// other ("a -> b -> a"): the layering is wrong.
+	LayerCycle string
 	// Unassigned are the packages no layer names, sorted.
 	Unassigned []string
 	// Unused are exact patterns that name no package (a package moved or
@@ -94,6 +101,10 @@ func Build(module string, pkgs []Package, layers []Layer) Graph {
 		g.Groups = append(g.Groups, Group{Layer: Unassigned, Packages: g.Unassigned})
 	}
 	g.Edges = reduce(imports)
+	between := layerImports(imports, layers)
+	if g.LayerCycle = layerCycle(between); g.LayerCycle == "" {
+		g.LayerEdges = reduce(between)
+	}
 	return g
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The generated block of a document lies between these lines.
@@ -16,10 +17,24 @@ const (
 // block.
 var ErrNoBlock = errors.New("no archgraph block (" + Begin + " ... " + End + ")")
 
-// Block is the generated block for a mermaid graph, markers included.
-func Block(mermaid string) string {
-	return Begin + "\n```mermaid\n" + mermaid + "```\n" + End
+// Block is the generated block for mermaid graphs, each in a fence of
+// its own, markers included.
+func Block(mermaids ...string) string {
+	var b strings.Builder
+	b.WriteString(Begin + "\n")
+	for i, m := range mermaids {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("```mermaid\n" + m + "```\n")
+	}
+	b.WriteString(End)
+	return b.String()
 }
+
+// Diagrams is the block of g as docs/architecture.md holds it: the
+// layers alone, then every package by layer.
+func (g Graph) Diagrams() string { return Block(g.LayerMermaid(), g.Mermaid()) }
 
 // Extract returns the generated block of doc, markers included.
 func Extract(doc []byte) (string, error) {

@@ -35,7 +35,7 @@ func Run(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	g := Build(module, pkgs, Layers)
-	block := Block(g.Mermaid())
+	block := g.Diagrams()
 	if *write {
 		err = writeDoc(*doc, block)
 	} else {
@@ -61,11 +61,14 @@ func writeDoc(path, block string) error {
 }
 
 // Check reports what the layer table misses: packages without a layer,
-// and exact patterns naming no package.
+// layers that import each other, and exact patterns naming no package.
 func (g Graph) Check() error {
 	var errs []error
 	if len(g.Unassigned) > 0 {
 		errs = append(errs, fmt.Errorf("packages without a layer (add them to internal/archgraph/layers.go): %s", strings.Join(g.Unassigned, ", ")))
+	}
+	if g.LayerCycle != "" {
+		errs = append(errs, fmt.Errorf("layers import each other (%s): a package is in the wrong layer, or the layers need a new one (internal/archgraph/layers.go)", g.LayerCycle))
 	}
 	if len(g.Unused) > 0 {
 		errs = append(errs, fmt.Errorf("layers name packages that do not exist (remove them from internal/archgraph/layers.go): %s", strings.Join(g.Unused, ", ")))

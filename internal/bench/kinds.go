@@ -12,6 +12,9 @@ import (
 // recognised (the first match wins).
 type kindRow struct {
 	kind Kind
+	// family is the suite whose text output has results of this kind
+	// (FamilyUnknown: read from JSON only).
+	family Family
 	// rowField is a --json row field that picks this kind when results
 	// are read back (no earlier kind's rows have it).
 	rowField string
@@ -34,7 +37,7 @@ type kindRow struct {
 
 var kinds = []kindRow{
 	{
-		kind: KindPerftestBW, rowField: "bw_avg_gbps",
+		kind: KindPerftestBW, family: FamilyPerftest, rowField: "bw_avg_gbps",
 		tool: func(t string) bool { return strings.HasPrefix(t, "ib_") && strings.HasSuffix(t, "_bw") },
 		rows: func(r *Result) rowSlice { return slice[PerftestBWRow]{&r.PerftestBW} },
 		check: func(r Result) error {
@@ -62,7 +65,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindPerftestLat, rowField: "lat_typical_us",
+		kind: KindPerftestLat, family: FamilyPerftest, rowField: "lat_typical_us",
 		tool: func(t string) bool { return strings.HasPrefix(t, "ib_") && strings.HasSuffix(t, "_lat") },
 		rows: func(r *Result) rowSlice { return slice[PerftestLatRow]{&r.PerftestLat} },
 		check: func(r Result) error {
@@ -90,7 +93,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindNCCL, rowField: "oop_busbw_GBps",
+		kind: KindNCCL, family: FamilyNCCL, rowField: "oop_busbw_GBps",
 		tool: func(t string) bool { return t == ToolNCCLTestsNoName || strings.HasSuffix(t, "_perf") },
 		rows: func(r *Result) rowSlice { return slice[NCCLRow]{&r.NCCL} },
 		check: func(r Result) error {
@@ -118,7 +121,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindOSUBW, rowField: "bw_gbps",
+		kind: KindOSUBW, family: FamilyOSU, rowField: "bw_gbps",
 		tool:     func(t string) bool { return strings.HasPrefix(t, "osu_") && osuToolIsBW(t) },
 		rows:     func(r *Result) rowSlice { return slice[OSURow]{&r.OSU} },
 		check:    checkOSU,
@@ -130,7 +133,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindOSULat, rowField: "lat_avg_us",
+		kind: KindOSULat, family: FamilyOSU, rowField: "lat_avg_us",
 		tool:     func(t string) bool { return strings.HasPrefix(t, "osu_") },
 		rows:     func(r *Result) rowSlice { return slice[OSURow]{&r.OSU} },
 		check:    checkOSU,
@@ -144,7 +147,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindTraining, rowField: "throughput",
+		kind: KindTraining, family: FamilyTraining, rowField: "throughput",
 		tool: func(t string) bool { return trainingTools[t] },
 		rows: func(r *Result) rowSlice { return slice[TrainingRow]{&r.Training} },
 		check: func(r Result) error {
@@ -165,7 +168,7 @@ var kinds = []kindRow{
 		},
 	},
 	{
-		kind: KindIperf3, rowField: "gbps",
+		kind: KindIperf3, family: FamilyUnknown, rowField: "gbps",
 		tool: func(t string) bool { return t == ToolIperf3 },
 		rows: func(r *Result) rowSlice { return slice[IperfRow]{&r.Iperf} },
 		check: func(r Result) error {
@@ -194,6 +197,48 @@ var kinds = []kindRow{
 			})
 		},
 	},
+}
+
+// familyRow is one suite Parse recognises in text output: its name in
+// messages, its parser, and whether it prints a result table of its own
+// (two suites' tables in one log fail the result). The kinds of its
+// results are the rows of kinds naming it.
+type familyRow struct {
+	family Family
+	name   string
+	parse  func([]line) Result
+	table  bool
+}
+
+// families holds one row per Family but FamilyUnknown, in the order
+// detectTables lists the tables it saw.
+var families = []familyRow{
+	{FamilyPerftest, "perftest", parsePerftest, true},
+	{FamilyNCCL, "nccl-tests", parseNCCL, true},
+	{FamilyOSU, "OSU", parseOSU, true},
+	{FamilyTraining, "training", parseTraining, false},
+}
+
+// familyRowOf returns the table row of family f.
+func familyRowOf(f Family) (familyRow, bool) {
+	for _, row := range families {
+		if row.family == f {
+			return row, true
+		}
+	}
+	return familyRow{}, false
+}
+
+// familyList names the families for a message: "a, b, c or d".
+func familyList() string {
+	names := make([]string, 0, len(families))
+	for _, f := range families {
+		names = append(names, f.name)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // kindRowOf returns the table row of kind k.

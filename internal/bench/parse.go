@@ -23,35 +23,25 @@ const (
 // iperf3 --json.
 func Parse(data []byte) Result { return ParseWith(data, Options{}) }
 
-// familyNames name the families in messages.
-var familyNames = map[Family]string{FamilyPerftest: "perftest", FamilyNCCL: "nccl-tests", FamilyOSU: "OSU", FamilyTraining: "training"}
-
 func parseText(data []byte) Result {
 	lines := splitLines(data)
 	fam, tables := detectTables(lines)
-	var r Result
-	switch fam {
-	case FamilyPerftest:
-		r = parsePerftest(lines)
-	case FamilyNCCL:
-		r = parseNCCL(lines)
-	case FamilyOSU:
-		r = parseOSU(lines)
-	case FamilyTraining:
-		r = parseTraining(lines)
-	default:
-		r = Result{Tool: ToolUnknown, Error: "no perftest, nccl-tests, OSU or training output recognised", Summary: map[string]float64{}}
+	row, ok := familyRowOf(fam)
+	if !ok {
+		r := Result{Tool: ToolUnknown, Error: "no " + familyList() + " output recognised", Summary: map[string]float64{}}
 		if r.NCCLTransport = parseNCCLDebug(lines); r.NCCLTransport != nil {
 			r.Error += ": only NCCL INFO lines (in ncclTransport); bench parse --suite nccl-debug judges them alone"
 		}
 		return r
 	}
+	r := row.parse(lines)
 	r.NCCLTransport = parseNCCLDebug(lines)
 	// One result per output: the tables of another suite in the same log
 	// would be dropped without a word.
 	for _, other := range tables {
 		if other != fam && r.Error == "" {
-			r.Error = fmt.Sprintf("the output holds %s results too, which are not read: parse each tool's output on its own", familyNames[other])
+			o, _ := familyRowOf(other)
+			r.Error = fmt.Sprintf("the output holds %s results too, which are not read: parse each tool's output on its own", o.name)
 			r.OK = false
 		}
 	}
@@ -128,9 +118,9 @@ func detectTables(lines []line) (Family, []Family) {
 		}
 	}
 	var tables []Family
-	for _, f := range []Family{FamilyPerftest, FamilyNCCL, FamilyOSU} {
-		if seen[f] {
-			tables = append(tables, f)
+	for _, f := range families {
+		if f.table && seen[f.family] {
+			tables = append(tables, f.family)
 		}
 	}
 	switch {

@@ -68,7 +68,7 @@ type node struct {
 	profile bench.Profile
 }
 
-// Run runs every check. It fails when the counter window is not valid,
+// Run runs every check (the table in checks.go). It fails when the counter window is not valid,
 // when sysfs has no PCI bus, and when ctx is done before the checks are
 // (Ctrl-C during the counter window): then with ctx's error and the
 // checks made so far.
@@ -92,11 +92,8 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	fs.Recorder = opt.Recorder
 	n := &node{opt: opt, fs: fs, topo: topo, profile: profile}
 	var r Report
-	for _, check := range []func(context.Context) []Check{
-		n.devices, n.policyPFs, n.pairs, n.pcieLinks, n.ports, n.rdmaErrors, n.linkLayers, n.roceGIDs, n.roceQoS, n.firmware, n.mtus, n.sriov, n.vfGUIDs, n.pkeys,
-		n.rdmaNetns, n.memlock, n.gpuDirect, n.acs, n.iommu,
-	} {
-		r.Checks = append(r.Checks, check(ctx)...)
+	for _, row := range table {
+		r.Checks = append(r.Checks, row.run(n, ctx)...)
 		if err := ctx.Err(); err != nil {
 			return r, fmt.Errorf("doctor interrupted: %w", err)
 		}

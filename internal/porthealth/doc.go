@@ -5,10 +5,12 @@
 // A Tracker reads every PF port's error counters (through internal/sysfs
 // and rdmacounter, which gets their widths, wraps and resets right) each
 // time the agent rediscovers, compares them with a reading at most
-// Config.Window old, and judges the rises by one table (Rules): a flap
-// (the link went down, or retrained after errors) degrades at once; link
-// errors (symbol errors, local link integrity, excessive buffer overrun)
-// degrade when Config.LinkErrors or more rose in one window. Retransmissions,
+// Config.Window old, and judges the rises by rdmacounter's table, the one
+// place counters are named: its link faults are the counters that degrade
+// (Rules lists them). A flap (the link went down, or retrained after
+// errors: the table's Flap) degrades at once; link errors (symbol errors,
+// local link integrity, excessive buffer overrun) degrade when
+// Config.LinkErrors or more rose in one window. Retransmissions,
 // transport retries exceeded and receive drops do not: their cause is as
 // often a peer or congestion as this port (railyard doctor reports them).
 // A degraded NIC stays degraded until Config.Hold has passed without a

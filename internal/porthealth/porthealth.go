@@ -2,6 +2,7 @@ package porthealth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,14 +31,15 @@ type Rule struct {
 }
 
 // Rules are the counters that degrade a port, in the order reasons name
-// them. Every other counter's rise is left to railyard doctor.
-var Rules = []Rule{
-	{"link_downed", Flap}, // rxe: its netdev went down
-	{"port_excessive_buffer_overrun_errors", LinkError},
-	{"port_link_downed", Flap},
-	{"port_link_error_recoveries", Flap},
-	{"port_local_link_integrity_errors", LinkError},
-	{"port_symbol_errors", LinkError},
+// them (by name): rdmacounter's table is their one source, every counter
+// whose Health is LinkFault, a Flap when the table marks it so, else a
+// LinkError. Every other counter's rise is left to railyard doctor.
+func Rules() []Rule {
+	out := make([]Rule, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, Rule{r.counter.Name, r.class})
+	}
+	return out
 }
 
 // rule is a Rule with its counter's row in rdmacounter.Counters().
@@ -47,17 +49,21 @@ type rule struct {
 	class   Class
 }
 
-// rules resolves Rules against rdmacounter's table once.
+// rules are the table's link faults, by name; computed once, never
+// changed.
 var rules = func() []rule {
-	table := rdmacounter.Counters()
-	out := make([]rule, 0, len(Rules))
-	for _, r := range Rules {
-		i := rdmacounter.Index(r.Counter)
-		if i < 0 {
-			panic("porthealth: no counter " + r.Counter + " in rdmacounter's table")
+	var out []rule
+	for i, c := range rdmacounter.Counters() {
+		if c.Health != rdmacounter.LinkFault {
+			continue
 		}
-		out = append(out, rule{table[i], i, r.Class})
+		class := LinkError
+		if c.Flap {
+			class = Flap
+		}
+		out = append(out, rule{c, i, class})
 	}
+	slices.SortFunc(out, func(a, b rule) int { return strings.Compare(a.counter.Name, b.counter.Name) })
 	return out
 }()
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/internal/porthealth"
@@ -163,5 +165,24 @@ func TestUnreadableCountersKeepTheMarkUntilTheHoldEnds(t *testing.T) {
 	}
 	if got := tr.Observe(topo, start.Add(6*time.Minute)); len(got) != 0 {
 		t.Errorf("the hold ended and the mark stayed: %v", got)
+	}
+}
+
+// The rules come from rdmacounter's table (its link faults, Flap marking
+// the flaps): this is the list the agent's docs (docs/agent.md, "Health
+// from counters") describe, so a counter renamed, added to or taken from
+// the table's link faults fails here.
+func TestRulesAreTheTablesLinkFaults(t *testing.T) {
+	t.Parallel()
+	want := []porthealth.Rule{
+		{Counter: "link_downed", Class: porthealth.Flap},
+		{Counter: "port_excessive_buffer_overrun_errors", Class: porthealth.LinkError},
+		{Counter: "port_link_downed", Class: porthealth.Flap},
+		{Counter: "port_link_error_recoveries", Class: porthealth.Flap},
+		{Counter: "port_local_link_integrity_errors", Class: porthealth.LinkError},
+		{Counter: "port_symbol_errors", Class: porthealth.LinkError},
+	}
+	if diff := cmp.Diff(want, porthealth.Rules()); diff != "" {
+		t.Errorf("Rules (-want +got):\n%s", diff)
 	}
 }

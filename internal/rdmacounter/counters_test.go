@@ -60,12 +60,49 @@ func TestHealthIsOnErrorCounters(t *testing.T) {
 			t.Errorf("%s: a link fault on a counter that is not the link's", c.Name)
 		case c.History && c.Health != LinkFault:
 			t.Errorf("%s: history on a counter that is no link fault", c.Name)
+		case c.Flap && c.Health != LinkFault:
+			t.Errorf("%s: a flap on a counter that is no link fault", c.Name)
 		}
 		judged[c.Health]++
 	}
 	for _, h := range []Health{LinkFault, TransportFailure, Retransmission} {
 		if judged[h] == 0 {
 			t.Errorf("no counter is %q", h)
+		}
+	}
+}
+
+// Every traffic counter has a direction and no other counter has one, and
+// each of Summarize's four traffic rates has a counter in the PMA's
+// counters (bytes and packets) and rxe's (packets).
+func TestTrafficCountersHaveAWay(t *testing.T) {
+	t.Parallel()
+	type slot struct {
+		dir  sysfs.CounterDir
+		unit Unit
+		way  Way
+	}
+	seen := map[slot]int{}
+	for _, c := range Counters() {
+		switch {
+		case c.Kind == Traffic && c.Way != Transmit && c.Way != Receive:
+			t.Errorf("%s: a traffic counter with way %q", c.Name, c.Way)
+		case c.Kind != Traffic && c.Way != NoWay:
+			t.Errorf("%s: way %q on a %s counter", c.Name, c.Way, c.Kind)
+		case c.Kind == Traffic && c.Unit != Bytes && c.Unit != Packets:
+			t.Errorf("%s: a traffic counter in %s: Summarize adds bytes and packets only", c.Name, c.Unit)
+		}
+		if c.Kind == Traffic {
+			seen[slot{c.Dir, c.Unit, c.Way}]++
+		}
+	}
+	for _, s := range []slot{
+		{sysfs.PMACounters, Bytes, Transmit}, {sysfs.PMACounters, Bytes, Receive},
+		{sysfs.PMACounters, Packets, Transmit}, {sysfs.PMACounters, Packets, Receive},
+		{sysfs.HWCounters, Packets, Transmit}, {sysfs.HWCounters, Packets, Receive},
+	} {
+		if seen[s] != 1 {
+			t.Errorf("%d traffic counters in %s of %s, %s; want 1", seen[s], s.dir, s.unit, s.way)
 		}
 	}
 }

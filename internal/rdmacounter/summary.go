@@ -36,17 +36,19 @@ func Summarize(rates []Rate) Summary {
 		if r.Event == Reset {
 			s.Reset = true
 		}
-		switch c.Name {
-		case "port_transmit_bytes":
-			s.TxBytes, s.Has.TxBytes = r.PerSecond, true
-		case "port_receive_bytes":
-			s.RxBytes, s.Has.RxBytes = r.PerSecond, true
-		case "port_transmit_packets", "sent_packets":
-			s.TxPackets += r.PerSecond
-			s.Has.TxPackets = true
-		case "port_receive_packets", "received_packets":
-			s.RxPackets += r.PerSecond
-			s.Has.RxPackets = true
+		if c.Kind == Traffic {
+			switch {
+			case c.Unit == Bytes && c.Way == Transmit:
+				s.TxBytes, s.Has.TxBytes = r.PerSecond, true
+			case c.Unit == Bytes && c.Way == Receive:
+				s.RxBytes, s.Has.RxBytes = r.PerSecond, true
+			case c.Unit == Packets && c.Way == Transmit:
+				s.TxPackets += r.PerSecond
+				s.Has.TxPackets = true
+			case c.Unit == Packets && c.Way == Receive:
+				s.RxPackets += r.PerSecond
+				s.Has.RxPackets = true
+			}
 		}
 		switch {
 		case c.Kind == Error:

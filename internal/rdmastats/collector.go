@@ -2,6 +2,7 @@ package rdmastats
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +16,30 @@ import (
 // Prefix begins every metric name.
 const Prefix = "railyard_rdma_"
 
-// labels are every counter's labels, in order.
-var labels = []string{"node", "nic", "port", "rail", "pci", "kind", "namespace", "pod", "container", "job_name"}
+// The labels of every counter series (Labels is their order) and of the
+// read-errors gauge (LabelNode): readers of the metrics (railyard top
+// --cluster) spell them through these.
+const (
+	LabelNode      = "node"
+	LabelNIC       = "nic"
+	LabelPort      = "port"
+	LabelRail      = "rail"
+	LabelPCI       = "pci"
+	LabelKind      = "kind"
+	LabelNamespace = "namespace"
+	LabelPod       = "pod"
+	LabelContainer = "container"
+	LabelJob       = "job_name"
+)
+
+// ReadErrors is the gauge of ports whose counters could not all be read
+// at a scrape, labelled LabelNode.
+const ReadErrors = Prefix + "counter_read_errors"
+
+// Labels returns every counter series' label names, in order.
+func Labels() []string {
+	return []string{LabelNode, LabelNIC, LabelPort, LabelRail, LabelPCI, LabelKind, LabelNamespace, LabelPod, LabelContainer, LabelJob}
+}
 
 // Collector is the prometheus.Collector of the node's RDMA counters.
 // Collect reads every port of the devices the devices function returns
@@ -47,15 +70,29 @@ var _ prometheus.Collector = (*Collector)(nil)
 func New(fs sysfs.FS, node string, devices func() []rdmacounter.Device) *Collector {
 	c := &Collector{fs: fs, node: node, devices: devices, counters: rdmacounter.Counters(), totals: map[portKey]*rdmacounter.Totals{}}
 	for _, k := range c.counters {
-		c.descs = append(c.descs, prometheus.NewDesc(MetricName(k), k.Help, labels, nil))
+		c.descs = append(c.descs, prometheus.NewDesc(MetricName(k), k.Help, Labels(), nil))
 	}
-	c.errDesc = prometheus.NewDesc(Prefix+"counter_read_errors",
-		"Ports whose counters could not all be read, or whose labels were not valid, at this scrape.", []string{"node"}, nil)
+	c.errDesc = prometheus.NewDesc(ReadErrors,
+		"Ports whose counters could not all be read, or whose labels were not valid, at this scrape.", []string{LabelNode}, nil)
 	return c
 }
 
 // MetricName is the metric of a counter: railyard_rdma_<name>_total.
 func MetricName(k rdmacounter.Counter) string { return Prefix + k.Name + "_total" }
+
+// CounterIndex is MetricName's inverse: the index in rdmacounter.Counters
+// of the counter whose metric is name, or -1.
+func CounterIndex(name string) int {
+	stem, ok := strings.CutPrefix(name, Prefix)
+	if !ok {
+		return -1
+	}
+	stem, ok = strings.CutSuffix(stem, "_total")
+	if !ok {
+		return -1
+	}
+	return rdmacounter.Index(stem)
+}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {

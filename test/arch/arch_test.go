@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/railyard-io/railyard/internal/archgraph"
 )
 
 const module = "github.com/railyard-io/railyard/"
@@ -64,9 +66,15 @@ func under(p string, prefixes ...string) bool {
 // A rule: the packages it covers, and the deps they must not have (a
 // module package by path, or any outside import path by prefix).
 type rule struct {
-	name      string
-	packages  []string // "." is every package of the module
+	name     string
+	packages []string // "." is every package of the module
+	// layers are internal/archgraph's layers (by ID) whose packages the
+	// rule covers too: a rule on a part of the house names its layer.
+	layers    []string
 	forbidden []string
+	// std are standard library packages the covered packages must not
+	// import directly.
+	std []string
 	// only, when set, lists the only module packages allowed as deps.
 	only []string
 	// direct checks direct imports only (the packages doing the thing),
@@ -78,8 +86,8 @@ type rule struct {
 
 var rules = []rule{
 	{
-		name:     "the model knows no adapter",
-		packages: []string{"internal/sysfs", "internal/discovery", "internal/topology", "internal/nccltopo", "internal/assign", "internal/machine"},
+		name:   "the model knows no adapter",
+		layers: []string{"model"},
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/cli", "internal/pool",
 			"internal/podresources", "internal/alloc", "api", "internal/netops", "k8s.io", "google.golang.org/grpc"},
 	},
@@ -98,8 +106,20 @@ var rules = []rule{
 		exempt: []string{"internal/netops"},
 	},
 	{
+		name:      "no Kubernetes client below the fabric publisher (only nodefabric talks to the API server)",
+		packages:  []string{"internal/lldp", "internal/fabric", "internal/ibneighbor"},
+		forbidden: []string{"k8s.io/client-go"},
+	},
+	{
+		name:      "counters read sysfs only through internal/sysfs",
+		packages:  []string{"internal/rdmacounter", "internal/porthealth", "internal/rdmastats"},
+		std:       []string{"os", "io/fs", "io/ioutil", "path/filepath", "syscall"},
+		forbidden: []string{"golang.org/x/sys/unix", "internal/fakesysfs"},
+		direct:    true,
+	},
+	{
 		name:      "proof tools do not reach into the agent or the plugin",
-		packages:  []string{"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe", "internal/chart", "internal/sim", "internal/simreport"},
+		layers:    []string{"prooftools"},
 		forbidden: []string{"internal/agent", "internal/deviceplugin", "internal/cni", "internal/netops", "internal/podresources"},
 	},
 	{
@@ -143,7 +163,13 @@ func (r rule) covers(p string) bool {
 	if strings.HasSuffix(p, "test") || under(p, "test") {
 		return false
 	}
-	return under(p, r.packages...) && !under(p, r.exempt...)
+	if under(p, r.exempt...) {
+		return false
+	}
+	if l, ok := archgraph.LayerOf(p, archgraph.Layers); ok && slices.Contains(r.layers, l.ID) {
+		return true
+	}
+	return under(p, r.packages...)
 }
 
 // bad says whether p may not be a dep of a package r covers.
@@ -155,7 +181,7 @@ func (r rule) bad(p string) bool {
 		}
 		return slices.ContainsFunc(r.forbidden, func(f string) bool { return !outside(f) && under(p, f) })
 	}
-	return slices.ContainsFunc(r.forbidden, func(f string) bool { return outside(f) && strings.HasPrefix(p, f) })
+	return slices.Contains(r.std, p) || slices.ContainsFunc(r.forbidden, func(f string) bool { return outside(f) && strings.HasPrefix(p, f) })
 }
 
 // violations returns one line per bad import: an import of a package r
@@ -204,9 +230,18 @@ func TestArchitectureRules(t *testing.T) {
 	for _, l := range lines {
 		t.Error(l)
 	}
+	ids := map[string]bool{}
+	for _, l := range archgraph.Layers {
+		ids[l.ID] = true
+	}
 	for _, r := range rules {
 		if checked[r.name] == 0 {
 			t.Errorf("%s: no package checked (paths moved?)", r.name)
+		}
+		for _, l := range r.layers {
+			if !ids[l] {
+				t.Errorf("%s: no layer %q in internal/archgraph/layers.go", r.name, l)
+			}
 		}
 	}
 }
@@ -251,5 +286,31 @@ func TestViolationsOneLinePerBadImport(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"proof tools": 3, "only the model": 1, "direct only": 1}, checked); diff != "" {
 		t.Errorf("checked (-want +got):\n%s", diff)
+	}
+}
+
+// A rule's std packages are refused as direct imports of the packages it
+// covers, and a rule naming a layer covers that layer's packages.
+func TestViolationsStdAndLayers(t *testing.T) {
+	t.Parallel()
+	const (
+		counter, sysfs, bench = module + "internal/rdmacounter", module + "internal/sysfs", module + "internal/bench"
+	)
+	pkgs := map[string]pkg{
+		counter: {Imports: []string{sysfs, "os", "fmt"}, Deps: []string{sysfs, "os", "fmt"}},
+		sysfs:   {Imports: []string{"os"}, Deps: []string{"os"}},
+		bench:   {Imports: []string{"os"}, Deps: []string{"os"}},
+	}
+	rs := []rule{
+		{name: "no os", packages: []string{"internal/rdmacounter"}, std: []string{"os"}, direct: true},
+		{name: "proof tools by layer", layers: []string{"prooftools"}, std: []string{"os"}, direct: true},
+	}
+	got, _ := violations(pkgs, rs)
+	want := []string{
+		"internal/rdmacounter -> os: no os",
+		"internal/bench -> os: proof tools by layer",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
 	}
 }

@@ -41,20 +41,13 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [--policy FILE] [--json] [--counter-window DURATION] [--profile NAME]",
 		Short: "Tell whether this node is ready for GPU RDMA, and how to fix it",
-		Long: `doctor checks the node: GPUs and RDMA NICs present, a NIC within PXB of each
-GPU, ports ACTIVE with the expected link layer, RoCE v2 GIDs, netdev vs RDMA
-MTU, SR-IOV VF counts and link layers against the node policy (--policy),
-InfiniBand VF GUIDs non-zero and unique, the RDMA netns mode, the container
-runtime's memlock limit, nvidia_peermem or DMA-BUF, PCIe ACS on the bridges
-between each GPU and its NIC, and the IOMMU mode; each GPU's and NIC's PCIe
-link (and every bridge's above it) trained at its capability; each RoCE
-NIC's lossless configuration (PFC on RoCE's priority, trust mode, ECN),
-alike across the node's NICs and as the policy's qos says; each RDMA NIC port's
-error counters (rdma-errors), read twice --counter-window apart: link errors
-or exhausted transport retries that rose fail, retransmissions that rose and
-link_downed or symbol errors since boot warn (a counter that went down, a wrap
-or a reset, is no rise). Each check says what it read and how to fix what it
-found.
+		Long: `doctor checks the node, one report line per check and subject (the
+check's id first); each line says what it read and how to fix what it found.
+The checks:
+
+` + checkList() + `
+rdma-errors: a counter that went down in the window (a wrap or a reset) is no
+rise.
 
 --counter-window is how long doctor watches the counters (default 2s, at
 most 1m); 0 reads them once, which tells their history but no rise.
@@ -130,6 +123,25 @@ Exit status: 0 ready, 1 warnings, 2 failures. In a pod, mount the host's
 		"how long to watch the RDMA error counters between two readings (0: read once; at most 1m)")
 	fl.StringVar(&opt.Profile, "profile", "", "the fabric's profile: "+strings.Join(bench.ProfileNames(), ", ")+" (default roce-lossless for RoCE)")
 	return cmd
+}
+
+// checkList is the help's list of checks, from doctor's table: each
+// check's ids, then its line, wrapped.
+func checkList() string {
+	var b strings.Builder
+	for _, c := range doctor.Checks() {
+		b.WriteString("  " + strings.Join(c.IDs, ", ") + "\n")
+		line := ""
+		for _, w := range strings.Fields(c.Line) {
+			if line != "" && len(line)+1+len(w) > 72 {
+				b.WriteString("      " + line + "\n")
+				line = ""
+			}
+			line = strings.TrimPrefix(line+" "+w, " ")
+		}
+		b.WriteString("      " + line + "\n")
+	}
+	return b.String()
 }
 
 // minimums reads --firmware-minimum's values, MODEL=RELEASE each (or

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/doctor"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
 )
@@ -216,5 +217,22 @@ func TestDoctorFirmwareMinimumGivenTwice(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"15b3:1021": "28.39.1002", "15b3:101d": "22.40.1000", "15b3:101b": "20.39.1002"}, got); diff != "" {
 		t.Errorf("minimums (-want +got):\n%s", diff)
+	}
+}
+
+// --help lists every check of doctor's table, by its ids and its line.
+func TestDoctorHelpListsEveryCheck(t *testing.T) {
+	out, _, err := clitest.Run(t, NewCommand, "", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, c := range doctor.Checks() {
+		if ids := "  " + strings.Join(c.IDs, ", ") + "\n"; !strings.Contains(out, ids) {
+			t.Errorf("help has no line %q", ids)
+		}
+		if !strings.Contains(flat, c.Line) {
+			t.Errorf("help does not say %q", c.Line)
+		}
 	}
 }

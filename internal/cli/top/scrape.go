@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/railyard-io/railyard/internal/rdmacounter"
 	"github.com/railyard-io/railyard/internal/rdmastats"
 )
 
@@ -33,10 +32,6 @@ const (
 	defaultSelector  = "app.kubernetes.io/name=railyard,app.kubernetes.io/component=agent"
 	defaultPort      = 9410
 )
-
-// readErrors is the agent's gauge of ports whose counters it could not
-// all read at the scrape.
-const readErrors = rdmastats.Prefix + "counter_read_errors"
 
 // agentScrape is one agent's /metrics text and when it answered, or why
 // there is none.
@@ -164,7 +159,8 @@ func take(ctx context.Context, scrape scrapeFunc) (snapshot, error) {
 }
 
 // parseScrape adds the RDMA counter series of one agent's /metrics text to
-// s: railyard_rdma_<counter>_total of the counters rdmacounter knows. Only
+// s: the series of rdmastats.MetricName of the counters rdmacounter knows
+// (rdmastats.CounterIndex), labelled as rdmastats labels them. Only
 // what the agent can say is counted: a series labelled for another node
 // than the agent pod's, one that is not a counter (a gauge), or a value
 // that is no count (NaN, infinite, negative) is left out, and a note
@@ -178,23 +174,22 @@ func parseScrape(a agentScrape, s *snapshot) error {
 	foreign, notCounter, notCount := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(fams)) {
 		f := fams[name]
-		if name == readErrors {
+		if name == rdmastats.ReadErrors {
 			for _, m := range f.GetMetric() {
-				if v := m.GetGauge().GetValue(); v > 0 && labels(m.GetLabel())["node"] == a.node {
+				if v := m.GetGauge().GetValue(); v > 0 && labels(m.GetLabel())[rdmastats.LabelNode] == a.node {
 					s.notes = append(s.notes, fmt.Sprintf("%s: %v ports' counters could not all be read (their rates show as -)", a.node, v))
 				}
 			}
 			continue
 		}
-		counter := strings.TrimSuffix(strings.TrimPrefix(name, rdmastats.Prefix), "_total")
-		i := rdmacounter.Index(counter)
-		if !strings.HasPrefix(name, rdmastats.Prefix) || i < 0 {
+		i := rdmastats.CounterIndex(name)
+		if i < 0 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			l := labels(m.GetLabel())
-			if l["node"] != a.node {
-				foreign[l["node"]] = true
+			if l[rdmastats.LabelNode] != a.node {
+				foreign[l[rdmastats.LabelNode]] = true
 				continue
 			}
 			if m.GetCounter() == nil {
@@ -206,10 +201,10 @@ func parseScrape(a agentScrape, s *snapshot) error {
 				notCount[name] = true
 				continue
 			}
-			id := portID{node: l["node"], nic: l["nic"], port: l["port"], pci: l["pci"]}
+			id := portID{node: l[rdmastats.LabelNode], nic: l[rdmastats.LabelNIC], port: l[rdmastats.LabelPort], pci: l[rdmastats.LabelPCI]}
 			pc, ok := s.ports[id]
 			if !ok {
-				pc = &portCounters{holder: holder{rail: l["rail"], namespace: l["namespace"], pod: l["pod"], job: l["job_name"]}, values: map[int]float64{}, at: a.at}
+				pc = &portCounters{holder: holder{rail: l[rdmastats.LabelRail], namespace: l[rdmastats.LabelNamespace], pod: l[rdmastats.LabelPod], job: l[rdmastats.LabelJob]}, values: map[int]float64{}, at: a.at}
 				s.ports[id] = pc
 			}
 			pc.values[i] = v
