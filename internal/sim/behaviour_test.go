@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"math/bits"
 	"testing"
 
@@ -202,6 +203,8 @@ func TestConfigErrors(t *testing.T) {
 		"bad known":    {Topology: topo, Nodes: 1, GPUsKnown: &bad},
 		"zero weights": {Topology: topo, Nodes: 1, Mix: []MixEntry{{GPUs: 1, Weight: 0}}},
 		"negative":     {Topology: topo, Nodes: 1, Pods: -1},
+		"rechoose":     {Topology: topo, Nodes: 1, RechooseAfter: -1},
+		"rechoose inf": {Topology: topo, Nodes: 1, RechooseAfter: math.Inf(1)},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)

@@ -105,6 +105,11 @@ func (b Bandwidth) String() string {
 // their NIC devices: two resources in Go map order, a coin toss.
 const DefaultGPUsKnown = 0.5
 
+// DefaultRechooseAfter is Config.RechooseAfter's default, in mean pod
+// lifetimes: the chart's --rechoose-after of 2 minutes for jobs that run
+// 40 minutes on average.
+const DefaultRechooseAfter = 0.05
+
 // Bounds of a simulation. Memory grows with pods (about 100 bytes per
 // pod and policy simulated at once) and with nodes x devices (a few bytes
 // each per policy); these keep a run within a few GB while allowing twice
@@ -164,6 +169,11 @@ type Config struct {
 	// time) a job that a placement constrained to one rail set cannot
 	// place on arrival waits before it is rejected (default 1).
 	MaxWait float64
+	// RechooseAfter is how long (in mean pod lifetimes) the pods of a job
+	// of AdmissionRailSet wait on its rail set, none started, before the
+	// rail controller tries another set (its --rechoose-after; default
+	// DefaultRechooseAfter).
+	RechooseAfter float64
 	// AskEveryPod turns off the memo of pure policies' answers: every
 	// pod's request goes to the policy (same results, several times
 	// slower; for measuring and testing the memo).
@@ -254,6 +264,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.MaxWait > 0) || math.IsInf(c.MaxWait, 0) {
 		errs = append(errs, fmt.Errorf("max-wait: %g, want a finite time > 0", c.MaxWait))
+	}
+	if c.RechooseAfter == 0 {
+		c.RechooseAfter = DefaultRechooseAfter
+	}
+	if !(c.RechooseAfter > 0) || math.IsInf(c.RechooseAfter, 0) {
+		errs = append(errs, fmt.Errorf("rechoose-after: %g, want a finite time > 0", c.RechooseAfter))
 	}
 	if c.Bandwidth == nil {
 		c.Bandwidth = DefaultBandwidth()

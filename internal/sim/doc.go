@@ -17,13 +17,19 @@
 // Jobs of several pods (MixEntry.Pods) run on a rail-optimized fabric:
 // rail r of every node (topology.NICRails) is cabled to leaf r of its
 // scalable unit (Config.SUNodes nodes), units joined by a spine. A job is
-// placed whole or not at all: each pod on its own as above (per-pod,
+// placed whole or not at all (but for job-rails-admission): each pod on
+// its own as above (per-pod,
 // today's scheduler and per-pod claims), or, for job-rails, every pod on
 // one rail set on its own node (OneRailSet), waiting up to Config.MaxWait
-// when the cluster has the GPUs but not on one rail set. Per policy,
+// when the cluster has the GPUs but not on one rail set; or, for
+// job-rails-admission (AdmissionRailSet, the rail controller's policy),
+// on the set chosen at the job's arrival by jobrails.Choose's rule, each
+// pod starting when it has room on it, the set chosen again after
+// Config.RechooseAfter while no pod has started. Per policy,
 // PolicyResult.MultiPod gives the share of jobs on one rail set, the
-// share under one leaf layer, the waits and the GPUs they stranded, and
-// Result.JobTable formats it.
+// share under one leaf layer, the waits and the GPUs they stranded, the
+// re-choices and the GPUs held idle by pods started before their job's
+// others, and Result.JobTable formats it.
 //
 // All nodes share one immutable *topology.Topology (the machine model) and
 // the policies' alloc.Index of it; a node's state is only which GPUs and

@@ -113,7 +113,7 @@ func TestFrontierJobsGoal(t *testing.T) {
 		if p.Events != res.Pods+p.PodsPlaced {
 			t.Errorf("%s: %d events for %d arrivals and %d departures", p.Name, p.Events, res.Pods, p.PodsPlaced)
 		}
-		if p.Job == OneRailSet && mp.RailConsistent != 1 {
+		if p.Job.OneSet() && mp.RailConsistent != 1 {
 			t.Errorf("%s: %.4f of jobs on one rail set", p.Name, mp.RailConsistent)
 		}
 	}

@@ -37,7 +37,7 @@ func (r *runner) placeRails(id int32) (bool, error) {
 	}
 	r.across.ok = false
 	for set := range sets {
-		nodes, oneUnit := r.findNodes(job, set)
+		nodes, oneUnit := r.findNodes(job, set, int(job.pods), nil)
 		if len(nodes) < int(job.pods) {
 			continue
 		}
@@ -47,13 +47,13 @@ func (r *runner) placeRails(id int32) (bool, error) {
 			}
 			continue
 		}
-		if ok, err := r.placeOn(job, nodes, set); ok || err != nil {
+		if ok, err := r.placeOn(job, nodes, set, 0); ok || err != nil {
 			return ok, err
 		}
 	}
 	// No rail set has room in one unit: the first with room across units.
 	if a := &r.across; a.ok {
-		return r.placeOn(job, a.nodes, a.set)
+		return r.placeOn(job, a.nodes, a.set, 0)
 	}
 	return false, nil
 }
@@ -147,15 +147,14 @@ func (r *runner) fits(job *jobSpec, free, set uint64) bool {
 	return bits.OnesCount64(on) >= int(job.gpus) && rt.ofGPUs(on) == set
 }
 
-// findNodes returns job.pods distinct nodes, in the scheduler's order,
-// that fit a pod on rail set set and have its devices free on those
-// rails: all in one scalable unit when one has room (the first unit to
-// reach job.pods such nodes; oneUnit), else the first found; fewer when
-// there are not enough.
-func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit bool) {
+// findNodes returns n distinct nodes, in the scheduler's order, that fit
+// a pod of job on rail set set and have its devices free on those rails,
+// none of skip (nodes holding a pod of the job already): all in one
+// scalable unit when one has room (the first unit to reach n such nodes;
+// oneUnit), else the first found; fewer when there are not enough.
+func (r *runner) findNodes(job *jobSpec, set uint64, n int, skip []int32) (nodes []int32, oneUnit bool) {
 	x := r.c.byMask
 	r.m.rails.devsOf(r.cand, set)
-	n := int(job.pods)
 	r.found = r.found[:0]
 	for _, u := range r.touched {
 		r.perUnit[u] = 0
@@ -168,7 +167,7 @@ func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit boo
 		ns := x.nodes[b]
 		for i := len(ns) - 1; i >= 0; i-- {
 			node := int(ns[i])
-			if r.freeOn(node) < int(job.devices) {
+			if r.freeOn(node) < int(job.devices) || slices.Contains(skip, int32(node)) {
 				continue
 			}
 			r.found = append(r.found, int32(node))
@@ -185,12 +184,13 @@ func (r *runner) findNodes(job *jobSpec, set uint64) (nodes []int32, oneUnit boo
 	return r.found[:min(n, len(r.found))], false
 }
 
-// placeOn places one pod of job on each of nodes with the GPUs of rail
-// set set (the stock choice among them) and gpu-aware's devices among the
-// rails' free devices, and keeps them pending; it gives everything back
+// placeOn places one pod of job on each of nodes (the job's pods from its
+// first-th on) with the GPUs of rail set set (the stock choice among
+// them) and gpu-aware's devices among the rails' free devices, and keeps
+// them pending; it gives everything back
 // and reports false when a pod's GPUs or devices are not on exactly those
 // rails after all (a machine whose GPUs share NICs unevenly).
-func (r *runner) placeOn(job *jobSpec, nodes []int32, set uint64) (bool, error) {
+func (r *runner) placeOn(job *jobSpec, nodes []int32, set uint64, first int) (bool, error) {
 	c, rt := r.c, &r.m.rails
 	need := rt.gpusOf(set)
 	r.pend.reset()
@@ -208,7 +208,7 @@ func (r *runner) placeOn(job *jobSpec, nodes []int32, set uint64) (bool, error) 
 			r.offerAvail[w] &= free[w]
 		}
 		clear(r.offerMust)
-		r.startTiming(int(job.first) + k)
+		r.startTiming(int(job.first) + first + k)
 		devs, err := r.ask.ask(r.offerAvail, r.offerMust, int(job.devices), gpus)
 		r.stopTiming()
 		if err == errPolicy {

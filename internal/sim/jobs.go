@@ -57,6 +57,9 @@ func (r *runner) arrive(id int32) error {
 	if job.pods > 1 {
 		r.jobs.arrived++
 	}
+	if r.p.Job == AdmissionRailSet && job.pods > 1 {
+		return r.admitJob(id)
+	}
 	if r.p.Job == OneRailSet && job.pods > 1 {
 		ok, err := r.placeRails(id)
 		switch {
@@ -253,6 +256,9 @@ func (r *runner) departUntil(t float64) error {
 // not fit before can fit only on a node that just freed GPUs, so one
 // whose pods are larger than any such node's free GPUs is not tried.
 func (r *runner) retry(freed int) error {
+	if r.p.Job == AdmissionRailSet {
+		return r.retryAdmitted(freed)
+	}
 	r.giveUp(r.now)
 	kept := r.waiting[:0]
 	for _, id := range r.waiting {
@@ -276,12 +282,14 @@ func (r *runner) retry(freed int) error {
 
 // giveUp rejects the waiting jobs that arrived more than Config.MaxWait
 // before now; they held their GPUs' worth of demand idle all that time.
+// A job of AdmissionRailSet gives back the pods it had started.
 func (r *runner) giveUp(now float64) {
 	r.waiting = slices.DeleteFunc(r.waiting, func(id int32) bool {
 		job := &r.w.jobs[id]
 		if now-job.arrive <= r.cfg.MaxWait {
 			return false
 		}
+		r.dropAdmitted(id)
 		r.reject(job, RejectRails)
 		r.jobs.gaveUp++
 		r.jobs.waitGPUTime += r.cfg.MaxWait * float64(job.pods*job.gpus)

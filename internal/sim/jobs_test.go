@@ -138,7 +138,7 @@ func TestJobsCountedRailConsistentOnlyWhenTheyAre(t *testing.T) {
 						if same {
 							consistent++
 						}
-						if p.Job == OneRailSet {
+						if p.Job.OneSet() {
 							if !same {
 								t.Fatalf("%s %s: placed a job on different rails: %v", name, p.Name, j.Devices)
 							}
@@ -146,7 +146,7 @@ func TestJobsCountedRailConsistentOnlyWhenTheyAre(t *testing.T) {
 								t.Fatalf("%s %s: two pods of a job on one node: %v", name, p.Name, j.Nodes)
 							}
 						}
-						if w := j.Start - j.Arrive; w < 0 || w > cfg.MaxWait || (w > 0 && p.Job != OneRailSet) {
+						if w := j.Start - j.Arrive; w < 0 || w > cfg.MaxWait || (w > 0 && !p.Job.OneSet()) {
 							t.Fatalf("%s %s: job waited %g", name, p.Name, w)
 						}
 					}

@@ -11,6 +11,10 @@ type jobStats struct {
 	consistent, oneLeaf, waited       int
 	waits                             []float64
 	waitGPUTime                       float64
+	// AdmissionRailSet: re-choices, jobs placed or given up after some
+	// of their pods started, and the GPU time those pods held idle.
+	rechosen, partlyStarted int
+	heldIdleGPUTime         float64
 }
 
 // place counts a placed job that waited wait for gpus GPUs.
@@ -32,7 +36,8 @@ func (s *jobStats) place(consistent, oneLeaf bool, wait float64, gpus int) {
 // result sums up over horizon (the simulated time) on a cluster of
 // clusterGPUs GPUs.
 func (s *jobStats) result(horizon float64, clusterGPUs int) *MultiPodResult {
-	out := &MultiPodResult{Jobs: s.arrived, Placed: s.placed, Rejected: s.rejected, GaveUp: s.gaveUp}
+	out := &MultiPodResult{Jobs: s.arrived, Placed: s.placed, Rejected: s.rejected, GaveUp: s.gaveUp,
+		Rechosen: s.rechosen, PartlyStarted: s.partlyStarted}
 	if s.placed > 0 {
 		n := float64(s.placed)
 		out.RailConsistent = float64(s.consistent) / n
@@ -50,6 +55,7 @@ func (s *jobStats) result(horizon float64, clusterGPUs int) *MultiPodResult {
 	if horizon > 0 {
 		out.RailStrandedGPUs = s.waitGPUTime / horizon
 		out.RailStrandedFraction = out.RailStrandedGPUs / float64(clusterGPUs)
+		out.HeldIdleGPUs = s.heldIdleGPUTime / horizon
 	}
 	return out
 }

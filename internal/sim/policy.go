@@ -51,7 +51,20 @@ const (
 	// in one scalable unit when one has room. A job that fits by GPU
 	// count but not on one rail set waits (Config.MaxWait).
 	OneRailSet JobPlacement = "rail-set"
+	// AdmissionRailSet: one rail set for the whole job as the rail
+	// controller (internal/railctl) chooses it: at the job's arrival (its
+	// first pod's admission) by jobrails.Choose's rule on the cluster as
+	// it is then, fixed while the job waits; each pod starts as soon as it
+	// has room on that set (the scheduler places pods one by one), the
+	// started ones holding their GPUs until the last starts; re-chosen
+	// after Config.RechooseAfter when no pod has started and another set
+	// has room for all of them. Waits are bounded by Config.MaxWait.
+	AdmissionRailSet JobPlacement = "rail-set-at-admission"
 )
+
+// OneSet reports whether the placement puts every pod of a job on one
+// rail set.
+func (j JobPlacement) OneSet() bool { return j == OneRailSet || j == AdmissionRailSet }
 
 // Policy is one contender: an allocation policy and when it runs.
 type Policy struct {
@@ -94,6 +107,9 @@ var contenders = []struct {
 	}},
 	{"job-rails", false, func(n string) Policy {
 		return Policy{Name: n, Binding: InClaim, Job: OneRailSet, Alloc: alloc.NewGPUAware(), Pure: true}
+	}},
+	{"job-rails-admission", false, func(n string) Policy {
+		return Policy{Name: n, Binding: InClaim, Job: AdmissionRailSet, Alloc: alloc.NewGPUAware(), Pure: true}
 	}},
 	{"job-rails-first-fit", true, func(n string) Policy {
 		return Policy{Name: n, Binding: InClaim, Job: OneRailSet, Alloc: alloc.NewGPUAware(), Pure: true, firstFitRails: true}
@@ -141,6 +157,10 @@ func ExtraPolicyNames() []string { return contenderNames(true) }
 //     pod of a job the GPUs of the same rails, each GPU a device on its
 //     nearest NIC among those rails (gpu-aware over the rails' devices),
 //     the rail set with room on the most nodes first;
+//   - job-rails-admission: one rail set per job as the rail controller
+//     chooses it (AdmissionRailSet): at the first pod's admission, by
+//     jobrails.Choose's rule, each pod starting when it has room on it,
+//     re-chosen after Config.RechooseAfter before any pod started;
 //   - job-rails-first-fit: job-rails trying rail sets in the scheduler's
 //     order (the alternative docs/alloc.md weighs: it strands more);
 //   - optimal: alloc's reference, the optimal policy, with the GPUs known

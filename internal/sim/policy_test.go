@@ -16,7 +16,7 @@ import (
 func TestPolicyByName(t *testing.T) {
 	want := map[string]Binding{
 		"kubelet": AtAllocate, "numa": AtAllocate, "spread": AtAllocate, "gpu-aware": AtAllocate, "packed": AtAllocate,
-		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "job-rails": InClaim, "job-rails-first-fit": InClaim, "optimal": InClaim,
+		"late-bound": AtSandbox, "late-bound-lowest-numa": AtSandbox, "dra-pcieroot": InClaim, "job-rails": InClaim, "job-rails-admission": InClaim, "job-rails-first-fit": InClaim, "optimal": InClaim,
 	}
 	for _, n := range append(PolicyNames(), ExtraPolicyNames()...) {
 		p, err := PolicyByName(n)
@@ -44,7 +44,7 @@ func TestPolicyByName(t *testing.T) {
 // second list to edit), baselines first and the optimum last.
 func TestPolicyNamesFollowAlloc(t *testing.T) {
 	t.Parallel()
-	want := []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "job-rails", "optimal"}
+	want := []string{"kubelet", "numa", "spread", "gpu-aware", "packed", "late-bound", "dra-pcieroot", "job-rails", "job-rails-admission", "optimal"}
 	if diff := cmp.Diff(want, PolicyNames()); diff != "" {
 		t.Errorf("PolicyNames (-want +got):\n%s", diff)
 	}

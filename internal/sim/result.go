@@ -52,6 +52,9 @@ type Settings struct {
 	RailsPerNode int     `json:"rails_per_node"`
 	SUNodes      int     `json:"su_nodes"`
 	MaxWait      float64 `json:"max_wait"`
+	// RechooseAfter is how long a job of AdmissionRailSet waits on its set
+	// before another is tried, in mean pod lifetimes.
+	RechooseAfter float64 `json:"rechoose_after"`
 }
 
 func describe(cfg Config, m *machine) Settings {
@@ -61,6 +64,7 @@ func describe(cfg Config, m *machine) Settings {
 		GPUsKnown: *cfg.GPUsKnown, Bandwidth: cfg.Bandwidth.String(),
 		GPUsPerNode: len(m.gpus), DevicesPerNode: len(m.devs), PFsPerNode: len(m.topo.NICs),
 		RailsPerNode: len(m.rails.railGPUs) - 1, SUNodes: cfg.SUNodes, MaxWait: cfg.MaxWait,
+		RechooseAfter: cfg.RechooseAfter,
 	}
 }
 
@@ -149,6 +153,15 @@ type MultiPodResult struct {
 	// divides it by the cluster's GPUs.
 	RailStrandedGPUs     float64 `json:"rail_stranded_gpus"`
 	RailStrandedFraction float64 `json:"rail_stranded_fraction"`
+	// Rechosen is the re-choices of AdmissionRailSet: a job moved to
+	// another rail set after Config.RechooseAfter, before any of its pods
+	// started. PartlyStarted is the jobs (placed or given up) some of
+	// whose pods started before the others could, and HeldIdleGPUs the
+	// GPUs those pods held while waiting for them, averaged over the
+	// simulated time like RailStrandedGPUs: capacity taken and not used.
+	Rechosen      int     `json:"rechosen"`
+	PartlyStarted int     `json:"partly_started"`
+	HeldIdleGPUs  float64 `json:"held_idle_gpus"`
 }
 
 // HistBin is one bin of a distribution.

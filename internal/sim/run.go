@@ -114,6 +114,14 @@ type runner struct {
 	found   []int32
 	perUnit []int32
 	touched []int
+	// AdmissionRailSet (admission.go): the waiting jobs' sets and started
+	// pods, the candidate sets by pod shape, which fit a free-GPU set,
+	// and room by candidate.
+	admitted   map[int32]*admitted
+	candidates map[fitKey][]uint64
+	fitting    map[fitKey][]int16
+	roomBy     []int
+	gaveBack   bool
 	// units says which scalable unit a node is in (Config.SUNodes), as
 	// package fabric numbers a rail-optimized cluster's units.
 	units fabric.Layout
@@ -142,10 +150,13 @@ func newRunner(cfg *Config, m *machine, p Policy) *runner {
 		tokens: make([]int, m.numas()), poolCount: make([]int, m.numas()),
 		bwHist: map[float64]int{},
 	}
-	if p.Job == OneRailSet {
+	if p.Job.OneSet() {
 		r.c.byMask = newMaskIndex(r.c.freeGPU, cfg.Scheduler)
 		r.stock = map[stockKey]uint64{}
 		r.perUnit = make([]int32, r.units.Units())
+	}
+	if p.Job == AdmissionRailSet {
+		r.admitted, r.candidates, r.fitting = map[int32]*admitted{}, map[fitKey][]uint64{}, map[fitKey][]int16{}
 	}
 	return r
 }

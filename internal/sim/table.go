@@ -91,6 +91,8 @@ func (r *Result) JobTable() (t Table, ok bool) {
 		{"WAIT MEAN", "Mean wait", fmt.Sprintf("over placed jobs, in mean pod lifetimes (the simulator's unit of time); a job gives up after %g", r.Config.MaxWait)},
 		{"WAIT P99", "p99 wait", ""},
 		{"RAIL-STRANDED", "GPUs stranded by rails", "GPUs of jobs waiting for one rail set, averaged over the simulated time (share of the cluster's GPUs)"},
+		{"RE-CHOSEN", "Re-chosen", fmt.Sprintf("(rail-set-at-admission) jobs moved to another rail set after waiting %g with no pod started", r.Config.RechooseAfter)},
+		{"HELD IDLE", "GPUs held idle", "(rail-set-at-admission) GPUs of pods started while others of their job waited, averaged over the simulated time; jobs partly started"},
 		{"REJECTED", "Jobs rejected", "no room, or (rail-set) no room on one rail set within the wait limit"},
 	}
 	for _, p := range r.Policies {
@@ -100,13 +102,14 @@ func (r *Result) JobTable() (t Table, ok bool) {
 		}
 		ok = true
 		placement := "per-pod"
-		if p.Job == OneRailSet {
-			placement = string(OneRailSet)
+		if p.Job.OneSet() {
+			placement = string(p.Job)
 		}
 		t.Rows = append(t.Rows, []string{p.Name, placement, fmt.Sprintf("%d / %d", j.Placed, j.Jobs),
 			percent(j.RailConsistent), percent(j.OneLeafLayer), percent(j.Waited),
 			fmt.Sprintf("%.3f", j.WaitMean), fmt.Sprintf("%.3f", j.WaitP99),
-			fmt.Sprintf("%.1f (%s)", j.RailStrandedGPUs, percent(j.RailStrandedFraction)), fmt.Sprint(j.Rejected)})
+			fmt.Sprintf("%.1f (%s)", j.RailStrandedGPUs, percent(j.RailStrandedFraction)),
+			fmt.Sprint(j.Rechosen), fmt.Sprintf("%.1f; %d", j.HeldIdleGPUs, j.PartlyStarted), fmt.Sprint(j.Rejected)})
 	}
 	return t, ok
 }
@@ -148,7 +151,8 @@ func (r *Result) Settings() []Setting {
 		out = append(out,
 			Setting{"Fabric", fmt.Sprintf("rail-optimized: %d rails per node, NIC i of every node on leaf i of its scalable unit; a unit is %s", c.RailsPerNode, unit)},
 			Setting{"Jobs / pods", fmt.Sprintf("%d / %d", r.Jobs, r.Pods)},
-			Setting{"Longest wait for one rail set", fmt.Sprintf("%g mean pod lifetimes", c.MaxWait)})
+			Setting{"Longest wait for one rail set", fmt.Sprintf("%g mean pod lifetimes", c.MaxWait)},
+			Setting{"Re-choice after (rail-set-at-admission)", fmt.Sprintf("%g mean pod lifetimes", c.RechooseAfter)})
 	}
 	if r.Elapsed > 0 {
 		out = append(out, Setting{"Simulated in", r.Elapsed.Round(time.Millisecond).String()})

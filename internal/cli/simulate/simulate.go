@@ -38,6 +38,7 @@ type options struct {
 	workers      int
 	suNodes      int
 	maxWait      float64
+	rechoose     float64
 	asJSON       bool
 	report       string
 	reportFormat string
@@ -99,7 +100,11 @@ unit (--su-nodes nodes each; 0: one unit), units joined by a spine. Each job is
 placed whole or not at all. A second table gives per policy the share of jobs
 whose pods all use the same rails, the share whose traffic stays under one leaf
 layer, how long jobs waited for one rail set (job-rails only; in mean pod
-lifetimes, up to --max-wait) and the GPUs that waiting stranded. See
+lifetimes, up to --max-wait) and the GPUs that waiting stranded.
+job-rails-admission is the rail controller's policy: the set chosen at the
+job's first pod, each pod starting when it has room on it, the set chosen again
+after --rechoose-after while no pod has started; its columns count re-choices
+and the GPUs held idle by pods that started before their job's others. See
 docs/alloc.md for the models.`,
 		Example: `  railyard simulate --machine dgx-h100
   railyard simulate --machine dgx-h100 --gpus-known 1     # the GPUs always allocated first
@@ -133,6 +138,7 @@ docs/alloc.md for the models.`,
 	f.StringVar(&o.mix, "mix", "uniform", "job shapes: "+strings.Join(sim.MixNames(), ", ")+", or GPUS:WEIGHT (a pod) and PODSxGPUS:WEIGHT (a job of PODS pods), e.g. 1:4,2:2,2x4:1,8:1")
 	f.IntVar(&o.suNodes, "su-nodes", 0, "nodes per scalable unit of the rail-optimized fabric (each unit its own leaf per rail; 0: one unit)")
 	f.Float64Var(&o.maxWait, "max-wait", 1, "how long a job waits for one rail set before it is rejected, in mean pod lifetimes")
+	f.Float64Var(&o.rechoose, "rechoose-after", sim.DefaultRechooseAfter, "job-rails-admission: how long a job's pods wait on its rail set, none started, before another set is tried, in mean pod lifetimes")
 	f.StringVar(&o.devices, "devices-per", string(sim.PerGPU), "NIC devices a pod asks for: gpu (one per GPU), pod (one per pod) or all-pfs (one VF on every rail PF, the published answer to kubelet's order: no policy chooses; the table's HELD/GPU says what it strands)")
 	f.Float64Var(&o.load, "load", 0.9, "offered GPU load, 0 to 1 (and beyond for overload)")
 	f.StringVar(&o.tmPolicy, "topology-policy", string(sim.TMBestEffort), "kubelet Topology Manager policy: none, best-effort, restricted or single-numa-node")
@@ -237,6 +243,9 @@ func (o options) config() (sim.Config, error) {
 	if !(o.maxWait > 0) || math.IsInf(o.maxWait, 0) {
 		errs = append(errs, fmt.Errorf("--max-wait %g: want a finite time > 0", o.maxWait))
 	}
+	if !(o.rechoose > 0) || math.IsInf(o.rechoose, 0) {
+		errs = append(errs, fmt.Errorf("--rechoose-after %g: want a finite time > 0", o.rechoose))
+	}
 	var policies []sim.Policy
 	seen := map[string]bool{}
 	if sim.DeviceMode(o.devices) == sim.AllPFs && !o.policiesSet {
@@ -264,7 +273,7 @@ func (o options) config() (sim.Config, error) {
 		Devices: sim.DeviceMode(o.devices), Load: o.load,
 		TopologyPolicy: sim.TopologyPolicy(o.tmPolicy), Scheduler: sim.Scheduler(o.scheduler),
 		GPUsKnown: &known, Bandwidth: bw, Policies: policies, Workers: o.workers,
-		SUNodes: o.suNodes, MaxWait: o.maxWait,
+		SUNodes: o.suNodes, MaxWait: o.maxWait, RechooseAfter: o.rechoose,
 	}
 	return cfg, errors.Join(errs...)
 }

@@ -56,10 +56,10 @@ func TestJSONContract(t *testing.T) {
 			t.Errorf("gdr_fraction %v out of range", f)
 		}
 	}
-	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,late-bound,dra-pcieroot,job-rails,optimal" {
+	if got := strings.Join(names, ","); got != "kubelet,numa,spread,gpu-aware,packed,late-bound,dra-pcieroot,job-rails,job-rails-admission,optimal" {
 		t.Errorf("policies %s", got)
 	}
-	if got := strings.Join(bindings, ","); got != "allocate,allocate,allocate,allocate,allocate,sandbox,claim,claim,claim" {
+	if got := strings.Join(bindings, ","); got != "allocate,allocate,allocate,allocate,allocate,sandbox,claim,claim,claim,claim" {
 		t.Errorf("bindings %s", got)
 	}
 }
@@ -212,6 +212,8 @@ func TestHugeCountsAreRejected(t *testing.T) {
 		{[]string{"--max-wait", "0"}, "--max-wait 0: want a finite time > 0"},
 		{[]string{"--max-wait", "NaN"}, "--max-wait NaN: want a finite time > 0"},
 		{[]string{"--max-wait", "+Inf"}, "--max-wait +Inf: want a finite time > 0"},
+		{[]string{"--rechoose-after", "0"}, "--rechoose-after 0: want a finite time > 0"},
+		{[]string{"--rechoose-after", "NaN"}, "--rechoose-after NaN: want a finite time > 0"},
 		{[]string{"--mix", "0x4:1"}, "--mix: sim: invalid configuration: mix entry \"0x4:1\": pod count must be an integer from 1 to 100000"},
 	} {
 		_, _, err := execute(t, append([]string{"--machine", "dgx-1"}, tc.args...)...)
@@ -223,7 +225,7 @@ func TestHugeCountsAreRejected(t *testing.T) {
 
 // The frontier goal's size is within the bounds.
 func TestFrontierSizeIsAccepted(t *testing.T) {
-	o := options{nodes: 12500, pods: 1_000_000, mix: "uniform", bw: "", reportFormat: "png", load: 0.9, maxWait: 1, policies: []string{"spread"}}
+	o := options{nodes: 12500, pods: 1_000_000, mix: "uniform", bw: "", reportFormat: "png", load: 0.9, maxWait: 1, rechoose: sim.DefaultRechooseAfter, policies: []string{"spread"}}
 	if _, err := o.config(); err != nil {
 		t.Fatal(err)
 	}
