@@ -64,10 +64,19 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.Put(rec); err != nil {
+	// The record is in place before anything changes; its fsyncs run
+	// while the kernel moves the device, and finish waits for them before
+	// the first change a power loss does not undo (state.Store.Stage).
+	durable, err := s.store.Stage(rec)
+	if err != nil {
 		return nil, err
 	}
+	go durable() //nolint:errcheck // its result is read by the calls below
+	s.durable = durable
 	res, err := attach(ctx, s, a, rec)
+	if derr := durable(); err == nil && derr != nil {
+		err = derr // not reached: finish waited for it
+	}
 	if err != nil {
 		if kept, rerr := p.rollback(ctx, s, a, rec); rerr != nil {
 			if kept {
@@ -335,6 +344,12 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 			Name: a.IfName, Mac: mac.String(), Mtu: mtu, Sandbox: a.Netns, PciID: rec.PCI,
 		}},
 		DNS: cfg.DNS,
+	}
+	// Everything before this is kernel state, which a power loss resets;
+	// the IPAM allocation, the device-info file and the records written
+	// next outlive it, so the record must be on disk first.
+	if err := s.recordDurable(); err != nil {
+		return nil, err
 	}
 	if cfg.IPAMType != "" {
 		if err := p.runIPAM(ctx, s, a, res); err != nil {
