@@ -73,9 +73,13 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	}
 	go durable() //nolint:errcheck // its result is read by the calls below
 	s.durable = durable
+	s.ipam = p.startIPAM(ctx, s, a)
 	res, err := attach(ctx, s, a, rec)
 	if derr := durable(); err == nil && derr != nil {
 		err = derr // not reached: finish waited for it
+	}
+	if err != nil && s.ipam != nil {
+		_, _ = s.ipam.wait() // the rollback releases what it allocated
 	}
 	if err != nil {
 		if kept, rerr := p.rollback(ctx, s, a, rec); rerr != nil {
@@ -375,7 +379,13 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 }
 
 func (p *Plugin) runIPAM(ctx context.Context, s *session, a Args, res *current.Result) error {
-	r, err := p.IPAM.Exec(ctx, "ADD", s.cfg.IPAMType, s.cfg.Raw, a)
+	var r types.Result
+	var err error
+	if s.ipam != nil {
+		r, err = s.ipam.wait()
+	} else {
+		r, err = p.IPAM.Exec(ctx, "ADD", s.cfg.IPAMType, s.cfg.Raw, a)
+	}
 	if err != nil {
 		return err
 	}

@@ -141,6 +141,8 @@ type session struct {
 	// durable waits until ADD's first record is on disk (state.Store.Stage);
 	// nil when there is nothing to wait for.
 	durable func() error
+	// ipam is ADD's IPAM ADD when it runs during the move (startIPAM).
+	ipam *ipamAdd
 }
 
 // recordDurable waits until the record ADD staged is durable.
