@@ -322,9 +322,9 @@ func (p *Plugin) attach(ctx context.Context, s *session, a Args, rec *state.Reco
 }
 
 // finish sets the pod interface's MTU and MAC (mtu and mac are what it has
-// now), brings it up, runs IPAM, sets up multi-rail routing, finds the
-// RDMA device's RoCE GID index, writes the device-info file and marks the
-// record attached.
+// now), brings it up, runs IPAM, finds the RDMA device's RoCE GID index,
+// writes the device-info file, marks the record attached (with the
+// multi-rail routing table) and sets up multi-rail routing.
 func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Record, mtu int, mac net.HardwareAddr) (*current.Result, error) {
 	cfg, o, pod := s.cfg, p.Ops, a.Netns
 	if cfg.MTU != 0 && cfg.MTU != mtu {
@@ -360,7 +360,7 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 			return nil, err
 		}
 	}
-	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {
+	if err := p.chooseRailTable(ctx, s, a, rec, res); err != nil {
 		return nil, err
 	}
 	p.recordGID(ctx, s, a, rec, res)
@@ -371,8 +371,14 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 	if err != nil {
 		return nil, fmt.Errorf("encoding result: %w", err)
 	}
+	// One write for the result and the multi-rail table, before the
+	// table's first rule (a DEL after a crash finds it); a failure after
+	// it rolls back as any other.
 	rec.Phase, rec.Result = state.PhaseAttached, b
 	if err := s.store.Put(rec); err != nil {
+		return nil, err
+	}
+	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {
 		return nil, err
 	}
 	return res, nil
