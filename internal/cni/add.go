@@ -64,10 +64,23 @@ func (p *Plugin) Add(ctx context.Context, a Args) (*current.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.Put(rec); err != nil {
+	// The record is in place before anything changes; its fsyncs run
+	// while the kernel moves the device, and finish waits for them before
+	// the first change a power loss does not undo (state.Store.Stage).
+	durable, err := s.store.Stage(rec)
+	if err != nil {
 		return nil, err
 	}
+	go durable() //nolint:errcheck // its result is read by the calls below
+	s.durable = durable
+	s.ipam = p.startIPAM(ctx, s, a)
 	res, err := attach(ctx, s, a, rec)
+	if derr := durable(); err == nil && derr != nil {
+		err = derr // not reached: finish waited for it
+	}
+	if err != nil && s.ipam != nil {
+		_, _ = s.ipam.wait() // the rollback releases what it allocated
+	}
 	if err != nil {
 		if kept, rerr := p.rollback(ctx, s, a, rec); rerr != nil {
 			if kept {
@@ -309,9 +322,9 @@ func (p *Plugin) attach(ctx context.Context, s *session, a Args, rec *state.Reco
 }
 
 // finish sets the pod interface's MTU and MAC (mtu and mac are what it has
-// now), brings it up, runs IPAM, sets up multi-rail routing, finds the
-// RDMA device's RoCE GID index, writes the device-info file and marks the
-// record attached.
+// now), brings it up, runs IPAM, finds the RDMA device's RoCE GID index,
+// writes the device-info file, marks the record attached (with the
+// multi-rail routing table) and sets up multi-rail routing.
 func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Record, mtu int, mac net.HardwareAddr) (*current.Result, error) {
 	cfg, o, pod := s.cfg, p.Ops, a.Netns
 	if cfg.MTU != 0 && cfg.MTU != mtu {
@@ -336,12 +349,18 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 		}},
 		DNS: cfg.DNS,
 	}
+	// Everything before this is kernel state, which a power loss resets;
+	// the IPAM allocation, the device-info file and the records written
+	// next outlive it, so the record must be on disk first.
+	if err := s.recordDurable(); err != nil {
+		return nil, err
+	}
 	if cfg.IPAMType != "" {
 		if err := p.runIPAM(ctx, s, a, res); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {
+	if err := p.chooseRailTable(ctx, s, a, rec, res); err != nil {
 		return nil, err
 	}
 	p.recordGID(ctx, s, a, rec, res)
@@ -352,15 +371,27 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 	if err != nil {
 		return nil, fmt.Errorf("encoding result: %w", err)
 	}
+	// One write for the result and the multi-rail table, before the
+	// table's first rule (a DEL after a crash finds it); a failure after
+	// it rolls back as any other.
 	rec.Phase, rec.Result = state.PhaseAttached, b
 	if err := s.store.Put(rec); err != nil {
+		return nil, err
+	}
+	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
 func (p *Plugin) runIPAM(ctx context.Context, s *session, a Args, res *current.Result) error {
-	r, err := p.IPAM.Exec(ctx, "ADD", s.cfg.IPAMType, s.cfg.Raw, a)
+	var r types.Result
+	var err error
+	if s.ipam != nil {
+		r, err = s.ipam.wait()
+	} else {
+		r, err = p.IPAM.Exec(ctx, "ADD", s.cfg.IPAMType, s.cfg.Raw, a)
+	}
 	if err != nil {
 		return err
 	}

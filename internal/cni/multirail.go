@@ -61,22 +61,40 @@ var railSysctls = []struct{ knob, value string }{
 	{"rp_filter", "2"},
 }
 
-// setupMultiRail gives the pod interface its ARP settings, its routing
-// table and its rules, for the addresses of res. Nothing without
-// addresses, or with multiRail off.
-func (p *Plugin) setupMultiRail(ctx context.Context, s *session, a Args, rec *state.Record, res *current.Result) error {
-	if !s.cfg.MultiRail || len(res.IPs) == 0 {
+// multiRail reports whether the pod interface gets multi-rail settings:
+// multiRail on and addresses to route from.
+func multiRail(s *session, res *current.Result) bool {
+	return s.cfg.MultiRail && len(res.IPs) > 0
+}
+
+// chooseRailTable records in rec the routing table of the pod interface
+// (railTable of its index in the pod) when it gets multi-rail settings.
+// finish writes rec with it before setupMultiRail adds the first rule, so
+// a DEL after a crash finds the rules.
+func (p *Plugin) chooseRailTable(ctx context.Context, s *session, a Args, rec *state.Record, res *current.Result) error {
+	if !multiRail(s, res) {
 		return nil
 	}
-	o, pod := p.Ops, a.Netns
-	l, err := o.Link(ctx, pod, a.IfName)
+	l, err := p.Ops.Link(ctx, a.Netns, a.IfName)
 	if err != nil {
 		return err
 	}
 	rec.RailTable = railTable(l.Index)
-	if err := s.store.Put(rec); err != nil {
-		return err
+	return nil
+}
+
+// setupMultiRail gives the pod interface its ARP settings, and its
+// routing table (rec.RailTable, already in the record) its routes and the
+// rules that select it, for the addresses of res. Nothing without
+// addresses, or with multiRail off.
+func (p *Plugin) setupMultiRail(ctx context.Context, s *session, a Args, rec *state.Record, res *current.Result) error {
+	if !multiRail(s, res) {
+		return nil
 	}
+	if rec.RailTable == 0 {
+		return fmt.Errorf("multiRail: no routing table recorded for %s", a.IfName) // chooseRailTable was not run
+	}
+	o, pod := p.Ops, a.Netns
 	if slices.ContainsFunc(res.IPs, func(ip *current.IPConfig) bool { return ip.Address.IP.To4() != nil }) {
 		for _, sc := range railSysctls {
 			if err := o.SetSysctl(ctx, pod, netops.IfaceSysctl("ipv4", a.IfName, sc.knob), sc.value); err != nil {

@@ -138,6 +138,19 @@ type session struct {
 	// dra is the claimed device a late-binding ADD attaches (bindDRA),
 	// nil otherwise: its status record is written once attached.
 	dra *draview.Held
+	// durable waits until ADD's first record is on disk (state.Store.Stage);
+	// nil when there is nothing to wait for.
+	durable func() error
+	// ipam is ADD's IPAM ADD when it runs during the move (startIPAM).
+	ipam *ipamAdd
+}
+
+// recordDurable waits until the record ADD staged is durable.
+func (s *session) recordDurable() error {
+	if s.durable == nil {
+		return nil
+	}
+	return s.durable()
 }
 
 // open parses the configuration of an ADD, DEL or CHECK.

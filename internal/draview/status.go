@@ -47,13 +47,20 @@ type DeviceStatus struct {
 }
 
 // safeName is what a container ID or an interface name must look like to
-// name a record: no separator, no dot-dot, bounded.
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$`)
+// name a record: no separator, no dot-dot, bounded (maxSafeName, checked
+// apart: a {0,127} repetition compiles to a 127-fold program, which took
+// 0.5 ms of every railyard-cni start).
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@-]*$`)
+
+// maxSafeName bounds a name safeName accepts.
+const maxSafeName = 128
+
+func isSafeName(s string) bool { return len(s) <= maxSafeName && safeName.MatchString(s) }
 
 // statusPath is the record of attachment (containerID, ifName) in dir;
 // false when either cannot name a file beneath it.
 func statusPath(dir, containerID, ifName string) (string, bool) {
-	if !safeName.MatchString(containerID) || !safeName.MatchString(ifName) || strings.Contains(containerID+ifName, "..") {
+	if !isSafeName(containerID) || !isSafeName(ifName) || strings.Contains(containerID+ifName, "..") {
 		return "", false
 	}
 	return filepath.Join(dir, StatusDir, containerID+"_"+ifName+".json"), true
