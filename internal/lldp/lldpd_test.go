@@ -155,3 +155,37 @@ func TestReceiveShutdownFromStoppedLldpd(t *testing.T) {
 		t.Errorf("after lldpd stopped: %v, %d malformed; want ErrShutdown", err, heard.malformed)
 	}
 }
+
+// A paused lldpd (lldptest's Pause: SIGSTOP, as a hung switch agent) is
+// silent and sends no shutdown frame: a listen while it is paused hears no
+// frame (ErrNoFrame, not ErrShutdown, so a publisher holds the neighbor),
+// and one after Resume hears the leaf again.
+func TestReceiveAllHearsNothingFromAPausedLldpd(t *testing.T) {
+	lldptest.Require(t)
+	ns := netnstest.NewNetns(t, "pz")
+	nsName := filepath.Base(ns)
+	hostPort := netnstest.Name("h")
+	netnstest.IP(t, "link", "add", hostPort, "type", "veth", "peer", "name", "swp1", "netns", nsName)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostPort).Run() })
+	netnstest.IP(t, "link", "set", hostPort, "up")
+	netnstest.IP(t, "-n", nsName, "link", "set", "swp1", "up")
+	leaf := lldptest.StartPausableLeaf(t, nsName, "swp1", "leaf-paused")
+
+	listen := func(d time.Duration) Result {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return ReceiveAll(ctx, []string{hostPort})[0]
+	}
+	if r := listen(10 * time.Second); r.Neighbor == nil || r.Neighbor.SystemName != "leaf-paused" {
+		t.Fatalf("before the pause: %+v, %v", r.Neighbor, r.Err)
+	}
+	leaf.Pause()
+	time.Sleep(200 * time.Millisecond) // a frame already in flight
+	if r := listen(3 * time.Second); r.Neighbor != nil || !errors.Is(r.Err, ErrNoFrame) || errors.Is(r.Err, ErrShutdown) {
+		t.Errorf("paused: neighbor %+v, %v; want none and ErrNoFrame", r.Neighbor, r.Err)
+	}
+	leaf.Resume()
+	if r := listen(5 * time.Second); r.Neighbor == nil || r.Neighbor.SystemName != "leaf-paused" {
+		t.Errorf("resumed: neighbor %+v, %v; want leaf-paused", r.Neighbor, r.Err)
+	}
+}
