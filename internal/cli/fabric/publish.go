@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 	"github.com/railyard-io/railyard/internal/ibneighbor"
 	"github.com/railyard-io/railyard/internal/lldp"
 	"github.com/railyard-io/railyard/internal/nodefabric"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // Bounds of publish's timing flags.
@@ -136,6 +139,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 		if err != nil {
 			return err
 		}
+		warnSeveral(s.ErrOut, o.node, got)
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -165,6 +169,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 			fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %v\n", o.node, err)
 			return
 		}
+		warnSeveral(s.ErrOut, o.node, ports)
 		heard, held, degraded := 0, 0, 0
 		for _, p := range ports {
 			switch {
@@ -190,6 +195,18 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 	}
 	report(got, changed, err)
 	return err
+}
+
+// warnSeveral writes a warning for each port that heard more than one
+// neighbor this round, naming them (escaped: a switch name comes from an
+// LLDP frame anyone on the link can send) and the one published.
+func warnSeveral(w io.Writer, node string, ports []fabric.Port) {
+	for _, p := range ports {
+		if nbs := p.HeardNeighbors(); len(nbs) > 1 {
+			fmt.Fprintf(w, "railyard fabric publish: node %s: WARN rail %d NIC %s hears %d neighbors (%s): published as %s; look for a switch or hub between the NIC and its leaf, or a second LLDP sender on the link\n",
+				termsafe.Escape(node), p.Rail, termsafe.Escape(p.NIC), len(nbs), termsafe.Escape(strings.Join(nbs, ", ")), termsafe.Escape(p.Switch))
+		}
+	}
 }
 
 func client(kubeconfig string) (kubernetes.Interface, error) {

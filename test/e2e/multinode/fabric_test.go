@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,9 @@ import (
 // label: the ports are held, marked stale in the annotation. A node's port
 // dead (its leaf port down) past the hold loses its rail label and gains
 // railyard.io/degraded-rails, keeps its leaf set and unit, and is found
-// dark; back up, every label returns. With gpu-2's rail-0 and rail-1
+// dark; back up, every label returns. A second lldpd on one node's port
+// (a rogue LLDP sender) makes it report both neighbors, a warning, while
+// its rail label stays. With gpu-2's rail-0 and rail-1
 // cables swapped (its ports moved between the two leaves), a round finds
 // the swap and exits 2.
 // Faked: the nodes' NICs are veths, and their fake trees (dgx-h100's,
@@ -90,10 +93,10 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 		return w
 	}
 	// publish runs one round of the real publisher on every GPU node at
-	// once, each in its node's network namespace: --wait 5s hears lldpd's
-	// 1 s transmit interval several times; the hold (1 round) counts from
+	// once, each in its node's network namespace: it listens the whole
+	// --wait, 4 s, which hears lldpd's 1 s transmit interval several times; the hold (1 round) counts from
 	// the Node's annotation, as a --watch publisher's next round does.
-	publish := func(t *testing.T) {
+	publish := func(t *testing.T) string {
 		t.Helper()
 		outs, errs := make([][]byte, len(gpus)), make([]error, len(gpus))
 		var wg sync.WaitGroup
@@ -102,7 +105,7 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				cmd := exec.CommandContext(ctx, "nsenter", "--target", itoa(n.PID), "--net", "--", bin, "fabric", "publish",
-					"--node", n.Name, "--sysfs", roce[n.Name], "--wait", "5s", "--hold-rounds", "1", "--kubeconfig", info.Kubeconfig)
+					"--node", n.Name, "--sysfs", roce[n.Name], "--wait", "4s", "--hold-rounds", "1", "--kubeconfig", info.Kubeconfig)
 				outs[i], errs[i] = cmd.CombinedOutput()
 			}()
 		}
@@ -113,6 +116,7 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 			}
 			t.Logf("%s", bytes.TrimSpace(outs[i]))
 		}
+		return string(bytes.Join(outs, nil))
 	}
 	report := func(t *testing.T) (fabric.Report, int) {
 		t.Helper()
@@ -246,6 +250,44 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 			labelUnits(t)
 			if got := fabricLabels(t, ctx, gpus); !maps.EqualFunc(got, before, maps.Equal) {
 				t.Errorf("labels with the port back: %v; want %v", got, before)
+			}
+		})
+
+		// A second LLDP sender on gpu-1's rail-5 link (another lldpd on the
+		// leaf's port, "rogue") for one round: the port reports both
+		// neighbors (the publisher warns, the annotation lists both with
+		// their ports, railyard fabric warns, exit 1) and its rail label
+		// keeps the leaf it named; the rogue gone, the port is as before.
+		t.Run("a port hearing two neighbors", func(t *testing.T) {
+			const r = 5
+			n := gpus[0]
+			leaf := info.Rails[r].Leaf
+			t.Run("the rogue speaking", func(t *testing.T) {
+				lldptest.StartLeaf(t, fabricNS, fabricPort(n, r), "rogue")
+				out := publish(t)
+				if !strings.Contains(out, "hears 2 neighbors") || !strings.Contains(out, "rogue port "+fabricPort(n, r)) {
+					t.Errorf("publish said nothing of rail %d's two neighbors:\n%s", r, out)
+				}
+				p := annotatedPort(t, ctx, n.Name, r)
+				if p.Switch != leaf || !slices.Equal(p.Switches, []string{leaf, "rogue"}) && !slices.Equal(p.Switches, []string{"rogue", leaf}) ||
+					len(p.SwitchPorts) != 2 {
+					t.Errorf("%s rail %d: %+v; want %s published and both neighbors listed with their ports", n.Name, r, p, leaf)
+				}
+				if got := fabricLabels(t, ctx, gpus); !maps.EqualFunc(got, before, maps.Equal) {
+					t.Errorf("labels with a rogue on rail %d: %v; want them unchanged: %v", r, got, before)
+				}
+				rep, code := report(t)
+				if code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Kind != fabric.KindSeveralNeighbors || rep.Findings[0].Node != n.Name ||
+					rep.Findings[0].Rail != r || !strings.Contains(rep.Findings[0].Message, "rogue port") {
+					t.Errorf("railyard fabric: exit %d, findings %+v; want 1 and one several-neighbors on %s rail %d naming the rogue", code, rep.Findings, n.Name, r)
+				}
+			})
+			publish(t)
+			if p := annotatedPort(t, ctx, n.Name, r); p.Switch != leaf || p.Switches != nil || p.SwitchPorts != nil {
+				t.Errorf("%s rail %d, the rogue gone: %+v; want %s alone", n.Name, r, p, leaf)
+			}
+			if rep, code := report(t); code != 0 || len(rep.Findings) != 0 {
+				t.Errorf("railyard fabric, the rogue gone: exit %d, findings %+v; want 0, none", code, rep.Findings)
 			}
 		})
 	})
