@@ -64,6 +64,11 @@ as lastSwitch), so the node stays in its scheduling domain. The hold
 continues from the Node's annotation when the publisher restarts; delete
 the annotation to forget rails the node no longer has.
 
+Each round listens the whole --wait. A port that hears two neighbors in it
+(two switches, two switch ports, a second LLDP sender on the link) is
+published with both (switches and switchPorts in the annotation) and a
+warning naming them; its rail label keeps the leaf it named before.
+
 It needs the host's network namespace and CAP_NET_RAW (the chart's fabric
 DaemonSet runs it so, with --watch); --dry-run prints what it would publish
 and needs no cluster. Switches send LLDP every 30 s by default: keep --wait
