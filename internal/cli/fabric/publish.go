@@ -48,7 +48,7 @@ func newPublishCommand(s iostreams.Streams) *cobra.Command {
 		Use:   "publish [--node NAME] [--wait 35s] [--watch [--interval 5m]] [--hold-rounds 3] [--labels railyard|topograph] [--dry-run]",
 		Short: "Listen for LLDP on this node's NIC ports and publish their rails and leaves on its Node",
 		Long: `publish discovers this node's NICs and their rails (NIC i serves GPU i's
-share), listens for LLDP on every NIC port's netdev for up to --wait, and
+share), listens for LLDP on every NIC port's netdev for --wait, and
 writes the result on this node's Node object: the railyard.io/fabric-ports
 annotation (read by 'railyard fabric') and the labels schedulers read,
 rail.railyard.io/<rail>=<leaf>, the leaf set (railyard.io/leaf-set, or
