@@ -220,6 +220,9 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 					t.Fatalf("ip link set %s %s: %v: %s", port, state, err, out)
 				}
 			}
+			if nic := annotatedPort(t, ctx, n.Name, r).NIC; fabric.Leaves(annotatedPorts(t, ctx, n.Name))[nic] != info.Rails[r].Leaf {
+				t.Errorf("%s: NIC %s has DRA leaf %q before the port died; want %s", n.Name, nic, fabric.Leaves(annotatedPorts(t, ctx, n.Name))[nic], info.Rails[r].Leaf)
+			}
 			link("down")
 			t.Cleanup(func() { link("up") })
 			publish(t) // held
@@ -238,8 +241,16 @@ func TestFabricLLDPFindsASwappedCable(t *testing.T) {
 			if !maps.Equal(got[gpus[1].Name], before[gpus[1].Name]) {
 				t.Errorf("%s: labels %v; want them unchanged: %v", gpus[1].Name, got[gpus[1].Name], before[gpus[1].Name])
 			}
-			if p := annotatedPort(t, ctx, n.Name, r); p.Switch != "" || p.LastSwitch != info.Rails[r].Leaf || !strings.Contains(p.NoNeighbor, "no carrier") {
+			p := annotatedPort(t, ctx, n.Name, r)
+			if p.Switch != "" || p.LastSwitch != info.Rails[r].Leaf || !strings.Contains(p.NoNeighbor, "no carrier") {
 				t.Errorf("%s rail %d past the hold: %+v; want no switch, lastSwitch %s, no carrier said", n.Name, r, p, info.Rails[r].Leaf)
+			}
+			// The publisher taints nothing (a NIC's DRA taint is the agent's,
+			// from its link and counters); the leaf the agent publishes as
+			// the NIC's railyard.io/leaf attribute comes from this
+			// annotation through fabric.Leaves, which no longer names it.
+			if leaf, ok := fabric.Leaves(annotatedPorts(t, ctx, n.Name))[p.NIC]; ok {
+				t.Errorf("%s: NIC %s still has the DRA leaf %q past the hold", n.Name, p.NIC, leaf)
 			}
 			rep, code := report(t)
 			if code != 2 || len(rep.Findings) != 1 || rep.Findings[0].Kind != fabric.KindDark || rep.Findings[0].Node != n.Name || rep.Findings[0].Rail != r {
@@ -380,8 +391,8 @@ func fabricLabels(t *testing.T, ctx context.Context, nodes []framework.NodeInfo)
 	return out
 }
 
-// annotatedPort returns the port of rail r in a node's ports annotation.
-func annotatedPort(t *testing.T, ctx context.Context, node string, r int) fabric.Port {
+// annotatedPorts returns a node's ports annotation.
+func annotatedPorts(t *testing.T, ctx context.Context, node string) []fabric.Port {
 	t.Helper()
 	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
@@ -391,7 +402,13 @@ func annotatedPort(t *testing.T, ctx context.Context, node string, r int) fabric
 	if err != nil {
 		t.Fatalf("%s: %v", node, err)
 	}
-	for _, p := range ports {
+	return ports
+}
+
+// annotatedPort returns the port of rail r in a node's ports annotation.
+func annotatedPort(t *testing.T, ctx context.Context, node string, r int) fabric.Port {
+	t.Helper()
+	for _, p := range annotatedPorts(t, ctx, node) {
 		if p.Rail == r {
 			return p
 		}
