@@ -148,7 +148,7 @@ func (m *model) node(ni int) []Finding {
 		if heard := p.HeardNeighbors(); len(heard) > 1 {
 			judged := "its wiring is not judged"
 			if p.sw >= 0 {
-				judged = "all on " + m.switches[p.sw] + ", which its wiring is judged by"
+				judged = "all on " + m.switches[p.sw] + ", its wiring judged as cabled to it"
 			}
 			out = append(out, Finding{Severity: Warn, Kind: KindSeveralNeighbors, Node: p.name, Rail: p.Rail, NIC: p.NIC,
 				Message: fmt.Sprintf("rail %d NIC %s hears %d neighbors (%s): %s", p.Rail, p.NIC, len(heard), strings.Join(heard, ", "), judged),
