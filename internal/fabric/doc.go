@@ -12,7 +12,7 @@
 // against its own unit (judge.go): swapped and rotated cables, cables
 // on another rail's leaf, dark ports, nodes and rails, cables into
 // another unit's leaf or a switch no peer uses, a rail-optimized unit's
-// leaf carrying two rails, ports hearing several switches, mixed speeds
+// leaf carrying two rails, ports hearing several neighbors, mixed speeds
 // or MTUs on a rail of a unit, and firmware off its model's release
 // (firmware.go). Layout generates clusters cabled by design and is the
 // one place that numbers a node's unit, for the tests and for the

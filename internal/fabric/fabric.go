@@ -35,11 +35,15 @@ type Port struct {
 	// frame, or its NIC no longer found): the rail is degraded, and the
 	// node's leaf set still counts it. "" while Switch is set.
 	LastSwitch string `json:"lastSwitch,omitempty"`
-	// Switches lists every switch heard on the port when a publisher
-	// heard more than one (Switch is then the first): a port hearing two
-	// neighbors is reported as such instead of being judged by whichever
-	// it heard last. Empty otherwise.
-	Switches []string `json:"switches,omitempty"`
+	// Switches lists every neighbor's switch when the port heard more
+	// than one neighbor in its round (two switches, or two ports of one
+	// switch), and SwitchPorts each one's port, in the same order; Switch
+	// and SwitchPort are then one of them (the one published before while
+	// it is still heard, else the first): a port hearing two neighbors is
+	// reported as such instead of flipping between them from round to
+	// round. Empty otherwise.
+	Switches    []string `json:"switches,omitempty"`
+	SwitchPorts []string `json:"switchPorts,omitempty"`
 	// RateGbps and MTU are the port's link rate and its netdev's MTU (0 if
 	// unknown).
 	RateGbps float64 `json:"rateGbps,omitempty"`
@@ -253,6 +257,36 @@ func (p *Port) neighbors() []string {
 		if s != "" && !contains(out, s) {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// HeardNeighbors names every distinct neighbor the port heard, as
+// "switch port P" (or "switch" where the port is unknown): its Switches
+// with their SwitchPorts, else its Switch and SwitchPort. More than one
+// is a fault: the port hears two neighbors.
+func (p Port) HeardNeighbors() []string {
+	var out []string
+	add := func(sw, port string) {
+		if sw == "" {
+			return
+		}
+		if port != "" {
+			sw += " port " + port
+		}
+		if !contains(out, sw) {
+			out = append(out, sw)
+		}
+	}
+	if len(p.Switches) == 0 || !contains(p.Switches, p.Switch) {
+		add(p.Switch, p.SwitchPort)
+	}
+	for i, sw := range p.Switches {
+		port := ""
+		if i < len(p.SwitchPorts) {
+			port = p.SwitchPorts[i]
+		}
+		add(sw, port)
 	}
 	return out
 }

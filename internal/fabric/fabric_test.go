@@ -191,6 +191,7 @@ func FuzzDecodePorts(f *testing.F) {
 	f.Add(`[{"rail":0,"nic":"x","bogus":1}]`)
 	f.Add(`[] []`)
 	f.Add(`[{"rail":0,"nic":"x","switches":[]},{"rail":1,"nic":"y","switch":"a","switches":["a","b"]}]`)
+	f.Add(`[{"rail":1,"nic":"y","switch":"a","switches":["a","a"],"switchPorts":["p1"]},{"rail":2,"nic":"z","switchPorts":[]}]`)
 	f.Fuzz(func(t *testing.T, s string) {
 		ports, err := DecodePorts(s)
 		if err != nil {

@@ -145,9 +145,13 @@ func (m *model) node(ni int) []Finding {
 	ports := m.byNode[ni]
 	var out []Finding
 	for _, p := range ports {
-		if p.sw == several {
+		if heard := p.HeardNeighbors(); len(heard) > 1 {
+			judged := "its wiring is not judged"
+			if p.sw >= 0 {
+				judged = "all on " + m.switches[p.sw] + ", its wiring judged as cabled to it"
+			}
 			out = append(out, Finding{Severity: Warn, Kind: KindSeveralNeighbors, Node: p.name, Rail: p.Rail, NIC: p.NIC,
-				Message: fmt.Sprintf("rail %d NIC %s hears several neighbors (%s): its wiring is not judged", p.Rail, p.NIC, strings.Join(p.neighbors(), ", ")),
+				Message: fmt.Sprintf("rail %d NIC %s hears %d neighbors (%s): %s", p.Rail, p.NIC, len(heard), strings.Join(heard, ", "), judged),
 				Fix:     "one cable from the NIC to one leaf port: look for a switch or a hub between them, or a second device sending LLDP on the link"})
 		}
 	}

@@ -286,6 +286,9 @@ func DecodePorts(s string) ([]Port, error) {
 		if len(ports[i].Switches) == 0 {
 			ports[i].Switches = nil // "switches": [] says what its absence says
 		}
+		if len(ports[i].SwitchPorts) == 0 {
+			ports[i].SwitchPorts = nil
+		}
 	}
 	return ports, nil
 }

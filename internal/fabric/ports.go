@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/railyard-io/railyard/internal/lldp"
@@ -69,8 +70,45 @@ func WithNeighbors(ports []Port, results []lldp.Result) []Port {
 		case r.Err != nil:
 			p.NoNeighbor = r.Err.Error()
 		case r.Neighbor != nil:
-			p.Switch, p.SwitchPort = r.Neighbor.Switch(), r.Neighbor.PortID
+			heard(p, append([]lldp.Neighbor{*r.Neighbor}, r.Others...))
 		}
 	}
 	return out
+}
+
+// heard sets a port's switch from the neighbors LLDP heard on it: one
+// names Switch and SwitchPort; several (distinct as switch and port) fill
+// Switches and SwitchPorts, sorted, and Switch and SwitchPort are the
+// first. Neighbors whose switch and port collide (two chassis under one
+// system name) are named by their chassis IDs.
+func heard(p *Port, nbs []lldp.Neighbor) {
+	type entry struct{ sw, port string }
+	name := func(n lldp.Neighbor) entry { return entry{n.Switch(), n.PortID} }
+	count := map[entry]int{}
+	for _, n := range nbs {
+		count[name(n)]++
+	}
+	var es []entry
+	for _, n := range nbs {
+		e := name(n)
+		if count[e] > 1 {
+			e.sw = n.ChassisID
+		}
+		if !slices.Contains(es, e) {
+			es = append(es, e)
+		}
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].sw != es[j].sw {
+			return es[i].sw < es[j].sw
+		}
+		return es[i].port < es[j].port
+	})
+	p.Switch, p.SwitchPort, p.Switches, p.SwitchPorts = es[0].sw, es[0].port, nil, nil
+	if len(es) > 1 {
+		for _, e := range es {
+			p.Switches = append(p.Switches, e.sw)
+			p.SwitchPorts = append(p.SwitchPorts, e.port)
+		}
+	}
 }

@@ -315,8 +315,11 @@ func FuzzAnalyze(f *testing.F) {
 			if s := b[i+2] % 12; s > 0 {
 				p.Switch = fmt.Sprintf("sw%d", s)
 			}
-			if b[i+3]&0x80 != 0 {
+			switch {
+			case b[i+3]&0x80 != 0:
 				p.Switches = []string{p.Switch, "sw-other"}
+			case b[i+3]&0x40 != 0: // two ports of one switch, a port list shorter than the switches
+				p.Switches, p.SwitchPorts = []string{p.Switch, p.Switch, p.Switch}, []string{"p1", "p2"}
 			}
 			nodes[n].Ports = append(nodes[n].Ports, p)
 		}

@@ -67,6 +67,17 @@ const maxText = 255
 // refuses), and a shutdown data unit (TTL 0) is ErrShutdown, never a
 // neighbor.
 func Decode(frame []byte) (Neighbor, error) {
+	n, err := decode(frame)
+	if err != nil {
+		return Neighbor{}, err
+	}
+	return n, nil
+}
+
+// decode is Decode, except that with ErrShutdown it also returns the
+// withdrawing data unit's chassis and port IDs (and nothing else): the
+// neighbor a receiver deletes.
+func decode(frame []byte) (Neighbor, error) {
 	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{Lazy: false, NoCopy: true})
 	eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
 	if !ok {
@@ -97,7 +108,7 @@ func Decode(frame []byte) (Neighbor, error) {
 		return Neighbor{}, errors.New("malformed LLDP data unit: empty chassis or port ID")
 	}
 	if du.TTL == 0 {
-		return Neighbor{}, fmt.Errorf("%w from chassis %s port %s: the switch withdrew the neighbor", ErrShutdown, n.ChassisID, n.PortID)
+		return n, fmt.Errorf("%w from chassis %s port %s: the switch withdrew the neighbor", ErrShutdown, n.ChassisID, n.PortID)
 	}
 	if info, ok := pkt.Layer(layers.LayerTypeLinkLayerDiscoveryInfo).(*layers.LinkLayerDiscoveryInfo); ok {
 		n.SystemName = text([]byte(info.SysName))

@@ -149,9 +149,77 @@ func TestReceiveShutdownFromStoppedLldpd(t *testing.T) {
 		if err != nil {
 			continue // the receive timeout
 		}
-		heard.frame(buf, n) // frames sent before the stop are neighbors
+		heard.frame(buf, n, time.Now()) // frames sent before the stop are neighbors
 	}
 	if err := heard.none(hostPort, time.Second, true); !errors.Is(err, ErrShutdown) || heard.malformed != 0 {
 		t.Errorf("after lldpd stopped: %v, %d malformed; want ErrShutdown", err, heard.malformed)
+	}
+}
+
+// A paused lldpd (lldptest's Pause: SIGSTOP, as a hung switch agent) is
+// silent and sends no shutdown frame: a listen while it is paused hears no
+// frame (ErrNoFrame, not ErrShutdown, so a publisher holds the neighbor),
+// and one after Resume hears the leaf again.
+func TestReceiveAllHearsNothingFromAPausedLldpd(t *testing.T) {
+	lldptest.Require(t)
+	ns := netnstest.NewNetns(t, "pz")
+	nsName := filepath.Base(ns)
+	hostPort := netnstest.Name("h")
+	netnstest.IP(t, "link", "add", hostPort, "type", "veth", "peer", "name", "swp1", "netns", nsName)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostPort).Run() })
+	netnstest.IP(t, "link", "set", hostPort, "up")
+	netnstest.IP(t, "-n", nsName, "link", "set", "swp1", "up")
+	leaf := lldptest.StartPausableLeaf(t, nsName, "swp1", "leaf-paused")
+
+	listen := func(d time.Duration) Result {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return ReceiveAll(ctx, []string{hostPort})[0]
+	}
+	if r := listen(3 * time.Second); r.Neighbor == nil || r.Neighbor.SystemName != "leaf-paused" {
+		t.Fatalf("before the pause: %+v, %v", r.Neighbor, r.Err)
+	}
+	leaf.Pause()
+	time.Sleep(200 * time.Millisecond) // a frame already in flight
+	if r := listen(3 * time.Second); r.Neighbor != nil || !errors.Is(r.Err, ErrNoFrame) || errors.Is(r.Err, ErrShutdown) {
+		t.Errorf("paused: neighbor %+v, %v; want none and ErrNoFrame", r.Neighbor, r.Err)
+	}
+	leaf.Resume()
+	if r := listen(3 * time.Second); r.Neighbor == nil || r.Neighbor.SystemName != "leaf-paused" {
+		t.Errorf("resumed: neighbor %+v, %v; want leaf-paused", r.Neighbor, r.Err)
+	}
+}
+
+// A port cabled to a bridge that forwards LLDP (group_fwd_mask bit 14: a
+// hub, or an unmanaged switch between the NIC and its leaf) hears two real
+// lldpd leaves: ReceiveAll reports both, with their own chassis IDs, not
+// whichever spoke first.
+func TestReceiveAllHearsTwoLldpdThroughAHub(t *testing.T) {
+	lldptest.Require(t)
+	hub := filepath.Base(netnstest.NewNetns(t, "hb"))
+	hostPort := netnstest.Name("h")
+	netnstest.IP(t, "link", "add", hostPort, "type", "veth", "peer", "name", "up0", "netns", hub)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostPort).Run() })
+	netnstest.IP(t, "link", "set", hostPort, "up")
+	netnstest.IP(t, "-n", hub, "link", "add", "br0", "type", "bridge", "group_fwd_mask", "0x4000")
+	netnstest.IP(t, "-n", hub, "link", "set", "up0", "master", "br0", "up")
+	for _, leaf := range []struct{ tag, port, name string }{{"la", "swp1", "leaf-a"}, {"lb", "swp9", "leaf-b"}} {
+		ns := filepath.Base(netnstest.NewNetns(t, leaf.tag))
+		netnstest.IP(t, "-n", hub, "link", "add", leaf.tag, "type", "veth", "peer", "name", leaf.port, "netns", ns)
+		netnstest.IP(t, "-n", hub, "link", "set", leaf.tag, "master", "br0", "up")
+		netnstest.IP(t, "-n", ns, "link", "set", leaf.port, "up")
+		lldptest.StartLeaf(t, ns, leaf.port, leaf.name)
+	}
+	netnstest.IP(t, "-n", hub, "link", "set", "br0", "up")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	r := ReceiveAll(ctx, []string{hostPort})[0]
+	got := heardNames(r)
+	if len(got) != 2 || got[0] != "leaf-a/swp1" || got[1] != "leaf-b/swp9" {
+		t.Fatalf("port behind the hub: %v, %v; want leaf-a/swp1 and leaf-b/swp9", got, r.Err)
+	}
+	if r.Neighbor.ChassisID == r.Others[0].ChassisID {
+		t.Errorf("both leaves have chassis %s; want each lldpd's own", r.Neighbor.ChassisID)
 	}
 }

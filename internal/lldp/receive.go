@@ -38,69 +38,99 @@ var destinations = [][]byte{
 // many, and the last one's fault), or a shutdown data unit (TTL 0,
 // ErrShutdown) with no valid frame after it.
 func Receive(ctx context.Context, ifname string) (Neighbor, error) {
-	nb, _, err := receive(ctx, ifname)
-	return nb, err
+	var heard tally
+	err := listen(ctx, ifname, &heard, true)
+	if err == nil && len(heard.neighbors) > 0 {
+		return heard.neighbors[0].Neighbor, nil
+	}
+	return Neighbor{}, err
 }
 
-// receive is Receive that also counts the malformed LLDP frames heard.
-func receive(ctx context.Context, ifname string) (Neighbor, int, error) {
+// listen receives LLDP on ifname into heard until ctx ends, or, with
+// first, until a valid data unit arrives. The error says why the port has
+// no neighbor when it ends without one (a missing or down port, a socket
+// failure, or heard.none's reasons); nil when it heard a neighbor.
+func listen(ctx context.Context, ifname string, heard *tally, first bool) error {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return Neighbor{}, 0, fmt.Errorf("port %s: no such netdev in this network namespace", ifname)
+		return fmt.Errorf("port %s: no such netdev in this network namespace", ifname)
 	}
 	if ifi.Flags&net.FlagUp == 0 {
-		return Neighbor{}, 0, fmt.Errorf("port %s is down: LLDP needs the link up", ifname)
+		return fmt.Errorf("port %s is down: LLDP needs the link up", ifname)
 	}
 	fd, err := open(ifi.Index)
 	if err != nil {
-		return Neighbor{}, 0, fmt.Errorf("port %s: %w", ifname, err)
+		return fmt.Errorf("port %s: %w", ifname, err)
 	}
 	defer unix.Close(fd)
 
 	start := time.Now()
 	buf := make([]byte, maxFrame)
-	var heard tally
 	for {
 		if err := ctx.Err(); err != nil {
+			if heard.current(time.Now()) > 0 {
+				return nil
+			}
 			carrier := true
 			if ifi2, err := net.InterfaceByIndex(ifi.Index); err == nil && ifi2.Flags&net.FlagRunning == 0 {
 				carrier = false
 			}
-			return Neighbor{}, heard.malformed, heard.none(ifname, time.Since(start).Round(time.Second), carrier)
+			return heard.none(ifname, time.Since(start).Round(time.Second), carrier)
 		}
 		n, from, err := unix.Recvfrom(fd, buf, unix.MSG_TRUNC)
 		switch {
 		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
-			return Neighbor{}, heard.malformed, fmt.Errorf("port %s: receiving: %w", ifname, err)
+			return fmt.Errorf("port %s: receiving: %w", ifname, err)
 		}
 		// Only frames that came in on this port (open binds the socket
 		// to it; the check keeps the rule in one visible place).
 		if ll, ok := from.(*unix.SockaddrLinklayer); !ok || ll.Ifindex != ifi.Index || ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
 		}
-		if nb, ok := heard.frame(buf, n); ok {
-			return nb, heard.malformed, nil
+		if _, ok := heard.frame(buf, n, time.Now()); ok && first {
+			return nil
 		}
 	}
 }
 
-// tally is what one port heard before it had a neighbor: the malformed
-// LLDP frames (how many, the last one's fault) and the last shutdown.
+// tally is what one port heard: the malformed LLDP frames (how many, the
+// last one's fault), the last shutdown, and every distinct neighbor of a
+// valid frame not withdrawn since.
 type tally struct {
 	malformed int
 	last      error
 	shutdown  error
+	neighbors []heardNeighbor
 }
 
-// frame judges one received frame: buf holds its first bytes and n is its
-// length (MSG_TRUNC: larger than buf when it was cut). It returns the
-// neighbor of a valid LLDP data unit. Frames to another destination, or
+// heardNeighbor is a neighbor as its latest frame described it, and when
+// that frame arrived.
+type heardNeighbor struct {
+	Neighbor
+	at time.Time
+}
+
+// same reports whether two data units come from the same neighbor: the
+// same chassis ID, port ID and system name. A port that hears two
+// neighbors hears frames that differ in one of them (two switches, two
+// ports of one switch, two agents on one port).
+func same(a, b Neighbor) bool {
+	return a.ChassisIDType == b.ChassisIDType && a.ChassisID == b.ChassisID &&
+		a.PortIDType == b.PortIDType && a.PortID == b.PortID && a.SystemName == b.SystemName
+}
+
+// frame judges one received frame, which arrived at at: buf holds its
+// first bytes and n is its length (MSG_TRUNC: larger than buf when it was
+// cut). It returns the neighbor of a valid LLDP data unit and records it
+// (a neighbor heard before is updated). Frames to another destination, or
 // too short for an Ethernet header, are not LLDP's and not counted; a
 // frame to an LLDP address that is too large to hold whole, or does not
-// decode, is malformed; a shutdown data unit (TTL 0) is remembered.
-func (t *tally) frame(buf []byte, n int) (Neighbor, bool) {
+// decode, is malformed; a shutdown data unit (TTL 0) is remembered and
+// withdraws the neighbor of its chassis and port ID (IEEE 802.1AB: the
+// receiver deletes it at once) until it is heard again.
+func (t *tally) frame(buf []byte, n int, at time.Time) (Neighbor, bool) {
 	if n < 14 || len(buf) < 14 || !lldpDestination(buf[:6]) {
 		return Neighbor{}, false
 	}
@@ -109,19 +139,67 @@ func (t *tally) frame(buf []byte, n int) (Neighbor, bool) {
 		t.last = fmt.Errorf("a frame of %d bytes, more than the %d a port receives", n, len(buf))
 		return Neighbor{}, false
 	}
-	nb, err := Decode(buf[:n])
+	nb, err := decode(buf[:n])
 	switch {
 	case errors.Is(err, ErrShutdown):
 		t.shutdown = err
+		kept := t.neighbors[:0]
+		for _, h := range t.neighbors {
+			if h.ChassisIDType != nb.ChassisIDType || h.ChassisID != nb.ChassisID || h.PortIDType != nb.PortIDType || h.PortID != nb.PortID {
+				kept = append(kept, h)
+			}
+		}
+		t.neighbors = kept
 	case errors.Is(err, ErrNotLLDP):
 	case err != nil:
 		t.malformed++
 		t.last = err
 	default:
+		for i := range t.neighbors {
+			if same(t.neighbors[i].Neighbor, nb) {
+				t.neighbors[i] = heardNeighbor{nb, at}
+				return nb, true
+			}
+		}
+		if len(t.neighbors) < maxNeighbors {
+			t.neighbors = append(t.neighbors, heardNeighbor{nb, at})
+		}
 		return nb, true
 	}
 	return Neighbor{}, false
 }
+
+// maxNeighbors bounds the distinct neighbors one port keeps in a round:
+// one is right, two are a fault; a flood of forged frames with ever new
+// IDs must not grow without end.
+const maxNeighbors = 16
+
+// current drops, at now, the neighbors whose information expired (their
+// latest frame's TTL ran out) while another's has not: a port recabled
+// within the round hears its new switch, not both. It returns how many
+// neighbors remain. A port whose every neighbor expired keeps them (a
+// round reports what it heard; the publisher holds and ages neighbors by
+// rounds).
+func (t *tally) current(now time.Time) int {
+	live := 0
+	for _, h := range t.neighbors {
+		if !h.expired(now) {
+			live++
+		}
+	}
+	if live > 0 && live < len(t.neighbors) {
+		kept := t.neighbors[:0]
+		for _, h := range t.neighbors {
+			if !h.expired(now) {
+				kept = append(kept, h)
+			}
+		}
+		t.neighbors = kept
+	}
+	return len(t.neighbors)
+}
+
+func (h heardNeighbor) expired(now time.Time) bool { return now.Sub(h.at) > h.TTL }
 
 // none says why the port had no neighbor within the wait: a shutdown
 // data unit (ErrShutdown: the switch withdrew it), else ErrNoFrame with
@@ -195,18 +273,28 @@ func lldpDestination(dst []byte) bool {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Result is one port's answer from ReceiveAll: its neighbor, or why it
-// has none, and how many malformed LLDP frames it heard meanwhile (a
-// switch, or something else on the link, sending frames that do not
-// decode: two chassis IDs, a bad TTL, a truncated TLV, a frame too large).
+// has none, every other neighbor it heard in the same wait (a port should
+// hear one: two mean a switch or hub between, or a second device sending
+// LLDP on the link), and how many malformed LLDP frames it heard
+// meanwhile (a switch, or something else on the link, sending frames that
+// do not decode: two chassis IDs, a bad TTL, a truncated TLV, a frame too
+// large).
 type Result struct {
-	Port      string    `json:"port"`
-	Neighbor  *Neighbor `json:"neighbor,omitempty"`
-	Malformed int       `json:"malformed,omitempty"`
-	Err       error     `json:"-"`
+	Port     string    `json:"port"`
+	Neighbor *Neighbor `json:"neighbor,omitempty"`
+	// Others lists the other neighbors the port heard (a different
+	// chassis ID, port ID or system name), in the order first heard after
+	// Neighbor's; empty when it heard one.
+	Others    []Neighbor `json:"others,omitempty"`
+	Malformed int        `json:"malformed,omitempty"`
+	Err       error      `json:"-"`
 }
 
-// ReceiveAll listens on every port at once until each has a neighbor or
-// ctx ends, and returns one Result per port, in the order of ports.
+// ReceiveAll listens on every port at once until ctx ends (the whole
+// wait: a second neighbor may speak after the first) and returns one
+// Result per port, in the order of ports: the neighbors each port heard,
+// less those a shutdown frame withdrew and, where another's is still
+// valid, those whose TTL ran out (a port recabled within the wait).
 func ReceiveAll(ctx context.Context, ports []string) []Result {
 	out := make([]Result, len(ports))
 	var wg sync.WaitGroup
@@ -214,10 +302,15 @@ func ReceiveAll(ctx context.Context, ports []string) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nb, malformed, err := receive(ctx, p)
-			out[i] = Result{Port: p, Malformed: malformed, Err: err}
-			if err == nil {
+			var heard tally
+			err := listen(ctx, p, &heard, false)
+			out[i] = Result{Port: p, Malformed: heard.malformed, Err: err}
+			if err == nil && len(heard.neighbors) > 0 {
+				nb := heard.neighbors[0].Neighbor
 				out[i].Neighbor = &nb
+				for _, h := range heard.neighbors[1:] {
+					out[i].Others = append(out[i].Others, h.Neighbor)
+				}
 			}
 		}()
 	}

@@ -101,28 +101,29 @@ func TestTallyJudgesEachFrame(t *testing.T) {
 	buf := make([]byte, 64)
 	put := func(f []byte) int { return copy(buf, f) }
 	var heard tally
+	now := time.Unix(1e9, 0)
 	twoChassis := frame(chassisMAC, portIfname, ttl120, tlv(1, str(7, "x")...))
-	if _, ok := heard.frame(buf, put(twoChassis)); ok || heard.malformed != 1 {
+	if _, ok := heard.frame(buf, put(twoChassis), now); ok || heard.malformed != 1 {
 		t.Fatalf("two chassis IDs: ok %v, malformed %d; want refused and counted", ok, heard.malformed)
 	}
 	// A jumbo frame the buffer cannot hold: MSG_TRUNC's length is larger.
 	put(frame(chassisMAC, portIfname, ttl120))
-	if _, ok := heard.frame(buf, 9300); ok || heard.malformed != 2 || !strings.Contains(heard.last.Error(), "9300 bytes") {
+	if _, ok := heard.frame(buf, 9300, now); ok || heard.malformed != 2 || !strings.Contains(heard.last.Error(), "9300 bytes") {
 		t.Fatalf("oversize frame: ok %v, malformed %d, last %v", ok, heard.malformed, heard.last)
 	}
 	other := frame(chassisMAC, portIfname, ttl120)
 	copy(other, []byte{0x33, 0x33, 0, 0, 0, 1}) // IPv6 all-nodes
-	if _, ok := heard.frame(buf, put(other)); ok || heard.malformed != 2 {
+	if _, ok := heard.frame(buf, put(other), now); ok || heard.malformed != 2 {
 		t.Fatalf("a frame to another address: ok %v, malformed %d", ok, heard.malformed)
 	}
-	if _, ok := heard.frame(buf, put(frame(chassisMAC, portIfname, tlv(3, 0, 0)))); ok || heard.shutdown == nil {
+	if _, ok := heard.frame(buf, put(frame(chassisMAC, portIfname, tlv(3, 0, 0))), now); ok || heard.shutdown == nil {
 		t.Fatalf("shutdown: ok %v, remembered %v", ok, heard.shutdown)
 	}
 	err := heard.none("eth0", 35*time.Second, true)
 	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "2 malformed LLDP frames") {
 		t.Errorf("after a shutdown: %v; want ErrShutdown and the count", err)
 	}
-	nb, ok := heard.frame(buf, put(frame(chassisMAC, portIfname, ttl120, tlv(5, []byte("leaf-back")...))))
+	nb, ok := heard.frame(buf, put(frame(chassisMAC, portIfname, ttl120, tlv(5, []byte("leaf-back")...))), now)
 	if !ok || nb.SystemName != "leaf-back" {
 		t.Errorf("a valid frame after the shutdown: %+v, %v", nb, ok)
 	}

@@ -7,7 +7,8 @@
 // neighbors a port did not hear this round (Hold: a missed frame or a
 // switch agent restarting does not move the node's labels; past the hold,
 // or after a shutdown frame, the rail is degraded and keeps its last
-// switch), and writes them on its own Node object: the ports as the
+// switch; a port that heard several neighbors keeps naming the one it
+// named before), and writes them on its own Node object: the ports as the
 // railyard.io/fabric-ports annotation, which `railyard fabric` reads and
 // the next round holds from, and the labels schedulers read
 // (rail.railyard.io/<i>, the leaf set, railyard.io/degraded-rails). It

@@ -26,6 +26,10 @@ const goneNIC = "its NIC was not found on the node this round"
 //   - a LastSwitch already published is kept until the port hears a
 //     neighbor again (the same leaf, or a new one: the node was recabled).
 //
+// A port that heard several neighbors this round (fabric.Port.Switches)
+// names, of them, the switch its last published port named (keepPublished),
+// so that its rail label does not flip between them from round to round.
+//
 // A NIC of prev with a rail that fresh lacks (its driver gone, the card
 // dead, discovery failing) is carried the same way, with goneNIC as its
 // reason: a rail the node is known to have stays in its leaf set. Deleting
@@ -42,6 +46,9 @@ func Hold(prev, fresh []fabric.Port, rounds int, withdrawn map[string]bool) []fa
 	for _, p := range fresh {
 		seen[p.NIC] = true
 		q, ok := last[p.NIC]
+		if ok && q.Rail == p.Rail && len(p.Switches) > 0 {
+			p = keepPublished(p, q)
+		}
 		if p.Switch != "" || len(p.Switches) > 0 || !ok || p.NIC == "" || q.Rail != p.Rail {
 			out = append(out, p)
 			continue
@@ -54,7 +61,7 @@ func Hold(prev, fresh []fabric.Port, rounds int, withdrawn map[string]bool) []fa
 		}
 		seen[q.NIC] = true
 		p := q
-		p.Switch, p.SwitchPort, p.Switches, p.StaleRounds, p.LastSwitch = "", "", nil, 0, ""
+		p.Switch, p.SwitchPort, p.Switches, p.SwitchPorts, p.StaleRounds, p.LastSwitch = "", "", nil, nil, 0, ""
 		p.NoNeighbor = goneNIC
 		out = append(out, carry(p, q, rounds, false))
 	}
@@ -67,12 +74,44 @@ func Hold(prev, fresh []fabric.Port, rounds int, withdrawn map[string]bool) []fa
 func carry(p, q fabric.Port, rounds int, withdrawn bool) fabric.Port {
 	switch {
 	case q.Switch != "" && !withdrawn && q.StaleRounds < rounds:
-		p.Switch, p.SwitchPort, p.Switches = q.Switch, q.SwitchPort, q.Switches
+		p.Switch, p.SwitchPort, p.Switches, p.SwitchPorts = q.Switch, q.SwitchPort, q.Switches, q.SwitchPorts
 		p.StaleRounds = q.StaleRounds + 1
 	case q.Switch != "":
 		p.LastSwitch = q.Switch
 	case q.LastSwitch != "":
 		p.LastSwitch = q.LastSwitch
+	}
+	return p
+}
+
+// keepPublished returns p, which heard several neighbors, naming as its
+// Switch and SwitchPort the one of them that q, its last published port,
+// named (its switch, else its last switch; the same switch port first),
+// when p heard it again; else p as it is (the first of them).
+func keepPublished(p, q fabric.Port) fabric.Port {
+	sw, port := q.Switch, q.SwitchPort
+	if sw == "" {
+		sw, port = q.LastSwitch, ""
+	}
+	at := -1
+	for i, s := range p.Switches {
+		if s != sw {
+			continue
+		}
+		if i < len(p.SwitchPorts) && p.SwitchPorts[i] == port {
+			at = i
+			break
+		}
+		if at < 0 {
+			at = i
+		}
+	}
+	if sw == "" || at < 0 {
+		return p
+	}
+	p.Switch, p.SwitchPort = p.Switches[at], ""
+	if at < len(p.SwitchPorts) {
+		p.SwitchPort = p.SwitchPorts[at]
 	}
 	return p
 }

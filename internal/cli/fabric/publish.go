@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 	"github.com/railyard-io/railyard/internal/ibneighbor"
 	"github.com/railyard-io/railyard/internal/lldp"
 	"github.com/railyard-io/railyard/internal/nodefabric"
+	"github.com/railyard-io/railyard/internal/termsafe"
 )
 
 // Bounds of publish's timing flags.
@@ -45,7 +48,7 @@ func newPublishCommand(s iostreams.Streams) *cobra.Command {
 		Use:   "publish [--node NAME] [--wait 35s] [--watch [--interval 5m]] [--hold-rounds 3] [--labels railyard|topograph] [--dry-run]",
 		Short: "Listen for LLDP on this node's NIC ports and publish their rails and leaves on its Node",
 		Long: `publish discovers this node's NICs and their rails (NIC i serves GPU i's
-share), listens for LLDP on every NIC port's netdev for up to --wait, and
+share), listens for LLDP on every NIC port's netdev for --wait, and
 writes the result on this node's Node object: the railyard.io/fabric-ports
 annotation (read by 'railyard fabric') and the labels schedulers read,
 rail.railyard.io/<rail>=<leaf>, the leaf set (railyard.io/leaf-set, or
@@ -60,6 +63,11 @@ while the leaf set still counts it (its last leaf, kept in the annotation
 as lastSwitch), so the node stays in its scheduling domain. The hold
 continues from the Node's annotation when the publisher restarts; delete
 the annotation to forget rails the node no longer has.
+
+Each round listens the whole --wait. A port that hears two neighbors in it
+(two switches, two switch ports, a second LLDP sender on the link) is
+published with both (switches and switchPorts in the annotation) and a
+warning naming them; its rail label keeps the leaf it named before.
 
 It needs the host's network namespace and CAP_NET_RAW (the chart's fabric
 DaemonSet runs it so, with --watch); --dry-run prints what it would publish
@@ -136,6 +144,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 		if err != nil {
 			return err
 		}
+		warnSeveral(s.ErrOut, o.node, got)
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -165,6 +174,7 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 			fmt.Fprintf(s.ErrOut, "railyard fabric publish: node %s: %v\n", o.node, err)
 			return
 		}
+		warnSeveral(s.ErrOut, o.node, ports)
 		heard, held, degraded := 0, 0, 0
 		for _, p := range ports {
 			switch {
@@ -190,6 +200,18 @@ func (o *publishOptions) run(ctx context.Context, s iostreams.Streams) error {
 	}
 	report(got, changed, err)
 	return err
+}
+
+// warnSeveral writes a warning for each port that heard more than one
+// neighbor this round, naming them (escaped: a switch name comes from an
+// LLDP frame anyone on the link can send) and the one published.
+func warnSeveral(w io.Writer, node string, ports []fabric.Port) {
+	for _, p := range ports {
+		if nbs := p.HeardNeighbors(); len(nbs) > 1 {
+			fmt.Fprintf(w, "railyard fabric publish: node %s: WARN rail %d NIC %s hears %d neighbors (%s): published as %s; look for a switch or hub between the NIC and its leaf, or a second LLDP sender on the link\n",
+				termsafe.Escape(node), p.Rail, termsafe.Escape(p.NIC), len(nbs), termsafe.Escape(strings.Join(nbs, ", ")), termsafe.Escape(p.Switch))
+		}
+	}
 }
 
 func client(kubeconfig string) (kubernetes.Interface, error) {

@@ -103,3 +103,21 @@ func TestPublishDryRunOnAModelWithoutItsNetdevs(t *testing.T) {
 		t.Errorf("%d rails, labels %v; want 4 rails and no labels", rails, got.Labels)
 	}
 }
+
+// A port that heard two neighbors is a warning naming both and the one
+// published, its names escaped (an LLDP frame's system name is anyone's on
+// the link); a port hearing one says nothing.
+func TestWarnSeveralNamesTheNeighborsEscaped(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	warnSeveral(&out, "gpu-1", []fabric.Port{
+		{Rail: 0, NIC: "mlx5_0", Switch: "leaf-0", SwitchPort: "swp1"},
+		{Rail: 1, NIC: "mlx5_1", Switch: "leaf-1", SwitchPort: "swp1",
+			Switches: []string{"evil\x1b]0;pwned\x07", "leaf-1"}, SwitchPorts: []string{"eth0", "swp1"}},
+	})
+	got := out.String()
+	want := "railyard fabric publish: node gpu-1: WARN rail 1 NIC mlx5_1 hears 2 neighbors (evil\\x1b]0;pwned\\x07 port eth0, leaf-1 port swp1): published as leaf-1"
+	if !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 || strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("warnings:\n%q\nwant one line starting\n%q", got, want)
+	}
+}

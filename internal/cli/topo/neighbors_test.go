@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 // TestTopoNeighborsHearsARealLeaf runs `railyard topo --neighbors` inside
 // a node's network namespace whose rail-0 NIC netdev (a veth named as the
 // RoCE model's tree says) is cabled to a real lldpd playing leaf-rail0;
-// the model's other NICs have no netdev there and say so.
+// the model's other NICs have no netdev there and say so. It listens the
+// whole wait (3 s: lldptest's leaf sends every second).
 func TestTopoNeighborsHearsARealLeaf(t *testing.T) {
 	lldptest.Require(t)
 	tree := t.TempDir()
@@ -50,7 +51,7 @@ func TestTopoNeighborsHearsARealLeaf(t *testing.T) {
 
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", node, os.Args[0], "--sysfs", tree, "--neighbors", "20s"}, args...)...)
+		cmd := exec.Command("ip", append([]string{"netns", "exec", node, os.Args[0], "--sysfs", tree, "--neighbors", "3s"}, args...)...)
 		cmd.Env = clitest.ChildEnviron()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

@@ -138,7 +138,7 @@ NCCL topology file the cloud ships for the VM size with --nccl-topo: its PCI
 nesting gives PIX/PXB/PHB and its <cpu numaid> NODE or SYS, as NCCL reads it.
 Models that have such a file (azure-ndv5) use theirs.
 
---neighbors WAIT listens for LLDP on every RoCE NIC port for up to WAIT and
+--neighbors WAIT listens for LLDP on every RoCE NIC port for WAIT and
 shows the switch and port each is cabled to, or why there is none (no
 frame: the switch sends none or the NIC's firmware consumes it; a port
 down; InfiniBand, whose neighbor comes from the subnet). Switches send LLDP
@@ -195,7 +195,7 @@ bug report, or make a real machine a test fixture.`,
 	}
 	src.AddFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
-	cmd.Flags().DurationVar(&wait, "neighbors", 0, "listen for LLDP on every RoCE NIC port for up to this long and show each port's switch (e.g. 35s)")
+	cmd.Flags().DurationVar(&wait, "neighbors", 0, "listen for LLDP on every RoCE NIC port for this long and show each port's switch (e.g. 35s)")
 	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
 	cmd.Flags().StringVar(&captureFile, "capture", "", "write what discovery and doctor read from this node (sysfs, the /proc, /etc and /lib files doctor reads; no environment, no command lines) to this new file, a .tar.gz that --sysfs and doctor's --host-root replay")
 	cmd.Flags().StringVar(&hostRoot, "host-root", "/", "with --capture: where the host's / is (for /proc, /etc, /lib)")

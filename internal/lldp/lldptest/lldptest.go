@@ -1,9 +1,11 @@
 package lldptest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,6 +45,67 @@ func StartStoppableLeaf(t testing.TB, netns, port, sysName string) (stop func())
 	}
 }
 
+// Leaf is a running lldpd that can be paused and resumed.
+type Leaf struct {
+	t   testing.TB
+	cmd *exec.Cmd
+}
+
+// StartPausableLeaf is StartLeaf, and returns the leaf so that a test can
+// silence it without a shutdown frame (Pause), as a hung switch agent
+// would be silent, and let it speak again (Resume).
+func StartPausableLeaf(t testing.TB, netns, port, sysName string) *Leaf {
+	t.Helper()
+	return &Leaf{t: t, cmd: startLeaf(t, netns, port, sysName)}
+}
+
+// Pause stops lldpd and its child (SIGSTOP to both: lldpd's privilege
+// separation forks an unprivileged child that sends the frames): the port
+// hears nothing, and no shutdown frame (lldpd sends one only when it ends).
+func (l *Leaf) Pause() {
+	l.t.Helper()
+	l.signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused lldpd (SIGCONT): it sends again at its next
+// transmit interval.
+func (l *Leaf) Resume() {
+	l.t.Helper()
+	l.signal(syscall.SIGCONT)
+}
+
+func (l *Leaf) signal(sig syscall.Signal) {
+	l.t.Helper()
+	pids, err := tree(l.cmd.Process.Pid)
+	if err != nil {
+		l.t.Fatalf("lldpd's processes: %v", err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			l.t.Fatalf("signalling lldpd process %d: %v", pid, err)
+		}
+	}
+}
+
+// tree returns pid and its descendants, read from /proc's children lists.
+func tree(pid int) ([]int, error) {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", out[i], out[i]))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range strings.Fields(string(b)) {
+			c, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, fmt.Errorf("/proc/%d children: %w", out[i], err)
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 func startLeaf(t testing.TB, netns, port, sysName string) *exec.Cmd {
 	t.Helper()
 	// lldpd creates its control socket after dropping to its own user,
@@ -71,6 +134,12 @@ func startLeaf(t testing.TB, netns, port, sysName string) *exec.Cmd {
 		t.Fatalf("starting lldpd: %v", err)
 	}
 	t.Cleanup(func() {
+		// A paused leaf's child would stay stopped after its monitor's end.
+		if pids, err := tree(cmd.Process.Pid); err == nil {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
