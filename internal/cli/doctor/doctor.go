@@ -61,7 +61,7 @@ It runs unprivileged; the ACS check needs root (the kernel gives other users
 only the first 64 bytes of PCI config space) and says so when skipped.
 
 --firmware-minimum and --refuse-known-issue are the agent's firmware policy
-(its config's firmware section, the chart's agent.firmware): a NIC whose
+(its config's firmware section, the chart's config.firmware): a NIC whose
 firmware is older than its model's minimum, or has a known issue refused,
 fails the firmware check, as the agent marks it unhealthy (the DRA driver
 taints it NoSchedule). Known issues: docs/doctor.md#known-firmware-issues.

@@ -47,7 +47,8 @@ func NewCommand(s iostreams.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fabric [--kubeconfig FILE] [--selector LABELS] [--from FILE] [--json]",
 		Short: "Show which leaf switch each node's NIC of each rail is cabled to, and find miswiring",
-		Long: `fabric reads the ports each Railyard agent publishes on its Node (the
+		Long: `fabric reads the ports each node's fabric publisher (railyard fabric publish,
+the chart's fabric DaemonSet) writes on its Node (the
 railyard.io/fabric-ports annotation: every RDMA NIC port's rail and the LLDP
 neighbor, or InfiniBand switch GUID, heard on it), learns the fabric's units
 (nodes cabled to the same leaves: a scalable unit of a rail-optimized
