@@ -67,6 +67,9 @@ var wantField = map[string]struct {
 	"invalid-binding-dir.json":         {"bindingDir", types.ErrInvalidNetworkConfig},
 	"invalid-podresources-socket.json": {"podResourcesSocket", types.ErrInvalidNetworkConfig},
 	"invalid-multirail.json":           {"multiRail", types.ErrInvalidNetworkConfig},
+	"invalid-trailing-brace.json":      {"(document)", types.ErrDecodingFailure},
+	"invalid-duplicate-key.json":       {"mtu", types.ErrDecodingFailure},
+	"invalid-dns-key-case.json":        {"dns", types.ErrInvalidNetworkConfig},
 }
 
 func TestInvalidFixtures(t *testing.T) {

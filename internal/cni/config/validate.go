@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // NormalizePCIAddress returns a deviceID's PCI address in canonical form
@@ -70,7 +70,9 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 
 	var rc runtimeConfig
 	if len(r.RuntimeConfig) > 0 && string(r.RuntimeConfig) != "null" {
-		if err := json.Unmarshal(r.RuntimeConfig, &rc); err != nil {
+		// The runtime's keys beside ours (portMappings, ips, ...) are
+		// the runtime's: unknown keys are dropped, not refused.
+		if err := strictjson.Unmarshal(r.RuntimeConfig, &rc, strictjson.AllowUnknownFields); err != nil {
 			bad("runtimeConfig", "must be an object with string deviceID, mac, infinibandGUID and CNIDeviceInfoFile: %v", err)
 		}
 	}
@@ -126,7 +128,8 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 		var ipam struct {
 			Type *string `json:"type"`
 		}
-		if err := json.Unmarshal(r.IPAM, &ipam); err != nil {
+		// The IPAM plugin's keys are its own: only "type" is ours.
+		if err := strictjson.Unmarshal(r.IPAM, &ipam, strictjson.AllowUnknownFields); err != nil {
 			bad("ipam", "must be an object with a string \"type\"")
 		} else if ipam.Type == nil || *ipam.Type == "" {
 			bad("ipam.type", "is required when ipam is set")
