@@ -238,27 +238,27 @@ func knownFields() map[string]bool {
 // Parse decodes, defaults and validates the configuration of an ADD or
 // CHECK, which must name a device. Its error is an *Error naming every bad
 // field.
-func Parse(data []byte) (*Config, error) { return parse(data, true) }
+func Parse(data []byte, opts ...Option) (*Config, error) { return parse(data, true, opts) }
 
 // ParseNetwork is Parse for STATUS and GC, which concern the whole network
 // and get no device.
-func ParseNetwork(data []byte) (*Config, error) { return parse(data, false) }
+func ParseNetwork(data []byte, opts ...Option) (*Config, error) { return parse(data, false, opts) }
 
 // ParseDel reads what DEL needs and never fails: the CNI spec asks DEL to
 // release whatever it can, so a configuration ADD would reject (an unknown
 // field, a bad value, even a document that is not JSON) still yields a
 // Config. Each field that could not be used keeps its default and is
 // reported in the returned problems.
-func ParseDel(data []byte) (*Config, []FieldError) {
+func ParseDel(data []byte, opts ...Option) (*Config, []FieldError) {
 	top, problems := decodeTop(data)
 	var r raw
 	problems = append(problems, decodeFields(top, &r)...)
 	c := &Config{Raw: bytes.Clone(data)}
-	problems = append(problems, r.apply(c, false)...)
+	problems = append(problems, r.apply(c, false, optionsOf(opts))...)
 	return c, problems
 }
 
-func parse(data []byte, needDevice bool) (*Config, error) {
+func parse(data []byte, needDevice bool, opts []Option) (*Config, error) {
 	top, errs := decodeTop(data)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
@@ -277,7 +277,7 @@ func parse(data []byte, needDevice bool) (*Config, error) {
 	var r raw
 	errs = append(errs, decodeFields(top, &r)...)
 	c := &Config{Raw: bytes.Clone(data)}
-	errs = append(errs, r.apply(c, needDevice)...)
+	errs = append(errs, r.apply(c, needDevice, optionsOf(opts))...)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
 	}
