@@ -1,7 +1,8 @@
 // Package strictjson is the one strict JSON decoder of Railyard's own
 // formats: the DRA checkpoint and view, the CNI device status, the fabric
-// ports annotation, the bench probe's control lines, railyard-cni's
-// network configuration and the agent's configuration. A document is
+// ports annotation, the bench probe's hello, the device plugin's rail
+// group state, railyard-cni's network configuration and the agent's
+// configuration. A document is
 // refused, with every problem named, when it has
 //
 //   - a key no field of the target knows, or a key that differs from a
