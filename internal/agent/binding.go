@@ -52,10 +52,9 @@ type lateBinding struct {
 	listed map[string]bool
 	// refresh recomputes the pools' tokens (set by the agent).
 	refresh func()
-	// unheld is when GC first saw a binding's token held by no pod, by
-	// binding (token and pod): a token bound again to another pod starts
-	// again.
-	unheld map[unheldKey]time.Time
+	// reaper decides which bindings GC releases (binding.Reaper), its
+	// Grace unheldGrace.
+	reaper binding.Reaper
 
 	// The early binder's state (earlybind.go): when kubelet last
 	// allocated each token, and the list time of the early bind made
@@ -80,26 +79,17 @@ type lateBinding struct {
 }
 
 // unheldGrace is how long a bound token must stay held by no pod in
-// PodResources before GC releases it: right after a kubelet restart
-// PodResources lists no pods for a moment, which is no proof they ended.
-// A token another pod holds is released at once.
-func (b *lateBinding) unheldGrace() time.Duration {
-	return max(b.cfg.ResyncInterval.Duration, 5*time.Second)
+// PodResources before GC releases it (binding.Reaper's Grace): a resync
+// interval, at least 5 s.
+func unheldGrace(cfg *v1alpha1.AgentConfig) time.Duration {
+	return max(cfg.ResyncInterval.Duration, 5*time.Second)
 }
 
-// unheldKey is a binding, as GC times it.
-type unheldKey struct {
-	token string
-	pod   binding.PodRef
-}
-
-// kubeletRestarted forgets when tokens were first seen unheld: a kubelet
-// that just restarted lists no pods for a moment, so each binding's grace
-// counts again from after the restart.
+// kubeletRestarted starts every binding's grace again (binding.Reaper).
 func (b *lateBinding) kubeletRestarted() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.unheld = nil
+	b.reaper.KubeletRestarted()
 }
 
 var _ deviceplugin.Binder = (*lateBinding)(nil)
@@ -120,7 +110,7 @@ func newLateBinding(cfg *v1alpha1.AgentConfig, lister podlist.Lister, resolver p
 		cfg: cfg, store: store, binder: &binding.Binder{Store: store, Lister: lister}, lister: lister, resolver: resolver,
 		log: log, m: m, pools: map[string]binding.Pool{}, held: map[string]time.Time{}, listed: map[string]bool{},
 		wake: make(chan struct{}, 1), allocatedAt: map[string]time.Time{}, boundAfter: map[string]time.Time{},
-		inFlight: map[string]chan struct{}{}, earlyFor: defaultEarlyFor,
+		inFlight: map[string]chan struct{}{}, earlyFor: defaultEarlyFor, reaper: binding.Reaper{Grace: unheldGrace(cfg)},
 	}
 }
 
@@ -348,9 +338,8 @@ func (b *lateBinding) snapshot(ctx context.Context) (*binding.View, []podlist.Po
 	return v, pods, h, nil
 }
 
-// gone returns the bindings to release (token -> pod): tokens another pod
-// holds now, and tokens held by no pod in every list for unheldGrace
-// (AnonymousGrace for bindings of no known pod).
+// gone returns the bindings to release (token -> pod), as binding.Reaper
+// decides from this list and the ones before.
 func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 	bs, err := b.store.Bindings()
 	if err != nil {
@@ -358,44 +347,7 @@ func (b *lateBinding) gone(h binding.Holders) map[string]binding.PodRef {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.unheld == nil {
-		b.unheld = map[unheldKey]time.Time{}
-	}
-	out := map[string]binding.PodRef{}
-	seen := map[unheldKey]bool{}
-	for _, bd := range bs {
-		if !h.Postdates(bd) {
-			continue
-		}
-		holder, held := h.Pods[bd.Token]
-		switch {
-		case held && (bd.Pod.Name == "" || holder.Same(bd.Pod)):
-			continue
-		case held:
-			out[bd.Token] = bd.Pod // kubelet gave the token to another pod
-			continue
-		}
-		k := unheldKey{bd.Token, bd.Pod}
-		seen[k] = true
-		first, ok := b.unheld[k]
-		if !ok {
-			b.unheld[k] = h.At
-			continue
-		}
-		grace := b.unheldGrace()
-		if bd.Pod.Name == "" {
-			grace = binding.AnonymousGrace
-		}
-		if h.At.Sub(first) >= grace {
-			out[bd.Token] = bd.Pod
-		}
-	}
-	for k := range b.unheld {
-		if !seen[k] {
-			delete(b.unheld, k)
-		}
-	}
-	return out
+	return b.reaper.Due(bs, h)
 }
 
 // binderFor is the binder of a sandbox pool (nil otherwise: a typed nil

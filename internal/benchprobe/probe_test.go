@@ -236,6 +236,9 @@ func TestDecodeHello(t *testing.T) {
 		{`{"probe":"railyard-tcp-probe/1","streams":1,"seconds":1,"token":"ab"}`, "token of 2 characters"},
 		{`{"probe":"railyard-tcp-probe/1","streams":1,"seconds":1,"token":"` + tok + `","x":1}`, "unknown field"},
 		{`[]`, "not a railyard tcp probe peer"},
+		{`{"probe":"railyard-tcp-probe/1","streams":1,"seconds":1,"token":"` + tok + `"} {"streams":64}`, "not one JSON value"},
+		{`{"probe":"railyard-tcp-probe/1","streams":1,"streams":64,"seconds":1,"token":"` + tok + `"}`, "duplicate field \"streams\""},
+		{`{"probe":"railyard-tcp-probe/1","Streams":1,"seconds":1,"token":"` + tok + `"}`, "unknown field \"Streams\""},
 	} {
 		_, err := decodeHello([]byte(tc.line))
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // Tool is the probe's name in its output (start.version begins with it).
@@ -77,9 +79,7 @@ func (h hello) validate() error {
 // decodeHello reads one bounded JSON line and validates it.
 func decodeHello(line []byte) (hello, error) {
 	var h hello
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&h); err != nil {
+	if err := strictjson.UnmarshalLimit(line, maxLine, &h); err != nil {
 		return hello{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	if err := h.validate(); err != nil {

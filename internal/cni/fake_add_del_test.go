@@ -240,7 +240,7 @@ func TestDelAfterRestartNewPluginInstanceFakeVFAndFakeRDMA(t *testing.T) {
 	if _, err := w.plugin().Add(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	fresh := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir}
+	fresh := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 	if err := fresh.Del(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestDelOfUnknownAttachmentChangesNothing(t *testing.T) {
 
 func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
 	w := newWorld(t)
-	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir}
+	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 	oldInfo := infoFile(w.infoDir, "rdma-net", "c0", "net1")
 	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": oldInfo}))); err != nil {
 		t.Fatal(err)

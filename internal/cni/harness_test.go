@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -129,7 +130,7 @@ func must(t *testing.T, err error) {
 }
 
 func (w *world) plugin() *Plugin {
-	return &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir}
+	return &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-1", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 }
 
 // infoFile is the device-info file Multus names for network's interface

@@ -23,11 +23,19 @@ var opLogLevels = map[string]slog.Level{
 // and logFile), nil when it asks for none: logFile, else stderr, at
 // logLevel (default info). A logFile that is not a regular file, or is the
 // process's stdout or stderr (/dev/stdout), is refused with a line on
-// stderr, which gets the log instead: stdout carries only the result. A log
-// that cannot be opened is skipped.
-func openLog(conf []byte, stderr io.Writer) (*slog.Logger, func()) {
-	cfg, _ := config.ParseDel(conf)
-	if cfg.LogLevel == "" && cfg.LogFile == "" {
+// stderr, which gets the log instead: stdout carries only the result; so
+// is a logFile outside what railyard-cni owns (config's path fields). A
+// log that cannot be opened is skipped.
+func openLog(conf []byte, stderr io.Writer, opts ...config.Option) (*slog.Logger, func()) {
+	cfg, problems := config.ParseDel(conf, opts...)
+	refused := false
+	for _, p := range problems {
+		if p.Field == "logFile" { // not a file railyard-cni owns (config's path fields)
+			fmt.Fprintf(stderr, "railyard-cni: logFile refused, logging to stderr: %s\n", p.Msg)
+			refused = true
+		}
+	}
+	if cfg.LogLevel == "" && cfg.LogFile == "" && !refused {
 		return nil, func() {}
 	}
 	level, ok := opLogLevels[cfg.LogLevel]

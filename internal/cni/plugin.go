@@ -38,6 +38,11 @@ type Plugin struct {
 	// address to appear in its RDMA device's GID table (Run:
 	// DefaultGIDWait; 0 reads it once).
 	GIDWait time.Duration
+	// TestRoot is a directory below which the configuration's path
+	// fields (stateDir, sysfsRoot, logFile, ...) may point besides the
+	// paths railyard-cni owns (config.TestRoot); "" in production. Run
+	// takes it from config.TestRootEnv; tests set it.
+	TestRoot string
 	// Log receives the warnings of a call that succeeds anyway (a
 	// device-info path DEL leaves alone, a record it cannot decode); nil
 	// drops them. Run points it at the configuration's logFile.
@@ -155,7 +160,7 @@ func (s *session) recordDurable() error {
 
 // open parses the configuration of an ADD, DEL or CHECK.
 func (p *Plugin) open(a Args) (*session, error) {
-	cfg, err := config.Parse(a.Config)
+	cfg, err := config.Parse(a.Config, p.configOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -163,10 +168,18 @@ func (p *Plugin) open(a Args) (*session, error) {
 	return &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}, key: deviceKey(fs, cfg)}, nil
 }
 
+// configOptions are the parse options of this plugin: its test root.
+func (p *Plugin) configOptions() []config.Option {
+	if p.TestRoot == "" {
+		return nil
+	}
+	return []config.Option{config.TestRoot(p.TestRoot)}
+}
+
 // openDel reads the configuration of a DEL, which never fails on it (see
 // config.ParseDel). key is "" when nothing in it names a device.
 func (p *Plugin) openDel(a Args) *session {
-	cfg, _ := config.ParseDel(a.Config)
+	cfg, _ := config.ParseDel(a.Config, p.configOptions()...)
 	fs := sysfs.New(cfg.SysfsRoot)
 	s := &session{cfg: cfg, fs: fs, store: state.Store{Dir: cfg.StateDir}}
 	if cfg.DeviceID != "" || cfg.Device != "" {
@@ -177,7 +190,7 @@ func (p *Plugin) openDel(a Args) *session {
 
 // openNetwork parses the configuration of a STATUS or GC (no device).
 func (p *Plugin) openNetwork(a Args) (*session, error) {
-	cfg, err := config.ParseNetwork(a.Config)
+	cfg, err := config.ParseNetwork(a.Config, p.configOptions()...)
 	if err != nil {
 		return nil, err
 	}

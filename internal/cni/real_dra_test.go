@@ -53,7 +53,7 @@ func TestRealNetnsDRAClaimMovesBothNetdevsVeth(t *testing.T) {
 		"resourceName":%q,"bindingDir":%q,"mtu":9000,"ipam":{"type":"fake-ipam"},
 		"stateDir":%q,"sysfsRoot":%q,"lockTimeout":"1s"}`, draRes, bdir, state, sys))
 	ipam := newFakeIPAM()
-	p := &Plugin{Ops: netops.Linux{}, IPAM: ipam, BootID: "b"}
+	p := &Plugin{Ops: netops.Linux{}, IPAM: ipam, BootID: "b", TestRoot: os.TempDir()}
 	var as []Args
 	for i, ifname := range []string{"eth1", "eth2"} {
 		a := args("sb1", pod, ifname, conf)

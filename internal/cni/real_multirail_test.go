@@ -11,6 +11,7 @@ package cni
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +63,9 @@ func (w *railsWorld) args(i int) Args {
 	return args("c1", w.pod, fmt.Sprintf("net%d", i+1), []byte(conf))
 }
 
-func (w *railsWorld) plugin() *Plugin { return &Plugin{Ops: netops.Linux{}, IPAM: w.ipam, BootID: "b"} }
+func (w *railsWorld) plugin() *Plugin {
+	return &Plugin{Ops: netops.Linux{}, IPAM: w.ipam, BootID: "b", TestRoot: os.TempDir()}
+}
 
 // attach adds both rails: net1 gets 192.168.50.10, net2 192.168.50.11.
 func (w *railsWorld) attach() {

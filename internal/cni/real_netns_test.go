@@ -63,7 +63,9 @@ func (w *realWorld) conf() []byte {
 		"stateDir":%q,"sysfsRoot":%q,"lockTimeout":"1s"}`, vethPCI, w.stateDir, w.sysfs))
 }
 
-func (w *realWorld) plugin(o netops.Ops) *Plugin { return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b"} }
+func (w *realWorld) plugin(o netops.Ops) *Plugin {
+	return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b", TestRoot: os.TempDir()}
+}
 
 func (w *realWorld) args(cid string) Args { return args(cid, w.pod, "net1", w.conf()) }
 

@@ -8,6 +8,7 @@ package cni
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -117,7 +118,7 @@ func TestDelAfterRestartNewPluginInstanceRealVF(t *testing.T) {
 	}
 	op := netops.NewOperation() // as railyard-cni runs: one handle per namespace
 	defer op.Close()
-	fresh := &Plugin{Ops: op, IPAM: w.ipam, BootID: "b", DeviceInfoDir: w.infoDir}
+	fresh := &Plugin{Ops: op, IPAM: w.ipam, BootID: "b", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 	must(t, fresh.Del(ctx, w.args("c1")))
 	w.assertPristine()
 }
@@ -126,7 +127,7 @@ func TestDelAfterRestartNewPluginInstanceRealVF(t *testing.T) {
 // the VF back on the host) does not block the next pod's ADD.
 func TestStaleRecordFromPreviousBootIsReclaimedRealVF(t *testing.T) {
 	w := newVFWorld(t)
-	old := &Plugin{Ops: netops.Linux{}, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir}
+	old := &Plugin{Ops: netops.Linux{}, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 	if _, err := old.Add(ctx, w.args("c0")); err != nil {
 		t.Fatal(err)
 	}

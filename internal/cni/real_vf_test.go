@@ -87,7 +87,7 @@ func (w *vfWorld) conf(extra string) []byte {
 }
 
 func (w *vfWorld) plugin(o netops.Ops) *Plugin {
-	return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b", DeviceInfoDir: w.infoDir}
+	return &Plugin{Ops: o, IPAM: w.ipam, BootID: "b", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
 }
 
 // args is container cid's ADD of VF 0 as net1, with the device-info file

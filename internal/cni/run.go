@@ -13,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/netops"
 )
@@ -35,6 +36,9 @@ func Run(ctx context.Context) error {
 		IPAM:    ExecIPAM{CNIPath: os.Getenv("CNI_PATH")},
 		BootID:  readBootID(),
 		GIDWait: DefaultGIDWait,
+		// Tests' roots come from this process's environment, which the
+		// runtime sets and a network configuration cannot.
+		TestRoot: os.Getenv(config.TestRootEnv),
 	}
 	return p.Serve(ctx, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 }
@@ -92,7 +96,7 @@ func (p *Plugin) Serve(ctx context.Context, getenv func(string) string, stdin io
 	}
 	conf, readErr := inputfile.ReadLimited(stdin, MaxConfig)
 	a := Args{ContainerID: getenv("CNI_CONTAINERID"), Netns: getenv("CNI_NETNS"), IfName: getenv("CNI_IFNAME"), PluginArgs: getenv("CNI_ARGS"), Config: conf}
-	log, closeLog := openLog(conf, stderr)
+	log, closeLog := openLog(conf, stderr, p.configOptions()...)
 	defer closeLog()
 	q := *p
 	if q.Log == nil {

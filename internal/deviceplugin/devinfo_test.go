@@ -202,9 +202,9 @@ func TestAllocateListsPCIAddressesInRailOrder(t *testing.T) {
 	}
 	env := resp.ContainerResponses[0].Envs
 	want := map[string]string{
-		EnvName(resource):     ids[1] + "," + ids[0],
-		RDMAEnvName(resource): d1.RDMA + "," + d0.RDMA,
-		"NCCL_IB_HCA":         "=" + d1.RDMA + "," + d0.RDMA,
+		containerdev.EnvName(resource):     ids[1] + "," + ids[0],
+		containerdev.RDMAEnvName(resource): d1.RDMA + "," + d0.RDMA,
+		"NCCL_IB_HCA":                      "=" + d1.RDMA + "," + d0.RDMA,
 	}
 	got := map[string]string{}
 	for k := range want {

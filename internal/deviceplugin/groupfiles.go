@@ -9,11 +9,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/renameio/v2"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/containerdev"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
+
+// maxGroupState bounds a group's record: a few pools of a few devices
+// each take a few KiB.
+const maxGroupState = 1 << 20
 
 // groupState is the record of one group, <stateDir>/nccl/<group>.json.
 type groupState struct {
@@ -87,12 +92,8 @@ func (f groupFiles) cdiPath(group string) string {
 
 func (f groupFiles) load(group string) (groupState, error) {
 	var st groupState
-	b, err := os.ReadFile(f.statePath(group))
-	if err != nil {
+	if err := strictjson.ReadFile(f.statePath(group), maxGroupState, &st); err != nil {
 		return st, fmt.Errorf("reading group state: %w", err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("group state %s: %w", f.statePath(group), err)
 	}
 	if st.Group != group {
 		return st, fmt.Errorf("group state %s names group %q", f.statePath(group), st.Group)
@@ -106,7 +107,7 @@ func (f groupFiles) write(st groupState, hcas []string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding group state: %w", err)
 	}
-	if err := writeAtomic(f.dir, f.statePath(st.Group), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(f.statePath(st.Group), b, 0o644); err != nil {
 		return "", err
 	}
 	var conf strings.Builder
@@ -120,7 +121,7 @@ func (f groupFiles) write(st groupState, hcas []string) (string, error) {
 	}
 	// "=" asks NCCL for exact names: plain "mlx5_1" would also match mlx5_10.
 	fmt.Fprintf(&conf, "NCCL_IB_HCA==%s\n", strings.Join(hcas, ","))
-	if err := writeAtomic(f.dir, f.confPath(st.Group), []byte(conf.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(f.confPath(st.Group), []byte(conf.String()), 0o644); err != nil {
 		return "", err
 	}
 	if err := f.writeCDI(st.Group, hcas); err != nil {
@@ -145,7 +146,7 @@ func (f groupFiles) writeCDI(group string, hcas []string) error {
 	if err != nil {
 		return fmt.Errorf("encoding CDI spec: %w", err)
 	}
-	return writeAtomic(f.cdiDir, f.cdiPath(group), b, 0o644)
+	return atomicfile.WriteFile(f.cdiPath(group), b, 0o644)
 }
 
 // restore creates the state directory and rewrites the CDI spec of every
@@ -171,17 +172,4 @@ func (f groupFiles) restore() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// writeAtomic replaces path with b (temporary file, fsync, rename). The
-// temporary file's name ends in neither .json nor .yaml, so a CDI registry
-// never loads it half-written.
-func writeAtomic(dir, path string, b []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := renameio.WriteFile(path, b, mode, renameio.WithTempDir(dir), renameio.WithStaticPermissions(mode)); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

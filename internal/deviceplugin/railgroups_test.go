@@ -14,6 +14,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/internal/deviceplugin/kubelettest"
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/podresources/podrestest"
@@ -228,9 +229,9 @@ func TestMultiRailMergedWhateverTheOrder(t *testing.T) {
 				if got, want := m.cdiEnv(t, cdi[0]), []string{m.wantHCA(c.pfs...)}; !slices.Equal(got, want) {
 					t.Errorf("CDI env %v, want %v", got, want)
 				}
-				if env[RDMAEnvName(railA)] != m.rdma[c.pfs[slices.IndexFunc(c.steps, func(s step) bool { return s.resource == railA })]] ||
-					env[RDMAEnvName(railB)] != m.rdma[c.pfs[slices.IndexFunc(c.steps, func(s step) bool { return s.resource == railB })]] {
-					t.Errorf("per-pool variables: %s=%q %s=%q", RDMAEnvName(railA), env[RDMAEnvName(railA)], RDMAEnvName(railB), env[RDMAEnvName(railB)])
+				if env[containerdev.RDMAEnvName(railA)] != m.rdma[c.pfs[slices.IndexFunc(c.steps, func(s step) bool { return s.resource == railA })]] ||
+					env[containerdev.RDMAEnvName(railB)] != m.rdma[c.pfs[slices.IndexFunc(c.steps, func(s step) bool { return s.resource == railB })]] {
+					t.Errorf("per-pool variables: %s=%q %s=%q", containerdev.RDMAEnvName(railA), env[containerdev.RDMAEnvName(railA)], containerdev.RDMAEnvName(railB), env[containerdev.RDMAEnvName(railB)])
 				}
 				flat := map[string]string{"mount": mounts[NCCLConfPath], "cdi": cdi[0]}
 				for k, v := range env {

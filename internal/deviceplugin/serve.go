@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,6 +23,12 @@ const retryDelay = time.Second
 
 // quickRetryDelay is the pause after a failed attempt that Restart started.
 const quickRetryDelay = 50 * time.Millisecond
+
+// SocketName is the plugin's socket file name in the device plugin
+// directory: "railyard-railyard_io_rdma_vf_a.sock".
+func SocketName(resource string) string {
+	return "railyard-" + strings.NewReplacer(".", "_", "/", "_").Replace(resource) + ".sock"
+}
 
 // SocketPath is the plugin's socket path.
 func (p *Plugin) SocketPath() string {

@@ -147,13 +147,13 @@ func TestSharedPoolOverGRPC(t *testing.T) {
 	if !slices.Equal(paths, wantPaths) {
 		t.Errorf("device nodes %v, want %v", paths, wantPaths)
 	}
-	env := EnvName(sharedRes)
+	env := containerdev.EnvName(sharedRes)
 	if car.Envs[env] != first+","+second {
 		t.Errorf("%s = %q, want the two NICs %s,%s", env, car.Envs[env], first, second)
 	}
 	wantHCA := "=" + nicOf[first][0] + "," + nicOf[second][0]
-	if car.Envs["NCCL_IB_HCA"] != wantHCA || car.Envs[RDMAEnvName(sharedRes)] != wantHCA[1:] {
-		t.Errorf("NCCL_IB_HCA=%q %s=%q, want %q", car.Envs["NCCL_IB_HCA"], RDMAEnvName(sharedRes), car.Envs[RDMAEnvName(sharedRes)], wantHCA)
+	if car.Envs["NCCL_IB_HCA"] != wantHCA || car.Envs[containerdev.RDMAEnvName(sharedRes)] != wantHCA[1:] {
+		t.Errorf("NCCL_IB_HCA=%q %s=%q, want %q", car.Envs["NCCL_IB_HCA"], containerdev.RDMAEnvName(sharedRes), car.Envs[containerdev.RDMAEnvName(sharedRes)], wantHCA)
 	}
 	var info map[string]struct {
 		RDMA map[string]string `json:"rdma"`

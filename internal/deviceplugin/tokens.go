@@ -12,6 +12,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/railyard-io/railyard/internal/binding"
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // Binder binds the tokens of a pool in sandbox binding mode (late
@@ -151,7 +152,7 @@ func better(a, b int, weight, taken map[int]int, total int) bool {
 // TokensEnvName is the variable listing a container's tokens of a pool
 // ("RAILYARD_TOKENS_RAILYARD_IO_RDMA_VF"), for debugging.
 func TokensEnvName(resource string) string {
-	return "RAILYARD_TOKENS_" + strings.TrimPrefix(EnvName(resource), "PCIDEVICE_")
+	return "RAILYARD_TOKENS_" + strings.TrimPrefix(containerdev.EnvName(resource), "PCIDEVICE_")
 }
 
 // allocateTokens answers Allocate for tokens: one CDI device per token,

@@ -1,17 +1,16 @@
 package draplugin
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
 	"github.com/railyard-io/railyard/internal/inputfile"
+	"github.com/railyard-io/railyard/internal/strictjson"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -109,14 +108,9 @@ func loadCheckpoint(path string) (map[types.UID]*preparedClaim, error) {
 
 // decodeCheckpoint decodes strictly and checks what Unprepare relies on.
 func decodeCheckpoint(b []byte) (*checkpointDoc, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var doc checkpointDoc
-	if err := dec.Decode(&doc); err != nil {
+	if err := strictjson.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("decoding: data after the checkpoint")
 	}
 	if doc.Version != checkpointVersion {
 		return nil, fmt.Errorf("version %d, want %d", doc.Version, checkpointVersion)

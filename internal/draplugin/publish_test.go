@@ -182,6 +182,8 @@ func TestCheckpointRefusesCorruption(t *testing.T) {
 		"path in UID":    `{"version": 1, "claims": [{"uid": "../a"}]}`,
 		"null claim":     `{"version": 1, "claims": [null]}`,
 		"trailing bytes": string(good) + "}",
+		"duplicate key":  `{"version": 1, "version": 1, "claims": []}`,
+		"miscased key":   `{"version": 1, "Claims": []}`,
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

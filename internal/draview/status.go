@@ -1,7 +1,6 @@
 package draview
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/internal/atomicfile"
-	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // StatusDir is the directory, in the view's directory, of the device
@@ -173,14 +172,8 @@ func ReadStatuses(dir string) ([]DeviceStatus, error) {
 
 func readStatus(p string) (DeviceStatus, error) {
 	var s DeviceStatus
-	b, err := inputfile.Read(p, maxStatusSize)
-	if err != nil {
+	if err := strictjson.ReadFile(p, maxStatusSize, &s); err != nil {
 		return s, fmt.Errorf("draview: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("draview: %s: %w", p, err)
 	}
 	if err := s.check(); err != nil {
 		return s, fmt.Errorf("draview: %s: %w", p, err)

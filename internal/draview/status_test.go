@@ -79,6 +79,33 @@ func TestBadStatusRecordsDoNotHideTheOthers(t *testing.T) {
 	}
 }
 
+// A record is one known JSON object and nothing else: data after it, a
+// key twice (the last would win) or a key in another case is a bad record,
+// reported by name, as a garbled one is.
+func TestStatusRecordIsReadStrictly(t *testing.T) {
+	const rec = `{"version":1,"claimUID":"c1","pci":"0000:18:00.2","containerID":"abc","ifName":"net1"}`
+	for name, body := range map[string]string{
+		"trailing data": rec + `{"containerID":"zzz"}`,
+		"duplicate key": `{"version":1,"claimUID":"c1","pci":"0000:18:00.2","containerID":"abc","containerID":"abc","ifName":"net1"}`,
+		"miscased key":  `{"version":1,"claimUID":"c1","PCI":"0000:18:00.2","pci":"0000:18:00.2","containerID":"abc","ifName":"net1"}`,
+	} {
+		dir := t.TempDir()
+		must(t, os.MkdirAll(filepath.Join(dir, draview.StatusDir), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, draview.StatusDir, "abc_net1.json"), []byte(body), 0o644))
+		got, err := draview.ReadStatuses(dir)
+		if len(got) != 0 || err == nil || !strings.Contains(err.Error(), "abc_net1.json") {
+			t.Errorf("%s: ReadStatuses = %+v, %v; want no record and an error naming abc_net1.json", name, got, err)
+		}
+	}
+	// The same record alone is read: the cases above fail for what they add.
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, draview.StatusDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, draview.StatusDir, "abc_net1.json"), []byte(rec), 0o644))
+	if got, err := draview.ReadStatuses(dir); len(got) != 1 || err != nil {
+		t.Errorf("the plain record: %+v, %v", got, err)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -1,12 +1,10 @@
 package draview
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // FileName is the view's name in its directory.
@@ -197,17 +196,13 @@ func Read(dir string) (*View, error) {
 	return v, nil
 }
 
-// Parse decodes a view strictly (unknown fields, trailing data, another
-// version and inconsistent content are errors).
+// Parse decodes a view strictly (strictjson: unknown, repeated or
+// miscased keys and trailing data are errors; so are another version and
+// inconsistent content).
 func Parse(b []byte) (*View, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var v View
-	if err := dec.Decode(&v); err != nil {
+	if err := strictjson.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("draview: decoding: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("draview: decoding: data after the view")
 	}
 	if err := v.check(); err != nil {
 		return nil, fmt.Errorf("draview: %w", err)

@@ -210,3 +210,23 @@ func FuzzDecodePorts(f *testing.F) {
 		_ = Analyze([]Node{{Name: "a", Ports: ports}, {Name: "b", Ports: ports}})
 	})
 }
+
+// TestDecodePortsRefusesWhatIsNotOneKnownList: the annotation is one port
+// list and nothing after it (a "]" after the list used to pass), each key
+// known, spelled in its case and given once (the last of two used to win).
+func TestDecodePortsRefusesWhatIsNotOneKnownList(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]string{
+		"closing bracket after the list":   `[{"rail":0,"nic":"mlx5_0"}]]`,
+		"closing brace after the list":     `[{"rail":0,"nic":"mlx5_0"}]}`,
+		"a second list":                    `[] []`,
+		"duplicate key":                    `[{"rail":0,"nic":"mlx5_0","switch":"leaf-a","switch":"leaf-b"}]`,
+		"key in another case":              `[{"rail":0,"NIC":"mlx5_0"}]`,
+		"unknown key of a newer publisher": `[{"rail":0,"nic":"mlx5_0","plane":2}]`,
+		"over the size bound":              `[{"rail":0,"nic":"` + strings.Repeat("x", MaxAnnotation) + `"}]`,
+	} {
+		if ports, err := DecodePorts(s); err == nil {
+			t.Errorf("%s: DecodePorts accepted it: %+v", name, ports)
+		}
+	}
+}

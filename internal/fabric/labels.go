@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // Node labels and the annotation the publisher writes on its own node.
@@ -267,20 +268,16 @@ func EncodePorts(ports []Port) (string, error) {
 	return string(b), nil
 }
 
-// DecodePorts reads a ports annotation strictly: at most MaxAnnotation
-// bytes, known fields only.
+// DecodePorts reads a ports annotation strictly (strictjson): at most
+// MaxAnnotation bytes, one list and nothing after it, known keys only,
+// each once. Unknown keys stay errors on purpose: an annotation from a
+// newer publisher says things this reader cannot weigh, so its readers
+// skip that node with a note (the CLI's "not decoded", the unit writer's
+// undecodable nodes, the agent's warning) rather than act on half of it.
 func DecodePorts(s string) ([]Port, error) {
-	if len(s) > MaxAnnotation {
-		return nil, fmt.Errorf("annotation %s: %d bytes, more than %d", PortsAnnotation, len(s), MaxAnnotation)
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.DisallowUnknownFields()
 	var ports []Port
-	if err := dec.Decode(&ports); err != nil {
+	if err := strictjson.UnmarshalLimit([]byte(s), MaxAnnotation, &ports); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", PortsAnnotation, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("annotation %s: data after the port list", PortsAnnotation)
 	}
 	for i := range ports {
 		if len(ports[i].Switches) == 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 // userspaceDrivers bind a device for DPDK or VMs: no netdev, no verbs
@@ -62,7 +63,7 @@ func convertResource(r *Report, res resource, opts Options) (v1alpha1.Pool, bool
 		r.add(n, "resourceName", Skipped, "Railyard does not accept the name: %s", msg)
 		return v1alpha1.Pool{}, false
 	}
-	if dp, ry := pluginEnvName(res), railyardEnvName(n); dp != ry {
+	if dp, ry := pluginEnvName(res), containerdev.EnvName(n); dp != ry {
 		r.add(n, "resourceName", Note, "the plugin named the containers' variable %s, Railyard names it %s "+
 			"('-' becomes '_'): change programs that read it by name", dp, ry)
 	}
@@ -126,12 +127,6 @@ func pluginEnvName(res resource) string {
 	prefix, _, _ := strings.Cut(res.name, "/")
 	key := "PCIDEVICE_" + prefix + "_" + res.ResourceName
 	return strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-}
-
-// railyardEnvName is deviceplugin.EnvName (a test keeps them equal; the
-// device plugin package is not imported for one string rule).
-func railyardEnvName(resource string) string {
-	return "PCIDEVICE_" + strings.ToUpper(strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(resource))
 }
 
 // kindNotes are the differences in matching that depend on the kind.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
-	"github.com/railyard-io/railyard/internal/deviceplugin"
+	"github.com/railyard-io/railyard/internal/containerdev"
 )
 
 func one(t *testing.T, resources string, opts Options) (v1alpha1.Pool, *Report) {
@@ -168,7 +168,7 @@ func TestSelectorObjectPerDeviceType(t *testing.T) {
 func TestEnvNameDifference(t *testing.T) {
 	p, r := one(t, `{"resourceName": "sriov-a", "resourcePrefix": "example.com", "selectors": {"pfNames": ["ens1f0"]}}`, Options{})
 	m := entry(t, r, "example.com/sriov-a", "resourceName", Note)
-	if want := "PCIDEVICE_EXAMPLE_COM_SRIOV-A, Railyard names it " + deviceplugin.EnvName(p.Name); !strings.Contains(m, want) {
+	if want := "PCIDEVICE_EXAMPLE_COM_SRIOV-A, Railyard names it " + containerdev.EnvName(p.Name); !strings.Contains(m, want) {
 		t.Errorf("%q lacks %q", m, want)
 	}
 	_, r = one(t, `{"resourceName": "sriov_a", "selectors": {"pfNames": ["ens1f0"]}}`, Options{})
@@ -176,9 +176,6 @@ func TestEnvNameDifference(t *testing.T) {
 		if e.Field == "resourceName" && e.Action == Note {
 			t.Errorf("same variable name noted: %q", e.Message)
 		}
-	}
-	if got := railyardEnvName("my-co.io/rdma_vf-a"); got != deviceplugin.EnvName("my-co.io/rdma_vf-a") {
-		t.Errorf("railyardEnvName %q drifted from deviceplugin.EnvName", got)
 	}
 }
 

@@ -26,7 +26,7 @@ type benchPlugin struct {
 func (p *benchPlugin) exec(b *testing.B, command, containerID string) time.Duration {
 	cmd := exec.Command(p.binary)
 	cmd.Env = []string{"CNI_COMMAND=" + command, "CNI_CONTAINERID=" + containerID, "CNI_NETNS=" + p.netns,
-		"CNI_IFNAME=net1", "CNI_PATH=" + env.cniPath, "PATH=" + os.Getenv("PATH")}
+		"CNI_IFNAME=net1", "CNI_PATH=" + env.cniPath, "PATH=" + os.Getenv("PATH"), testRootEnv}
 	cmd.Stdin = bytes.NewReader(p.conf)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/sysfstest"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
@@ -23,7 +24,14 @@ var env struct {
 	cnitool string
 }
 
+// testRootEnv lets the railyard-cni these tests run use their temporary
+// state, sysfs and log paths (config.TestRootEnv), as a test cluster's
+// containerd does.
+var testRootEnv = config.TestRootEnv + "=" + os.TempDir()
+
 func TestMain(m *testing.M) {
+	// libcni runs railyard-cni with this process's environment.
+	os.Setenv(config.TestRootEnv, os.TempDir())
 	code := func() int {
 		tools := os.Getenv("RAILYARD_CNI_TOOLS")
 		if tools == "" {
@@ -147,7 +155,7 @@ func (n *node) network(name, subnet string, extra map[string]any) {
 // as a runtime capability (as Multus does), returning stdout and the error.
 func (n *node) cnitool(verb, net, netns, pci string) (string, error) {
 	cmd := exec.Command(env.cnitool, verb, net, netns)
-	cmd.Env = append(os.Environ(), "CNI_PATH="+env.cniPath, "NETCONFPATH="+n.netDir, "CNI_IFNAME=net1")
+	cmd.Env = append(os.Environ(), "CNI_PATH="+env.cniPath, "NETCONFPATH="+n.netDir, "CNI_IFNAME=net1", testRootEnv)
 	if pci != "" {
 		cmd.Env = append(cmd.Env, `CAP_ARGS={"deviceID":"`+pci+`"}`)
 	}

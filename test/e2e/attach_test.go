@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/cni/multustest"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -176,6 +177,9 @@ type multusCall struct {
 // annotation, "[namespace/]name" of a NetworkAttachmentDefinition whose
 // config is nad) allocated device pci.
 func newMultus(t *testing.T, c *framework.Cluster, dir, network string, nad []byte, pci string, pod multustest.Pod) *multusCall {
+	// libcni runs railyard-cni with this process's environment: its test
+	// root lets the run directory's state and sysfs through.
+	t.Setenv(config.TestRootEnv, os.TempDir())
 	t.Helper()
 	sels, err := multustest.ParseNetworks(network, pod.Namespace)
 	if err != nil || len(sels) != 1 {

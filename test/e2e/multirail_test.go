@@ -25,7 +25,7 @@ const (
 	resRailA  = "railyard.io/e2e_rail_a"
 	resRailB  = "railyard.io/e2e_rail_b"
 	resShared = "railyard.io/e2e_shared"
-	// The per-pool variables (deviceplugin.RDMAEnvName) and SR-IOV style
+	// The per-pool variables (containerdev.RDMAEnvName) and SR-IOV style
 	// variables of those pools.
 	envRDMARailA = "RAILYARD_RDMA_DEVICES_RAILYARD_IO_E2E_RAIL_A"
 	envRDMARailB = "RAILYARD_RDMA_DEVICES_RAILYARD_IO_E2E_RAIL_B"

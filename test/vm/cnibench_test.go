@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/railyard-io/railyard/internal/cni/config"
 	"github.com/railyard-io/railyard/internal/netops/netnstest"
 	"github.com/railyard-io/railyard/test/vm/vmkernel"
 )
@@ -23,7 +24,7 @@ func cniExec(t *testing.T, bin, cmd, netns, conf string) time.Duration {
 	t.Helper()
 	c := exec.Command(bin)
 	c.Env = append(os.Environ(), "CNI_COMMAND="+cmd, "CNI_CONTAINERID=bench1", "CNI_NETNS="+netns,
-		"CNI_IFNAME=net1", "CNI_PATH="+filepath.Dir(bin))
+		"CNI_IFNAME=net1", "CNI_PATH="+filepath.Dir(bin), config.TestRootEnv+"="+os.TempDir())
 	c.Stdin = strings.NewReader(conf)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/railyard-io/railyard/internal/inputfile"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // ErrInvalid is wrapped by every error Load returns for a file that was
@@ -45,12 +45,8 @@ func Decode(data []byte) (*AgentConfig, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var c AgentConfig
-	strict, err := sigsjson.UnmarshalStrict(js, &c)
-	if err != nil {
+	if err := strictjson.Unmarshal(js, &c); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(strict...))
 	}
 	return &c, nil
 }

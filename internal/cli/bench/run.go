@@ -251,16 +251,7 @@ type progressPrinter struct {
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	return &progressPrinter{w: w, tty: isTerminal(w)}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progressPrinter{w: w, tty: iostreams.IsTerminal(w)}
 }
 
 const barWidth = 24

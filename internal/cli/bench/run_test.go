@@ -217,7 +217,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 	if buf.String() != want {
 		t.Errorf("got  %q\nwant %q", buf.String(), want)
 	}
-	if isTerminal(&buf) {
+	if iostreams.IsTerminal(&buf) {
 		t.Error("a buffer is a terminal")
 	}
 }

@@ -17,20 +17,6 @@ import (
 	"github.com/railyard-io/railyard/internal/netops"
 )
 
-// ExitError carries the exit code (1 warnings, 2 failures); cmd/railyard
-// exits with it.
-type ExitError struct{ Code int }
-
-func (e *ExitError) Error() string {
-	if e.Code == doctor.ExitWarnings {
-		return "the node has warnings"
-	}
-	return "the node is not ready for GPU RDMA"
-}
-
-// ExitCode is the code the process should exit with.
-func (e *ExitError) ExitCode() int { return e.Code }
-
 // NewCommand returns the `railyard doctor` command.
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	var opt doctor.Options
@@ -192,7 +178,11 @@ func run(ctx context.Context, s iostreams.Streams, opt doctor.Options, jsonOut b
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	if code := r.ExitCode(); code != doctor.ExitOK {
-		return &ExitError{Code: code}
+		why := errors.New("the node is not ready for GPU RDMA")
+		if code == doctor.ExitWarnings {
+			why = errors.New("the node has warnings")
+		}
+		return &iostreams.ExitError{Code: code, Err: why}
 	}
 	return nil
 }

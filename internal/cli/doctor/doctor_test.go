@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/doctor"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
 	"github.com/railyard-io/railyard/machines"
@@ -32,7 +33,7 @@ func tree(t *testing.T) string {
 func TestDoctorOnAGeneratedTree(t *testing.T) {
 	sys := tree(t)
 	out, _, err := clitest.Run(t, NewCommand, "", "--sysfs", sys, "--host-root", t.TempDir())
-	var ee *ExitError
+	var ee *iostreams.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("err = %v, want exit 2\n%s", err, out)
 	}

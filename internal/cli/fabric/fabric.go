@@ -3,6 +3,7 @@ package fabric
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -19,19 +20,6 @@ import (
 	"github.com/railyard-io/railyard/internal/inputfile"
 	"github.com/railyard-io/railyard/internal/termsafe"
 )
-
-// ExitError carries the exit status: 1 warnings, 2 failures (as doctor).
-type ExitError struct{ Code int }
-
-func (e *ExitError) Error() string {
-	if e.Code == 1 {
-		return "the fabric has warnings"
-	}
-	return "the fabric is miswired"
-}
-
-// ExitCode is the code the process exits with.
-func (e *ExitError) ExitCode() int { return e.Code }
 
 // maxFile bounds a --from file: 64 KiB of ports for each of 10,000 nodes
 // would be far more; 256 MiB is the ceiling.
@@ -109,7 +97,11 @@ escaped (--json leaves them to the JSON encoding).`,
 				return fmt.Errorf("writing the report: %w", err)
 			}
 			if st := rep.Status(); st != 0 {
-				return &ExitError{Code: st}
+				why := errors.New("the fabric is miswired")
+				if st == 1 {
+					why = errors.New("the fabric has warnings")
+				}
+				return &iostreams.ExitError{Code: st, Err: why}
 			}
 			return nil
 		},

@@ -17,6 +17,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 	"github.com/railyard-io/railyard/internal/inputfile"
 )
@@ -57,7 +58,7 @@ func TestFabricFromFile(t *testing.T) {
 
 	swapped := writeNodes(t, node("gpu-1", "leaf-0", "leaf-1"), node("gpu-2", "leaf-1", "leaf-0"), node("gpu-3", "leaf-0", "leaf-1"))
 	out, _, err = clitest.Run(t, NewCommand, "", "--from", swapped)
-	var exit *ExitError
+	var exit *iostreams.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("swapped cable: err = %v, want exit 2\n%s", err, out)
 	}

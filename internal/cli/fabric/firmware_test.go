@@ -12,6 +12,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 )
 
@@ -33,7 +34,7 @@ func TestFabricReportsFirmwareAcrossNodes(t *testing.T) {
 	path := writeNodes(t, flashed("gpu-1", nil, "leaf-0", "leaf-1"), flashed("gpu-2", map[int]bool{1: true}, "leaf-0", "leaf-1"),
 		flashed("gpu-3", nil, "leaf-0", "leaf-1"))
 	out, _, err := clitest.Run(t, NewCommand, "", "--from", path)
-	var exit *ExitError
+	var exit *iostreams.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("one card on another release: err = %v, want exit 1\n%s", err, out)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
 	"github.com/railyard-io/railyard/internal/fabric"
 )
 
@@ -24,7 +25,7 @@ func layout(t *testing.T, l fabric.Layout) []fabric.Node {
 // exitCode is the status the command would exit with.
 func exitCode(t *testing.T, err error) int {
 	t.Helper()
-	var exit *ExitError
+	var exit *iostreams.ExitError
 	switch {
 	case err == nil:
 		return 0

@@ -20,18 +20,6 @@ const (
 	ExitInvalid = 2 // the input is not a configuration the plugin accepts
 )
 
-// ExitError carries the process exit code; cmd/railyard exits with it.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// ExitCode is the code the process should exit with.
-func (e *ExitError) ExitCode() int { return e.Code }
-
 // NewCommand returns the `railyard migrate` command.
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -102,7 +90,7 @@ accept (nothing is written).`,
 func runSRIOVDP(s iostreams.Streams, in, out string, opts migrate.Options) error {
 	data, err := readInput(s.In, in)
 	if err != nil {
-		return &ExitError{Code: ExitInvalid, Err: err}
+		return &iostreams.ExitError{Code: ExitInvalid, Err: err}
 	}
 	cfg, report, err := migrate.ConvertSRIOVDP(data, opts)
 	if report != nil {
@@ -112,9 +100,9 @@ func runSRIOVDP(s iostreams.Streams, in, out string, opts migrate.Options) error
 	}
 	switch {
 	case errors.Is(err, migrate.ErrNoPools):
-		return &ExitError{Code: ExitDropped, Err: fmt.Errorf("%w: no configuration written", err)}
+		return &iostreams.ExitError{Code: ExitDropped, Err: fmt.Errorf("%w: no configuration written", err)}
 	case err != nil:
-		return &ExitError{Code: ExitInvalid, Err: err}
+		return &iostreams.ExitError{Code: ExitInvalid, Err: err}
 	}
 	y, err := render(cfg, report)
 	if err != nil {
@@ -124,7 +112,7 @@ func runSRIOVDP(s iostreams.Streams, in, out string, opts migrate.Options) error
 		return err
 	}
 	if report.Lossy() {
-		return &ExitError{Code: ExitDropped, Err: fmt.Errorf("%d field(s) dropped and %d resource(s) skipped: the configuration does less than the plugin did (see above)",
+		return &iostreams.ExitError{Code: ExitDropped, Err: fmt.Errorf("%d field(s) dropped and %d resource(s) skipped: the configuration does less than the plugin did (see above)",
 			report.Count(migrate.Dropped), report.Count(migrate.Skipped))}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/railyard-io/railyard/api/config/v1alpha1"
 	"github.com/railyard-io/railyard/internal/cli/clitest"
+	"github.com/railyard-io/railyard/internal/cli/iostreams"
 )
 
 func run(t *testing.T, stdin string, args ...string) (string, string, error) {
@@ -24,7 +25,7 @@ func testdata(t *testing.T, name string) string {
 }
 
 func exitCode(err error) int {
-	var e *ExitError
+	var e *iostreams.ExitError
 	if errors.As(err, &e) {
 		return e.ExitCode()
 	}

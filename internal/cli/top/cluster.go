@@ -242,7 +242,7 @@ func runCluster(ctx context.Context, s iostreams.Streams, o options, scrape scra
 	if err != nil {
 		return err
 	}
-	clear := isTerminal(s.Out)
+	clear := iostreams.IsTerminal(s.Out)
 	for i := 0; o.iterations == 0 || i < o.iterations; i++ {
 		t := time.NewTimer(o.interval)
 		select {

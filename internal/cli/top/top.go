@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -135,7 +133,7 @@ func run(ctx context.Context, s iostreams.Streams, o options) error {
 		defer c.Close()
 		lister = c
 	}
-	clear := isTerminal(s.Out)
+	clear := iostreams.IsTerminal(s.Out)
 	prev := map[portKey]rdmacounter.Sample{}
 	devs, _ := devices(ctx, topo, lister)
 	before := read(fs, devs, prev, time.Now())
@@ -172,17 +170,6 @@ func devices(ctx context.Context, topo *topology.Topology, lister podlist.Lister
 		return rdmacounter.Devices(topo, nil), fmt.Sprintf("pods unknown: PodResources: %v", err)
 	}
 	return rdmacounter.Devices(topo, owners(pods)), ""
-}
-
-// isTerminal reports whether w is a terminal, where each frame replaces
-// the last.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // owners maps the PCI addresses kubelet lists as device IDs to their

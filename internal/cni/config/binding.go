@@ -1,14 +1,13 @@
 package config
 
 import (
-	"path/filepath"
 	"strings"
 )
 
-// applyBinding reads the fields of resourceName without Multus:
-// resourceName (the pool whose device to attach when no deviceID is given:
-// a sandbox pool's bound device, else the one kubelet allocated),
-// bindingDir and podResourcesSocket.
+// applyBinding reads resourceName, for attaching without Multus: the pool
+// whose device to attach when no deviceID is given (a sandbox pool's bound
+// device, else the one kubelet allocated). Its paths, bindingDir and
+// podResourcesSocket, are path fields (paths.go).
 func (r *raw) applyBinding(c *Config) []FieldError {
 	var errs []FieldError
 	bad := func(field, msg string) {
@@ -24,22 +23,6 @@ func (r *raw) applyBinding(c *Config) []FieldError {
 			bad("resourceName", "a late-binding pool picks the device: set only one of resourceName and device")
 		default:
 			c.ResourceName = name
-		}
-	}
-	c.PodResourcesSocket = DefaultPodResourcesSocket
-	if r.PodResourcesSocket != nil {
-		if !filepath.IsAbs(*r.PodResourcesSocket) {
-			bad("podResourcesSocket", "must be an absolute path")
-		} else {
-			c.PodResourcesSocket = filepath.Clean(*r.PodResourcesSocket)
-		}
-	}
-	c.BindingDir = DefaultBindingDir
-	if r.BindingDir != nil {
-		if !filepath.IsAbs(*r.BindingDir) {
-			bad("bindingDir", "must be an absolute path")
-		} else {
-			c.BindingDir = filepath.Clean(*r.BindingDir)
 		}
 	}
 	return errs

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +115,7 @@ func (r *raw) applyIB(c *Config, rc runtimeConfig, cniArgs map[string]string) []
 	return errs
 }
 
-// applyLog reads sriov-cni's logLevel and logFile.
+// applyLog reads sriov-cni's logLevel (logFile is a path field: paths.go).
 func (r *raw) applyLog(c *Config) []FieldError {
 	var errs []FieldError
 	if r.LogLevel != nil && *r.LogLevel != "" {
@@ -124,13 +123,6 @@ func (r *raw) applyLog(c *Config) []FieldError {
 			c.LogLevel = l
 		} else {
 			errs = append(errs, FieldError{Field: "logLevel", Msg: fmt.Sprintf("%q must be panic, error, warning, info or debug", *r.LogLevel), Code: CodeInvalid})
-		}
-	}
-	if r.LogFile != nil && *r.LogFile != "" {
-		if filepath.IsAbs(*r.LogFile) {
-			c.LogFile = filepath.Clean(*r.LogFile)
-		} else {
-			errs = append(errs, FieldError{Field: "logFile", Msg: fmt.Sprintf("%q must be an absolute path", *r.LogFile), Code: CodeInvalid})
 		}
 	}
 	return errs

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // Defaults.
@@ -236,27 +238,27 @@ func knownFields() map[string]bool {
 // Parse decodes, defaults and validates the configuration of an ADD or
 // CHECK, which must name a device. Its error is an *Error naming every bad
 // field.
-func Parse(data []byte) (*Config, error) { return parse(data, true) }
+func Parse(data []byte, opts ...Option) (*Config, error) { return parse(data, true, opts) }
 
 // ParseNetwork is Parse for STATUS and GC, which concern the whole network
 // and get no device.
-func ParseNetwork(data []byte) (*Config, error) { return parse(data, false) }
+func ParseNetwork(data []byte, opts ...Option) (*Config, error) { return parse(data, false, opts) }
 
 // ParseDel reads what DEL needs and never fails: the CNI spec asks DEL to
 // release whatever it can, so a configuration ADD would reject (an unknown
 // field, a bad value, even a document that is not JSON) still yields a
 // Config. Each field that could not be used keeps its default and is
 // reported in the returned problems.
-func ParseDel(data []byte) (*Config, []FieldError) {
+func ParseDel(data []byte, opts ...Option) (*Config, []FieldError) {
 	top, problems := decodeTop(data)
 	var r raw
 	problems = append(problems, decodeFields(top, &r)...)
 	c := &Config{Raw: bytes.Clone(data)}
-	problems = append(problems, r.apply(c, false)...)
+	problems = append(problems, r.apply(c, false, optionsOf(opts))...)
 	return c, problems
 }
 
-func parse(data []byte, needDevice bool) (*Config, error) {
+func parse(data []byte, needDevice bool, opts []Option) (*Config, error) {
 	top, errs := decodeTop(data)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
@@ -275,17 +277,29 @@ func parse(data []byte, needDevice bool) (*Config, error) {
 	var r raw
 	errs = append(errs, decodeFields(top, &r)...)
 	c := &Config{Raw: bytes.Clone(data)}
-	errs = append(errs, r.apply(c, needDevice)...)
+	errs = append(errs, r.apply(c, needDevice, optionsOf(opts))...)
 	if len(errs) > 0 {
 		return nil, &Error{Fields: errs}
 	}
 	return c, nil
 }
 
-// decodeTop splits the document into its top-level fields.
+// decodeTop splits the document into its top-level fields (strictjson:
+// one object and nothing after it). A key given twice is an error (the
+// last would silently win), reported with the fields, which still hold
+// the last value so that DEL can use them.
 func decodeTop(data []byte) (map[string]json.RawMessage, []FieldError) {
 	var top map[string]json.RawMessage
-	if err := decodeOne(data, &top); err != nil {
+	err := strictjson.Unmarshal(data, &top)
+	var fe *strictjson.FieldError
+	if errors.As(err, &fe) && top != nil {
+		var errs []FieldError
+		for _, k := range fe.Duplicate {
+			errs = append(errs, FieldError{Field: k, Msg: "given twice (the last would silently win)", Code: CodeDecoding})
+		}
+		return top, errs
+	}
+	if err != nil {
 		return nil, []FieldError{{Field: "(document)", Msg: err.Error(), Code: CodeDecoding}}
 	}
 	if top == nil {
@@ -293,6 +307,11 @@ func decodeTop(data []byte) (map[string]json.RawMessage, []FieldError) {
 	}
 	return top, nil
 }
+
+// runtimeListFields are the fields the runtime fills with its own
+// objects (libcni's GC attachments): a newer runtime may add keys there,
+// so unknown keys are dropped, not refused.
+var runtimeListFields = map[string]bool{"cni.dev/valid-attachments": true, "cni.dev/attachments": true}
 
 // decodeFields decodes each known field of top into r on its own, so one
 // field of the wrong type is reported by name and does not hide the others.
@@ -306,29 +325,22 @@ func decodeFields(top map[string]json.RawMessage, r *raw) []FieldError {
 		if !ok {
 			continue
 		}
-		if err := json.Unmarshal(val, v.Field(i).Addr().Interface()); err != nil {
+		var opts []strictjson.Option
+		if runtimeListFields[name] {
+			opts = append(opts, strictjson.AllowUnknownFields)
+		}
+		if err := strictjson.Unmarshal(val, v.Field(i).Addr().Interface(), opts...); err != nil {
 			errs = append(errs, fieldDecodeError(name, err))
 		}
 	}
 	return errs
 }
 
-func decodeOne(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON object")
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err == nil {
-		return errors.New("trailing data after the JSON object")
-	}
-	return nil
-}
-
 func fieldDecodeError(field string, err error) FieldError {
+	var fe *strictjson.FieldError
+	if errors.As(err, &fe) {
+		return FieldError{Field: field, Msg: err.Error(), Code: CodeInvalid}
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {

@@ -67,6 +67,9 @@ var wantField = map[string]struct {
 	"invalid-binding-dir.json":         {"bindingDir", types.ErrInvalidNetworkConfig},
 	"invalid-podresources-socket.json": {"podResourcesSocket", types.ErrInvalidNetworkConfig},
 	"invalid-multirail.json":           {"multiRail", types.ErrInvalidNetworkConfig},
+	"invalid-trailing-brace.json":      {"(document)", types.ErrDecodingFailure},
+	"invalid-duplicate-key.json":       {"mtu", types.ErrDecodingFailure},
+	"invalid-dns-key-case.json":        {"dns", types.ErrInvalidNetworkConfig},
 }
 
 func TestInvalidFixtures(t *testing.T) {
@@ -124,7 +127,7 @@ func TestParseValues(t *testing.T) {
 		*c.VF.LinkState != 1 || *c.VF.MinTxRate != 1000 || *c.VF.MaxTxRate != 25000 {
 		t.Errorf("VF settings not decoded: %+v", c.VF)
 	}
-	if c.StateDir != "/run/railyard" || c.SysfsRoot != "/tmp/sys" || c.LockTimeout != 2*time.Second {
+	if c.StateDir != "/var/lib/railyard/cni" || c.LockTimeout != 2*time.Second {
 		t.Errorf("knobs not decoded: %+v", c)
 	}
 	if c.DeviceInfoFile != "/run/devinfo.json" {

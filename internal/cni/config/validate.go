@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/railyard-io/railyard/internal/deviceid"
 	"github.com/railyard-io/railyard/internal/netops"
 	"github.com/railyard-io/railyard/internal/pciaddr"
+	"github.com/railyard-io/railyard/internal/strictjson"
 )
 
 // NormalizePCIAddress returns a deviceID's PCI address in canonical form
@@ -52,41 +52,84 @@ func ValidIfName(name string) error {
 	return nil
 }
 
-func (r *raw) apply(c *Config, needDevice bool) []FieldError {
-	var errs []FieldError
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
-	}
-	c.CNIVersion, c.Name, c.Type = r.CNIVersion, r.Name, r.Type
-	if r.CNIVersion == "" {
-		bad("cniVersion", "is required")
-	}
-	if r.Name == "" {
-		bad("name", "is required")
-	}
-	if r.Type == "" {
-		bad("type", "is required")
-	}
+// problems collects the FieldErrors of one check.
+type problems []FieldError
 
-	var rc runtimeConfig
-	if len(r.RuntimeConfig) > 0 && string(r.RuntimeConfig) != "null" {
-		if err := json.Unmarshal(r.RuntimeConfig, &rc); err != nil {
-			bad("runtimeConfig", "must be an object with string deviceID, mac, infinibandGUID and CNIDeviceInfoFile: %v", err)
-		}
-	}
+// bad records that field is invalid (CodeInvalid).
+func (p *problems) bad(field, format string, args ...any) {
+	*p = append(*p, FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Code: CodeInvalid})
+}
+
+// apply defaults and validates the decoded document into c, one group of
+// fields after the other (each apply* owns its fields), and returns every
+// problem found.
+func (r *raw) apply(c *Config, needDevice bool, o options) []FieldError {
+	var errs problems
+	errs = append(errs, r.applyIdentity(c)...)
+	rc, rcErrs := r.runtimeConfig()
+	errs = append(errs, rcErrs...)
 	cniArgs, argsErr := parseArgs(r.Args)
 	if argsErr != "" {
-		bad("args", "%s", argsErr)
+		errs.bad("args", "%s", argsErr)
 	}
+	errs = append(errs, r.applyDevice(c, rc, needDevice)...)
+	errs = append(errs, r.applyBinding(c)...)
+	errs = append(errs, r.applyIPAM(c)...)
+	if r.DNS != nil {
+		c.DNS = *r.DNS
+	}
+	errs = append(errs, r.applyLink(c, rc)...)
+	errs = append(errs, r.applyVF(c)...)
+	errs = append(errs, r.applyRDMA(c)...)
+	errs = append(errs, r.applyIB(c, rc, cniArgs)...)
+	errs = append(errs, r.applyShare(c)...)
+	errs = append(errs, r.applyLog(c)...)
+	errs = append(errs, r.applyDeviceInfo(c, rc)...)
+	errs = append(errs, r.applyPaths(c, o)...)
+	errs = append(errs, r.applyLockTimeout(c)...)
+	errs = append(errs, r.applyGC(c)...)
+	return errs
+}
 
-	// Device. Multus puts the allocated device's PCI address in both
-	// deviceID and pciBusID (pkg/types/conf.go, delegateAddDeviceID).
+// applyIdentity reads cniVersion, name and type, each required.
+func (r *raw) applyIdentity(c *Config) problems {
+	var errs problems
+	c.CNIVersion, c.Name, c.Type = r.CNIVersion, r.Name, r.Type
+	for _, f := range []struct{ name, v string }{{"cniVersion", r.CNIVersion}, {"name", r.Name}, {"type", r.Type}} {
+		if f.v == "" {
+			errs.bad(f.name, "is required")
+		}
+	}
+	return errs
+}
+
+// runtimeConfig decodes the runtime-supplied keys railyard-cni uses.
+func (r *raw) runtimeConfig() (runtimeConfig, problems) {
+	var rc runtimeConfig
+	var errs problems
+	if len(r.RuntimeConfig) > 0 && string(r.RuntimeConfig) != "null" {
+		// The runtime's keys beside ours (portMappings, ips, ...) are
+		// the runtime's: unknown keys are dropped, not refused.
+		if err := strictjson.Unmarshal(r.RuntimeConfig, &rc, strictjson.AllowUnknownFields); err != nil {
+			errs.bad("runtimeConfig", "must be an object with string deviceID, mac, infinibandGUID and CNIDeviceInfoFile: %v", err)
+		}
+	}
+	return rc, errs
+}
+
+// applyDevice reads the device: a PCI address, a share of a shared NIC or
+// a late-binding token (runtimeConfig.deviceID, deviceID or pciBusID), a
+// netdev name (device), or none with resourceName.
+func (r *raw) applyDevice(c *Config, rc runtimeConfig, needDevice bool) problems {
+	var errs problems
+	// Multus puts the allocated device's PCI address in both deviceID
+	// and pciBusID (pkg/types/conf.go, delegateAddDeviceID).
 	devID, devIDField := r.DeviceID, "deviceID"
 	if r.PCIBusID != nil && *r.PCIBusID != "" {
 		if devID == nil || *devID == "" {
 			devID, devIDField = r.PCIBusID, "pciBusID"
 		} else if !samePCIAddress(*devID, *r.PCIBusID) {
-			bad("pciBusID", "%q differs from deviceID %q (Multus sets both to the allocated device)", *r.PCIBusID, *devID)
+			errs.bad("pciBusID", "%q differs from deviceID %q (Multus sets both to the allocated device)", *r.PCIBusID, *devID)
 		}
 	}
 	if rc.DeviceID != nil && *rc.DeviceID != "" {
@@ -94,55 +137,71 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	}
 	switch {
 	case devID != nil && *devID != "" && r.Device != nil:
-		bad("device", "set only one of %s and device", devIDField)
+		errs.bad("device", "set only one of %s and device", devIDField)
 	case devID != nil && *devID != "":
-		if a, ok := NormalizePCIAddress(*devID); ok {
-			c.DeviceID = a
-		} else if tok := strings.TrimSpace(*devID); binding.IsToken(tok) {
-			c.Token = tok
-		} else if pci, k, err := deviceid.ParseShare(strings.TrimSpace(*devID)); err == nil {
-			if a, ok := NormalizePCIAddress(pci); ok {
-				c.DeviceID, c.Share = a, deviceid.Share(a, k)
-			} else {
-				bad(devIDField, "%q is not a share of a PCI address", *devID)
-			}
-		} else {
-			bad(devIDField, "%q is not a PCI address (want DDDD:BB:DD.F, DDDD:BB:DD.F-sN for a share of a shared NIC, or a late-binding token tok-<tag>-n<NUMA>-<k>)", *devID)
-		}
+		errs = append(errs, applyDeviceID(c, *devID, devIDField)...)
 	case r.Device != nil:
 		if err := ValidIfName(*r.Device); err != nil {
-			bad("device", "%v", err)
+			errs.bad("device", "%v", err)
 		}
 		c.Device = *r.Device
 	case r.ResourceName != nil && *r.ResourceName != "":
 		// Late binding without Multus: the pod's tokens of this pool.
 	case needDevice:
-		bad("deviceID", "one of deviceID, runtimeConfig.deviceID, device or resourceName is required")
+		errs.bad("deviceID", "one of deviceID, runtimeConfig.deviceID, device or resourceName is required")
 	}
-	errs = append(errs, r.applyBinding(c)...)
+	return errs
+}
 
-	// IPAM.
-	if len(r.IPAM) > 0 && string(r.IPAM) != "null" {
-		var ipam struct {
-			Type *string `json:"type"`
-		}
-		if err := json.Unmarshal(r.IPAM, &ipam); err != nil {
-			bad("ipam", "must be an object with a string \"type\"")
-		} else if ipam.Type == nil || *ipam.Type == "" {
-			bad("ipam.type", "is required when ipam is set")
-		} else if strings.ContainsAny(*ipam.Type, "/\x00") || *ipam.Type == "." || *ipam.Type == ".." {
-			bad("ipam.type", "%q is not a plugin name", *ipam.Type)
+// applyDeviceID reads a device ID: a PCI address, a late-binding token or
+// a share of a PCI address.
+func applyDeviceID(c *Config, devID, field string) problems {
+	var errs problems
+	if a, ok := NormalizePCIAddress(devID); ok {
+		c.DeviceID = a
+	} else if tok := strings.TrimSpace(devID); binding.IsToken(tok) {
+		c.Token = tok
+	} else if pci, k, err := deviceid.ParseShare(strings.TrimSpace(devID)); err == nil {
+		if a, ok := NormalizePCIAddress(pci); ok {
+			c.DeviceID, c.Share = a, deviceid.Share(a, k)
 		} else {
-			c.IPAMType = *ipam.Type
+			errs.bad(field, "%q is not a share of a PCI address", devID)
 		}
+	} else {
+		errs.bad(field, "%q is not a PCI address (want DDDD:BB:DD.F, DDDD:BB:DD.F-sN for a share of a shared NIC, or a late-binding token tok-<tag>-n<NUMA>-<k>)", devID)
 	}
-	if r.DNS != nil {
-		c.DNS = *r.DNS
-	}
+	return errs
+}
 
+// applyIPAM reads ipam.type, the plugin to delegate addresses to.
+func (r *raw) applyIPAM(c *Config) problems {
+	var errs problems
+	if len(r.IPAM) == 0 || string(r.IPAM) == "null" {
+		return nil
+	}
+	var ipam struct {
+		Type *string `json:"type"`
+	}
+	// The IPAM plugin's keys are its own: only "type" is ours.
+	if err := strictjson.Unmarshal(r.IPAM, &ipam, strictjson.AllowUnknownFields); err != nil {
+		errs.bad("ipam", "must be an object with a string \"type\"")
+	} else if ipam.Type == nil || *ipam.Type == "" {
+		errs.bad("ipam.type", "is required when ipam is set")
+	} else if strings.ContainsAny(*ipam.Type, "/\x00") || *ipam.Type == "." || *ipam.Type == ".." {
+		errs.bad("ipam.type", "%q is not a plugin name", *ipam.Type)
+	} else {
+		c.IPAMType = *ipam.Type
+	}
+	return errs
+}
+
+// applyLink reads the pod interface's mtu and mac (runtimeConfig.mac
+// first).
+func (r *raw) applyLink(c *Config, rc runtimeConfig) problems {
+	var errs problems
 	if r.MTU != nil {
 		if *r.MTU < 68 || *r.MTU > 65535 {
-			bad("mtu", "%d is outside 68..65535", *r.MTU)
+			errs.bad("mtu", "%d is outside 68..65535", *r.MTU)
 		} else {
 			c.MTU = *r.MTU
 		}
@@ -151,75 +210,83 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	if rc.MAC != nil && *rc.MAC != "" {
 		mac, macField = rc.MAC, "runtimeConfig.mac"
 	}
-	if mac != nil {
-		hw, err := net.ParseMAC(*mac)
-		switch {
-		case err != nil:
-			bad(macField, "%q is not a MAC address", *mac)
-		case len(hw) != 6:
-			bad(macField, "%q is not a 6-byte Ethernet address", *mac)
-		case hw[0]&1 == 1:
-			bad(macField, "%q is a multicast address", *mac)
-		case isZero(hw):
-			bad(macField, "%q is the zero address", *mac)
-		default:
-			c.MAC = hw
-		}
+	if mac == nil {
+		return errs
 	}
+	hw, err := net.ParseMAC(*mac)
+	switch {
+	case err != nil:
+		errs.bad(macField, "%q is not a MAC address", *mac)
+	case len(hw) != 6:
+		errs.bad(macField, "%q is not a 6-byte Ethernet address", *mac)
+	case hw[0]&1 == 1:
+		errs.bad(macField, "%q is a multicast address", *mac)
+	case isZero(hw):
+		errs.bad(macField, "%q is the zero address", *mac)
+	default:
+		c.MAC = hw
+	}
+	return errs
+}
 
-	errs = append(errs, r.applyVF(c)...)
-
+// applyRDMA reads rdma (or ib-sriov-cni's rdmaIsolation) and multiRail.
+func (r *raw) applyRDMA(c *Config) problems {
+	var errs problems
 	switch {
 	case r.RDMA != nil && r.RDMAIsolation != nil && *r.RDMA != *r.RDMAIsolation:
-		bad("rdmaIsolation", "%v contradicts rdma %v (rdmaIsolation is ib-sriov-cni's name for rdma)", *r.RDMAIsolation, *r.RDMA)
+		errs.bad("rdmaIsolation", "%v contradicts rdma %v (rdmaIsolation is ib-sriov-cni's name for rdma)", *r.RDMAIsolation, *r.RDMA)
 	case r.RDMA != nil:
 		c.RDMA = *r.RDMA
 	case r.RDMAIsolation != nil:
 		c.RDMA = *r.RDMAIsolation
 	}
 	c.MultiRail = r.MultiRail == nil || *r.MultiRail
-	errs = append(errs, r.applyIB(c, rc, cniArgs)...)
-	errs = append(errs, r.applyShare(c)...)
-	errs = append(errs, r.applyLog(c)...)
+	return errs
+}
+
+// applyDeviceInfo reads CNIDeviceInfoFile (runtimeConfig's first). It is
+// kept as given: railyard-cni checks it is the file Multus names for the
+// attachment (internal/cni).
+func (r *raw) applyDeviceInfo(c *Config, rc runtimeConfig) problems {
+	var errs problems
 	info, infoField := r.CNIDeviceInfoFile, "CNIDeviceInfoFile"
 	if rc.CNIDeviceInfoFile != nil && *rc.CNIDeviceInfoFile != "" {
 		info, infoField = rc.CNIDeviceInfoFile, "runtimeConfig.CNIDeviceInfoFile"
 	}
-	if info != nil && *info != "" {
-		if !filepath.IsAbs(*info) {
-			bad(infoField, "%q must be an absolute path", *info)
-		} else {
-			c.DeviceInfoFile = *info // as given: railyard-cni checks it is Multus's name
-		}
+	if info == nil || *info == "" {
+		return nil
 	}
-	c.StateDir = DefaultStateDir
-	if r.StateDir != nil {
-		if !filepath.IsAbs(*r.StateDir) {
-			bad("stateDir", "%q must be an absolute path", *r.StateDir)
-		} else {
-			c.StateDir = filepath.Clean(*r.StateDir)
-		}
+	if !filepath.IsAbs(*info) {
+		errs.bad(infoField, "%q must be an absolute path", *info)
+	} else {
+		c.DeviceInfoFile = *info
 	}
-	c.SysfsRoot = DefaultSysfsRoot
-	if r.SysfsRoot != nil {
-		if !filepath.IsAbs(*r.SysfsRoot) {
-			bad("sysfsRoot", "%q must be an absolute path", *r.SysfsRoot)
-		} else {
-			c.SysfsRoot = filepath.Clean(*r.SysfsRoot)
-		}
-	}
+	return errs
+}
+
+// applyLockTimeout reads lockTimeout, how long ADD and DEL wait for a
+// device's lock.
+func (r *raw) applyLockTimeout(c *Config) problems {
+	var errs problems
 	c.LockTimeout = DefaultLockTimeout
-	if r.LockTimeout != nil {
-		d, err := time.ParseDuration(*r.LockTimeout)
-		switch {
-		case err != nil:
-			bad("lockTimeout", "%q is not a duration such as \"10s\"", *r.LockTimeout)
-		case d < 0 || d > MaxLockTimeout:
-			bad("lockTimeout", "%s is outside 0..%s", d, MaxLockTimeout)
-		default:
-			c.LockTimeout = d
-		}
+	if r.LockTimeout == nil {
+		return nil
 	}
+	d, err := time.ParseDuration(*r.LockTimeout)
+	switch {
+	case err != nil:
+		errs.bad("lockTimeout", "%q is not a duration such as \"10s\"", *r.LockTimeout)
+	case d < 0 || d > MaxLockTimeout:
+		errs.bad("lockTimeout", "%s is outside 0..%s", d, MaxLockTimeout)
+	default:
+		c.LockTimeout = d
+	}
+	return errs
+}
+
+// applyGC reads prevResult and the attachments GC keeps.
+func (r *raw) applyGC(c *Config) problems {
+	var errs problems
 	if len(r.PrevResult) > 0 && string(r.PrevResult) != "null" {
 		c.RawPrevResult = r.PrevResult
 	}
@@ -231,7 +298,7 @@ func (r *raw) apply(c *Config, needDevice bool) []FieldError {
 	}
 	for i, a := range attachments {
 		if a.ContainerID == "" || a.IfName == "" {
-			bad(fmt.Sprintf("%s[%d]", attField, i), "needs containerID and ifname")
+			errs.bad(fmt.Sprintf("%s[%d]", attField, i), "needs containerID and ifname")
 		}
 	}
 	c.ValidAttachments = attachments

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/railyard-io/railyard/internal/cni/config"
 )
 
 // containerdPaths are the directories and sockets of the framework's own
@@ -138,10 +140,13 @@ func startContainerd(ctx context.Context, p containerdPaths, logPath string) (*P
 	if err := p.writeConfig(); err != nil {
 		return nil, err
 	}
-	var env []string
+	// railyard-cni, which containerd runs with its own environment,
+	// accepts the tests' state, sysfs and log paths below the temporary
+	// directory (config.TestRootEnv: the run directories live there).
+	env := []string{config.TestRootEnv + "=" + os.TempDir()}
 	if p.BinDir != "" {
 		// containerd finds its shim through PATH: take the build's.
-		env = []string{"PATH=" + p.BinDir + ":" + os.Getenv("PATH")}
+		env = append(env, "PATH="+p.BinDir+":"+os.Getenv("PATH"))
 		if err := os.MkdirAll(p.CDIDir, 0o755); err != nil {
 			return nil, fmt.Errorf("containerd CDI directory: %w", err)
 		}
