@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,9 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/railyard-io/railyard/internal/benchverify"
 	"github.com/railyard-io/railyard/internal/containerdev"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
@@ -519,4 +522,69 @@ func unstructuredString(obj map[string]any, path ...string) (string, bool, error
 	}
 	s, ok := cur.(string)
 	return s, ok, nil
+}
+
+// verifyDRAJob runs `railyard bench verify` on the DRA job's two running
+// pods (labelled here): from the real API server it reads each pod's
+// claim, its NIC's rail and RDMA device and its GPU from the slices, and
+// the claim's networkData; both pods are on rail r (job-rails passes),
+// each holds its device (job-devices passes), each NIC's distance to its
+// pod's GPU is known; the pods print no NCCL line (busybox), so job-logs
+// warns and the exit status is 1.
+func verifyDRAJob(ctx context.Context, t *testing.T, c *framework.MultiCluster, bin string, r int64, pods ...string) {
+	t.Helper()
+	for _, name := range pods {
+		patch := []byte(`{"metadata":{"labels":{"railyard-e2e-job":"dra"}}}`)
+		if _, err := c.Client.CoreV1().Pods("default").Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent writes each claim's networkData right after railyard-cni
+	// attached its NIC (retrying): a verify before it sees no address.
+	var rep benchverify.Report
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		cmd := exec.CommandContext(ctx, bin, "bench", "verify", "--kubeconfig", c.Kubeconfig, "-n", "default", "-l", "railyard-e2e-job=dra", "--log-bytes", "64Ki", "--json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("railyard bench verify: %v, want exit status 1 (no NCCL line)\n%s\n%s", err, out, stderr.String())
+		}
+		rep = benchverify.Report{}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("bench verify --json: %v\n%s", err, out)
+		}
+		addressed := len(rep.Pods) > 0
+		for _, p := range rep.Pods {
+			addressed = addressed && len(p.NICs) > 0 && len(p.NICs[0].IPs) > 0
+		}
+		if addressed || time.Now().After(deadline) {
+			break
+		}
+	}
+	status := map[string]string{}
+	for _, v := range rep.Verdicts {
+		status[v.Check] = string(v.Status)
+	}
+	want := map[string]string{benchverify.CheckLogs: "warn", benchverify.CheckDevices: "pass", benchverify.CheckRails: "pass"}
+	for check, st := range want {
+		if status[check] != st {
+			t.Errorf("%s: %s, want %s (%+v)", check, status[check], st, rep.Verdicts)
+		}
+	}
+	if status[benchverify.CheckNear] == "info" {
+		t.Errorf("job-near knows no NIC's distance to its pod's GPU: %+v", rep.Verdicts)
+	}
+	if len(rep.Pods) != len(pods) {
+		t.Fatalf("bench verify read %d pods, want %d: %+v", len(rep.Pods), len(pods), rep.Pods)
+	}
+	for _, p := range rep.Pods {
+		if len(p.NICs) != 1 || p.NICs[0].Rail == nil || *p.NICs[0].Rail != r || p.NICs[0].RDMA == "" || p.NICs[0].Class == "" ||
+			len(p.NICs[0].IPs) == 0 || len(p.GPUs) != 1 || p.GPUs[0].PCI == "" {
+			t.Errorf("pod %s: NICs %+v, GPUs %+v; want one NIC on rail %d with its RDMA device, class and address, and one GPU", p.Name, p.NICs, p.GPUs, r)
+		}
+	}
+	text, _ := exec.CommandContext(ctx, bin, "bench", "verify", "--kubeconfig", c.Kubeconfig, "-n", "default", "-l", "railyard-e2e-job=dra").Output()
+	t.Logf("railyard bench verify:\n%s", text)
 }
