@@ -340,8 +340,11 @@ func readFile(t *testing.T, path string) string {
 // portGIDDir is the port directory of a netdev's RDMA device in tree.
 func portGIDDir(tree, netdev string) (string, error) {
 	devs, err := os.ReadDir(filepath.Join(tree, "class", "net", netdev, "device", "infiniband"))
-	if err != nil || len(devs) != 1 {
-		return "", fmt.Errorf("netdev %s: RDMA device: %v (%d)", netdev, err, len(devs))
+	if err != nil {
+		return "", fmt.Errorf("netdev %s: RDMA device: %w", netdev, err)
+	}
+	if len(devs) != 1 {
+		return "", fmt.Errorf("netdev %s: %d RDMA devices, want 1", netdev, len(devs))
 	}
 	return filepath.Join(tree, "class", "net", netdev, "device", "infiniband", devs[0].Name(), "ports", "1"), nil
 }
