@@ -30,7 +30,7 @@ var Layers = []Layer{
 	{ID: "dra", Title: "DRA (driver, job rails, rails controller)", Patterns: []string{"internal/dra", "internal/draplugin", "internal/jobrails", "internal/railctl"}},
 	{ID: "fabric", Title: "rail fabric (LLDP, wiring)", Patterns: []string{"internal/fabric", "internal/lldp", "internal/ibneighbor", "internal/nodefabric", "internal/schedtopo"}},
 	{ID: "prooftools", Title: "proof tools (benchmarks, simulator)", Patterns: []string{
-		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe",
+		"internal/bench", "internal/benchreport", "internal/benchplan", "internal/benchrun", "internal/benchprobe", "internal/benchverify",
 		"internal/chart", "internal/sim", "internal/simreport",
 	}},
 	{ID: "build", Title: "build and docs (image, chart, this graph)", Patterns: []string{"internal/image", "internal/helmchart", "internal/release", "internal/archgraph"}},

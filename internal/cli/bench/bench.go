@@ -24,8 +24,11 @@ training scaling table and charts:
            Horovod MPIJobs)
   run      run a plan's pod pairs and MPIJobs (MPI Operator) on a cluster:
            apply, wait, collect logs, judge, write the report, clean up
-  probe    Railyard's own measurements between two pods (tcp: TCP bandwidth)`,
+  probe    Railyard's own measurements between two pods (tcp: TCP bandwidth)
+  verify   check a running job from its pods' logs and devices: on RDMA, on
+           its near NICs with GPUDirect RDMA, on the same rails`,
 	}
-	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s), newRunCommand(s, kubeconfigCluster), newProbeCommand(s))
+	cmd.AddCommand(newParseCommand(s), newReportCommand(s), newPlanCommand(s), newRunCommand(s, kubeconfigCluster), newProbeCommand(s),
+		newVerifyCommand(s, kubeClient))
 	return cmd
 }

@@ -111,7 +111,7 @@ func withFile(o discovery.Options) string {
 func NewCommand(s iostreams.Streams) *cobra.Command {
 	var src Source
 	var asJSON bool
-	var bindings string
+	var bindings, cniState string
 	var wait time.Duration
 	var captureFile, hostRoot string
 	cmd := &cobra.Command{
@@ -144,6 +144,14 @@ frame: the switch sends none or the NIC's firmware consumes it; a port
 down; InfiniBand, whose neighbor comes from the subnet). Switches send LLDP
 every 30 s by default. It needs CAP_NET_RAW in the host's network namespace.
 
+--cni-state DIR prints what railyard-cni attached on this node (its state
+directory): per pod sandbox (crictl pods shows their IDs) each interface's
+device, RDMA device, the RoCE v2 GID index of its address (NCCL 2.21 and
+later pick it themselves from NCCL_IB_ROCE_VERSION_NUM and
+NCCL_IB_ADDR_FAMILY, which Railyard sets) and its multi-rail routing table,
+and whether the sandbox's HCAs share one GID index, or the fix where not
+(one NCCL_IB_GID_INDEX would be wrong for some).
+
 --capture FILE writes what discovery and doctor read from this node (the
 sysfs files, directories and symlinks, and the /proc, /etc and /lib files
 doctor reads; never an environment or a command line) as a .tar.gz whose
@@ -154,6 +162,7 @@ bug report, or make a real machine a test fixture.`,
   railyard topo --sysfs /tmp/fake-sys
   railyard topo --nccl-topo /opt/microsoft/ndv4-topo.xml
   railyard topo --neighbors 35s      # which switch port each NIC is cabled to (LLDP)
+  railyard topo --cni-state /var/lib/cni/railyard  # each pod's rail interfaces and RoCE GID indexes
   railyard topo --capture node.tar.gz  # what discovery and doctor read, for a bug report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -187,6 +196,11 @@ bug report, or make a real machine a test fixture.`,
 					return err
 				}
 			}
+			if cniState != "" {
+				if err := writeAttachments(s.Out, cniState); err != nil {
+					return err
+				}
+			}
 			if src.Sysfs == "" && src.Machine == "" && (len(t.GPUs) == 0 || len(t.NICs) == 0) {
 				fmt.Fprintf(s.ErrOut, "\nThis node has %d GPUs and %d RDMA NICs. To see what Railyard does on a GPU server, try a built-in model:\n  railyard topo --machine dgx-h100\n(`railyard machines` lists them.)\n", len(t.GPUs), len(t.NICs))
 			}
@@ -197,6 +211,8 @@ bug report, or make a real machine a test fixture.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: gpus, nics, links, rails, warnings")
 	cmd.Flags().DurationVar(&wait, "neighbors", 0, "listen for LLDP on every RoCE NIC port for this long and show each port's switch (e.g. 35s)")
 	cmd.Flags().StringVar(&bindings, "bindings", "", "also print the late bindings (token -> device) of this binding store: railyard-agent's <stateDir>/binding, /var/lib/railyard/binding")
+	cmd.Flags().StringVar(&cniState, "cni-state", "", "also print railyard-cni's attachments of this state directory (its stateDir, /var/lib/cni/railyard): each pod sandbox's interfaces "+
+		"with their RDMA device, RoCE v2 GID index and multi-rail table, and whether a sandbox's HCAs agree on one GID index (else the fix)")
 	cmd.Flags().StringVar(&captureFile, "capture", "", "write what discovery and doctor read from this node (sysfs, the /proc, /etc and /lib files doctor reads; no environment, no command lines) to this new file, a .tar.gz that --sysfs and doctor's --host-root replay")
 	cmd.Flags().StringVar(&hostRoot, "host-root", "/", "with --capture: where the host's / is (for /proc, /etc, /lib)")
 	return cmd

@@ -126,6 +126,7 @@ func TestChartOnEveryGPUNode(t *testing.T) {
 		}
 	})
 	t.Run("rails", func(t *testing.T) { testRails(ctx, t, c) })
+	t.Run("nccl two-rail pod with the GID stand-in", func(t *testing.T) { testNCCLTwoRailPodWithGIDStandIn(ctx, t, c) })
 	// The chart's own network through Multus, across the upgrade.
 	var multusBefore *corev1.Pod
 	multusOK := t.Run("network in another namespace through Multus", func(t *testing.T) {

@@ -235,6 +235,7 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		t.Errorf("leaf %d's port to %s counted %d packets during the ping, want at least 3", r, gpus[1].Name, after-before)
 	}
 	t.Logf("job-0 %s and job-1 %s reach each other through leaf %d", ips["job-0"], ips["job-1"], r)
+	verifyDRAJob(ctx, t, c, bin, int64(r), "job-0", "job-1")
 
 	// Their addresses are whereabouts' two allocations of the rail's pool,
 	// one record for both nodes; they come back when the pods go.
