@@ -7,7 +7,7 @@
 # fabric (one leaf bridge per rail in a fabric namespace; spine off).
 #
 #   hack/cluster/up.sh DIR [--kubernetes 1.35|1.37] [--nodes N]
-#                          [--machines dgx-h100,dgx-a100] [--spine]
+#                          [--machines dgx-h100,dgx-a100] [--spine] [--gpu-dra]
 #   source DIR/env      # KUBECONFIG, KUBECTL, KUBERNETES_VERSION, TEST_IMAGE, RAILYARD_VALUES
 #   hack/cluster/down.sh DIR
 #
@@ -21,6 +21,11 @@
 #   --machines M  built-in machine model of each GPU node, comma-separated
 #                 (the last repeats; default dgx-h100)
 #   --spine       start with the fabric's spine on (rails joined)
+#   --gpu-dra     run a STAND-IN GPU DRA driver (gpu.nvidia.com, built from
+#                 test/e2e/framework/gpudra.go; not NVIDIA's) on every GPU
+#                 node: its node's GPUs in a ResourceSlice, the DeviceClass
+#                 gpu.nvidia.com, claims prepared with a CDI spec giving
+#                 STANDIN_GPUS=<PCI addresses>; log DIR/logs/NODE/standin-gpu-dra.log
 #
 # It builds what it needs (cached: seconds when warm), imports Railyard's
 # image (make images, or RAILYARD_CLUSTER_IMAGE) into every node and writes
@@ -30,7 +35,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 usage() {
-  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine]" >&2
+  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine] [--gpu-dra]" >&2
   exit 2
 }
 case "${1:-}" in

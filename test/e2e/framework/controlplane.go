@@ -92,6 +92,12 @@ type apiserverOptions struct {
 	// (needs the controller manager's token and service account
 	// controllers); the single-node cluster, without them, turns it off.
 	ServiceAccountAdmission bool
+	// EndpointRouting makes the apiserver call a webhook's (or an
+	// aggregated API's) Service at one of its endpoints' addresses
+	// (--enable-aggregator-routing) instead of its ClusterIP: the apiserver
+	// runs on the host, where no kube-proxy routes ClusterIPs, but the host
+	// routes every node's pod CIDR (setupNetwork).
+	EndpointRouting bool
 }
 
 func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
@@ -118,6 +124,7 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 		"--service-cluster-ip-range", serviceCIDR,
 		admission[0], admission[1],
 		"--allow-privileged=true",
+		"--enable-aggregator-routing=" + strconv.FormatBool(o.EndpointRouting),
 		// The node's hostname is not resolvable: reach the kubelet by IP.
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--profiling=false",
@@ -214,8 +221,8 @@ func httpOKWithToken(ctx context.Context, hc *http.Client, url, token string) er
 // cluster runs: what a chart install, a Deployment, namespace deletion,
 // service account tokens (the ServiceAccount admission plugin needs the
 // account and kube-root-ca.crt in every namespace), ResourceClaims made
-// from templates and Services (the EndpointSlices kube-proxy routes to)
-// need. The node lifecycle controller is left out: on two
+// from templates, Services (the EndpointSlices kube-proxy routes to) and
+// batch Jobs need. The node lifecycle controller is left out: on two
 // loaded cores it would mark a slow node NotReady and evict its pods.
 // The device taint eviction controller runs where its feature gate
 // (DRADeviceTaints) is on by default, from 1.36 (GA in 1.37): it evicts the
@@ -233,6 +240,7 @@ var controllers = []string{
 	"resourceclaim-controller",
 	"device-taint-eviction-controller",
 	"endpointslice-controller",
+	"job-controller",
 }
 
 func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string) (*Process, error) {

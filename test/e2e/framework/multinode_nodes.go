@@ -138,6 +138,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	if err := m.track(startAPIServer(ctx, apiserverOptions{
 		BinDir: m.cfg.K8sBinDir, Dir: dir, PKI: p, EtcdPort: etcdPort, SecurePort: apiPort,
 		LogPath: logPath("kube-apiserver"), BindAddress: host, ServiceAccountAdmission: true,
+		EndpointRouting: true,
 	})); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	m.Info.APIServer = apiURL
 	kubeconfigs := []struct{ name, token string }{
 		{"admin", p.AdminToken}, {"scheduler", p.SchedulerToken}, {"kubelet", p.KubeletToken}, {"controller-manager", p.AdminToken}, {"kube-proxy", p.AdminToken},
-		{"whereabouts", p.AdminToken},
+		{"whereabouts", p.AdminToken}, {"gpu-dra", p.AdminToken},
 	}
 	for _, kc := range kubeconfigs {
 		if err := writeKubeconfig(filepath.Join(dir, kc.name+".kubeconfig"), apiURL, p.CAFile, kc.token); err != nil {

@@ -113,7 +113,7 @@ func run(m *testing.M) int {
 		os.Exit(1)
 	}()
 	start := time.Now()
-	args := []string{dir, "--kubernetes", release, "--nodes", envOr("RAILYARD_MULTINODE_NODES", "2")}
+	args := []string{dir, "--kubernetes", release, "--nodes", envOr("RAILYARD_MULTINODE_NODES", "2"), "--gpu-dra"}
 	if err := script(repo, "up.sh", args...); err != nil {
 		fmt.Fprintln(os.Stderr, "multinode: up:", err)
 		down()
