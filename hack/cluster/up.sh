@@ -8,6 +8,7 @@
 #
 #   hack/cluster/up.sh DIR [--kubernetes 1.35|1.37] [--nodes N]
 #                          [--machines dgx-h100,dgx-a100] [--spine] [--gpu-dra]
+#                          [--group-scheduling]
 #   source DIR/env      # KUBECONFIG, KUBECTL, KUBERNETES_VERSION, TEST_IMAGE, RAILYARD_VALUES
 #   hack/cluster/down.sh DIR
 #
@@ -26,6 +27,10 @@
 #                 node: its node's GPUs in a ResourceSlice, the DeviceClass
 #                 gpu.nvidia.com, claims prepared with a CDI spec giving
 #                 STANDIN_GPUS=<PCI addresses>; log DIR/logs/NODE/standin-gpu-dra.log
+#   --group-scheduling  (1.37 only) group scheduling on: the feature gates
+#                 GenericWorkload and TopologyAwareWorkloadScheduling on the
+#                 apiserver, scheduler and controller manager, and the
+#                 scheduling.k8s.io/v1beta1 API (PodGroup, Workload)
 #
 # It builds what it needs (cached: seconds when warm), imports Railyard's
 # image (make images, or RAILYARD_CLUSTER_IMAGE) into every node and writes
@@ -35,7 +40,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 usage() {
-  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine] [--gpu-dra]" >&2
+  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine] [--gpu-dra] [--group-scheduling]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -48,12 +53,14 @@ target="$1"
 shift
 # --kubernetes is up.sh's own; every other option goes to railyard-cluster.
 kubernetes=1.35
+group_scheduling=
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --kubernetes) [ $# -ge 2 ] || usage; kubernetes="$2"; shift 2 ;;
     --kubernetes=*) kubernetes="${1#*=}"; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    --group-scheduling) group_scheduling=1; args+=("$1"); shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -64,6 +71,10 @@ case "$kubernetes" in
   1.37) k8s_bin="$repo/_output/k8s-1.37/bin" ;;
   *) echo "up: --kubernetes $kubernetes: this cluster runs 1.35 or 1.37" >&2; usage ;;
 esac
+if [ -n "$group_scheduling" ] && [ "$kubernetes" != 1.37 ]; then
+  echo "up: --group-scheduling needs --kubernetes 1.37 ($kubernetes lacks TopologyAwareWorkloadScheduling and scheduling.k8s.io/v1beta1)" >&2
+  exit 2
+fi
 mkdir -p "$target"
 dir="$(cd "$target" && pwd)"
 t0=$(date +%s)

@@ -82,6 +82,7 @@ func up(dir string, args []string) error {
 	tag := fs.String("image-tag", "", "the tag of that image (the chart's values)")
 	spine := fs.Bool("spine", false, "start with the spine on (rails joined)")
 	gpuDRA := fs.Bool("gpu-dra", false, "run the STAND-IN GPU DRA driver (gpu.nvidia.com) on every GPU node")
+	groups := fs.Bool("group-scheduling", false, "turn on Kubernetes 1.37's group scheduling (feature gates "+framework.GroupSchedulingGates+", the scheduling.k8s.io/v1beta1 API)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func up(dir string, args []string) error {
 	mc, err := framework.StartMulti(ctx, framework.MultiConfig{
 		Dir: dir, K8sBinDir: *k8sBin, CNIBinDir: *cniBin, ContainerdBinDir: *ctrdBin, CoreDNSBinDir: *dnsBin,
 		WhereaboutsBinDir: *waBin, WhereaboutsCRDs: *waCRDs,
-		Machines: machines, NodeInit: []string{self, "node-init"}, GPUDRA: gpuCmd, Logf: logf,
+		Machines: machines, NodeInit: []string{self, "node-init"}, GPUDRA: gpuCmd, GroupScheduling: *groups, Logf: logf,
 	})
 	if err != nil {
 		return err

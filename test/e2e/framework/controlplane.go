@@ -98,6 +98,8 @@ type apiserverOptions struct {
 	// runs on the host, where no kube-proxy routes ClusterIPs, but the host
 	// routes every node's pod CIDR (setupNetwork).
 	EndpointRouting bool
+	// Extra are more flags (feature gates, runtime config).
+	Extra []string
 }
 
 func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
@@ -130,6 +132,7 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 		"--profiling=false",
 		"--v=1",
 	}
+	args = append(args, o.Extra...)
 	proc, err := startProcess("kube-apiserver", filepath.Join(o.BinDir, "kube-apiserver"), args, nil, o.LogPath)
 	if err != nil {
 		return nil, err
@@ -152,7 +155,9 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 	return proc, nil
 }
 
-func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, logPath string) (*Process, error) {
+// startScheduler starts kube-scheduler; extra are more flags (feature
+// gates).
+func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, logPath string, extra ...string) (*Process, error) {
 	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
@@ -162,6 +167,7 @@ func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, lo
 		"--leader-elect=false",
 		"--v=2",
 	}
+	args = append(args, extra...)
 	proc, err := startProcess("kube-scheduler", filepath.Join(binDir, "kube-scheduler"), args, nil, logPath)
 	if err != nil {
 		return nil, err
@@ -243,7 +249,9 @@ var controllers = []string{
 	"job-controller",
 }
 
-func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string) (*Process, error) {
+// startControllerManager starts kube-controller-manager with the
+// controllers above; extra are more flags (feature gates).
+func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string, extra ...string) (*Process, error) {
 	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
@@ -258,6 +266,7 @@ func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *p
 		"--concurrent-gc-syncs", "5",
 		"--v=1",
 	}
+	args = append(args, extra...)
 	proc, err := startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), args, nil, logPath)
 	if err != nil {
 		return nil, err

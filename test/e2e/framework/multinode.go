@@ -59,6 +59,11 @@ type MultiConfig struct {
 	// (ServeStandinGPUDRA), started on every GPU node with its node's
 	// StandinGPUDRAOptions.Args appended; nil starts none.
 	GPUDRA []string
+	// GroupScheduling turns on Kubernetes 1.37's group scheduling
+	// (GroupSchedulingGates on the apiserver, scheduler and controller
+	// manager, and the scheduling.k8s.io/v1beta1 API: PodGroups and
+	// Workloads with topology constraints, KEP-4671 and KEP-5732).
+	GroupScheduling bool
 	// Bridge is the cluster bridge (default ry-mn0); Subnet its network
 	// (default 10.216.0.0/24): .1 is the host (the API server), .10 the
 	// control-plane node, .10+i GPU node i.
@@ -89,6 +94,26 @@ func (c *MultiConfig) defaults() {
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
+}
+
+// GroupSchedulingGates are the feature gates of Kubernetes 1.37's group
+// scheduling: PodGroups and Workloads (GenericWorkload, beta, off by
+// default) and their topology constraints (TopologyAwareWorkloadScheduling,
+// alpha). 1.35 has neither the second gate nor the beta API.
+const GroupSchedulingGates = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+
+// controlPlaneFlags are the control plane's flags for what cfg turns on;
+// apiserver adds the API server's own (the APIs it serves).
+func (c *MultiConfig) controlPlaneFlags(apiserver bool) []string {
+	if !c.GroupScheduling {
+		return nil
+	}
+	out := []string{"--feature-gates", GroupSchedulingGates}
+	if apiserver {
+		// A beta API is off unless asked for.
+		out = append(out, "--runtime-config", "scheduling.k8s.io/v1beta1=true")
+	}
+	return out
 }
 
 // NodeInfo is one node of a multi-node cluster, as cluster.json records it.
@@ -134,10 +159,13 @@ type ClusterInfo struct {
 	WhereaboutsConfig string `json:"whereaboutsConfig,omitempty"`
 	// GPUDRA: every GPU node runs the stand-in GPU DRA driver
 	// (gpu.nvidia.com, its DeviceClass created; up.sh --gpu-dra).
-	GPUDRA    bool       `json:"gpuDRA,omitempty"`
-	Nodes     []NodeInfo `json:"nodes"`
-	Rails     []RailInfo `json:"rails"`
-	FabricPID int        `json:"fabricPID"`
+	GPUDRA bool `json:"gpuDRA,omitempty"`
+	// GroupScheduling: the group-scheduling gates and API are on
+	// (MultiConfig.GroupScheduling; up.sh --group-scheduling).
+	GroupScheduling bool       `json:"groupScheduling,omitempty"`
+	Nodes           []NodeInfo `json:"nodes"`
+	Rails           []RailInfo `json:"rails"`
+	FabricPID       int        `json:"fabricPID"`
 	// ServerPID is the process that runs the cluster (StartMulti's
 	// caller); Bridge and Cgroups are what it made on the host.
 	ServerPID int      `json:"serverPID"`
@@ -268,7 +296,7 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	m.Info = ClusterInfo{
-		Dir: cfg.Dir, K8sBinDir: cfg.K8sBinDir,
+		Dir: cfg.Dir, K8sBinDir: cfg.K8sBinDir, GroupScheduling: cfg.GroupScheduling,
 		Kubeconfig: filepath.Join(cfg.Dir, "admin.kubeconfig"),
 		MachineDir: filepath.Join(cfg.Dir, "machine"),
 		CDIDir:     filepath.Join(cfg.Dir, "cdi"),

@@ -138,7 +138,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	if err := m.track(startAPIServer(ctx, apiserverOptions{
 		BinDir: m.cfg.K8sBinDir, Dir: dir, PKI: p, EtcdPort: etcdPort, SecurePort: apiPort,
 		LogPath: logPath("kube-apiserver"), BindAddress: host, ServiceAccountAdmission: true,
-		EndpointRouting: true,
+		EndpointRouting: true, Extra: m.cfg.controlPlaneFlags(true),
 	})); err != nil {
 		return err
 	}
@@ -162,10 +162,10 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 		return err
 	}
 	m.Cluster = c
-	if err := m.track(startScheduler(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "scheduler.kubeconfig"), schedPort, logPath("kube-scheduler"))); err != nil {
+	if err := m.track(startScheduler(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "scheduler.kubeconfig"), schedPort, logPath("kube-scheduler"), m.cfg.controlPlaneFlags(false)...)); err != nil {
 		return err
 	}
-	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager")))
+	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager"), m.cfg.controlPlaneFlags(false)...))
 }
 
 // cgroupName is a node's kubelet cgroupRoot: unique per cluster directory

@@ -114,6 +114,9 @@ func run(m *testing.M) int {
 	}()
 	start := time.Now()
 	args := []string{dir, "--kubernetes", release, "--nodes", envOr("RAILYARD_MULTINODE_NODES", "2"), "--gpu-dra"}
+	if minorOf(release) >= 37 {
+		args = append(args, "--group-scheduling")
+	}
 	if err := script(repo, "up.sh", args...); err != nil {
 		fmt.Fprintln(os.Stderr, "multinode: up:", err)
 		down()

@@ -5,6 +5,7 @@ package multinode
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,6 +66,7 @@ func TestRailsChosenAtAdmission(t *testing.T) {
 	start := time.Now()
 	installRailsChart(ctx, t, c)
 	t.Logf("chart with rails.controller.enabled applied, controller ready and its caBundle in %s: %v", railsWebhook, time.Since(start).Round(time.Millisecond))
+	checkWebhookRoute(ctx, t, c)
 
 	start = time.Now()
 	setA, podsA := runRailsJob(ctx, t, c, "rails-a")
@@ -102,6 +104,19 @@ func TestRailsChosenAtAdmission(t *testing.T) {
 	if slices.Equal(setA, setB) {
 		t.Errorf("rails-b got rails-a's set %v", setB)
 	}
+
+	deleteJob(ctx, t, c, "rails-b")
+	poll(ctx, t, "rails-b's claims gone", func(ctx context.Context) (bool, string) {
+		claims, err := c.Client.ResourceV1().ResourceClaims("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(claims.Items) == 0, fmt.Sprintf("%d claims", len(claims.Items))
+	})
+	t.Run("a PodGroup's pods: the PodGroup owns the template, one leaf set, one rail set", func(t *testing.T) {
+		needGroupScheduling(t, c)
+		testPodGroupRails(ctx, t, c)
+	})
 }
 
 // installRailsChart applies the chart (release railsRelease) with up.sh's
@@ -164,6 +179,40 @@ func installRailsChart(ctx context.Context, t *testing.T, c *framework.MultiClus
 		ca := len(w.Webhooks) == 1 && len(w.Webhooks[0].ClientConfig.CABundle) > 0
 		return d.Status.ReadyReplicas == 1 && ca, fmt.Sprintf("ready replicas %d, caBundle set %v", d.Status.ReadyReplicas, ca)
 	})
+}
+
+// checkWebhookRoute: why the cluster's apiserver runs with
+// --enable-aggregator-routing (docs/e2e.md). From the host, where the
+// apiserver runs, the webhook Service's ClusterIP leads nowhere (no
+// kube-proxy there); its endpoint, the controller pod's address, answers
+// (the host routes each node's pod CIDR to the node).
+func checkWebhookRoute(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
+	t.Helper()
+	svc, err := c.Client.CoreV1().Services(railsNS).Get(ctx, railsController, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Client.CoreV1().Pods(railsNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=rails-controller"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the controller's pod: %v (%d pods)", err, len(pods.Items))
+	}
+	dial := func(addr string) error {
+		conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+	cip := net.JoinHostPort(svc.Spec.ClusterIP, "443")
+	if err := dial(cip); err == nil {
+		t.Errorf("the host reaches the Service's ClusterIP %s: docs/e2e.md says it cannot (no kube-proxy on the host)", cip)
+	} else {
+		t.Logf("from the host (the apiserver's side): ClusterIP %s: %v", cip, err)
+	}
+	ep := net.JoinHostPort(pods.Items[0].Status.PodIP, "8443")
+	if err := dial(ep); err != nil {
+		t.Errorf("the host does not reach the webhook's endpoint %s: %v", ep, err)
+	}
 }
 
 // runRailsJob creates batch Job name in default: two pods of 4 GPUs each
