@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -250,8 +251,8 @@ var controllers = []string{
 }
 
 // startControllerManager starts kube-controller-manager with the
-// controllers above; extra are more flags (feature gates).
-func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string, extra ...string) (*Process, error) {
+// controllers above and more; extra are more flags (feature gates).
+func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string, more []string, extra ...string) (*Process, error) {
 	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
@@ -259,7 +260,7 @@ func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *p
 		"--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port),
 		"--leader-elect=false",
-		"--controllers", strings.Join(controllers, ","),
+		"--controllers", strings.Join(append(slices.Clone(controllers), more...), ","),
 		"--service-account-private-key-file", p.SAKeyFile,
 		"--root-ca-file", p.CAFile,
 		"--use-service-account-credentials=false",

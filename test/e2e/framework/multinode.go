@@ -116,6 +116,17 @@ func (c *MultiConfig) controlPlaneFlags(apiserver bool) []string {
 	return out
 }
 
+// moreControllers are the controller manager's controllers for what cfg
+// turns on: with group scheduling, the one that removes a deleted
+// PodGroup's finalizer (scheduling.k8s.io/podgroup-protection) once its
+// pods are gone.
+func (c *MultiConfig) moreControllers() []string {
+	if !c.GroupScheduling {
+		return nil
+	}
+	return []string{"podgroup-protection-controller"}
+}
+
 // NodeInfo is one node of a multi-node cluster, as cluster.json records it.
 type NodeInfo struct {
 	Name    string `json:"name"`

@@ -165,7 +165,8 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	if err := m.track(startScheduler(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "scheduler.kubeconfig"), schedPort, logPath("kube-scheduler"), m.cfg.controlPlaneFlags(false)...)); err != nil {
 		return err
 	}
-	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager"), m.cfg.controlPlaneFlags(false)...))
+	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager"),
+		m.cfg.moreControllers(), m.cfg.controlPlaneFlags(false)...))
 }
 
 // cgroupName is a node's kubelet cgroupRoot: unique per cluster directory

@@ -138,6 +138,13 @@ func testPodGroupRails(ctx context.Context, t *testing.T, c *framework.MultiClus
 		t.Errorf("the group's pods on nodes %v, want two", nodes)
 	}
 	t.Logf("PodGroup gang: template %s owned by it, rails %v, pods on %v", tmplName, set, nodes)
+	// The PodGroup goes once its pods are gone (its finalizer
+	// scheduling.k8s.io/podgroup-protection), and the template with it.
+	for _, name := range names {
+		if err := c.DeletePod(ctx, "default", name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.Client.SchedulingV1beta1().PodGroups("default").Delete(ctx, "gang", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,11 @@ package multinode
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -183,12 +186,19 @@ func installRailsChart(ctx context.Context, t *testing.T, c *framework.MultiClus
 
 // checkWebhookRoute: why the cluster's apiserver runs with
 // --enable-aggregator-routing (docs/e2e.md). From the host, where the
-// apiserver runs, the webhook Service's ClusterIP leads nowhere (no
-// kube-proxy there); its endpoint, the controller pod's address, answers
-// (the host routes each node's pod CIDR to the node).
+// apiserver runs, an HTTPS call to the webhook as the apiserver makes it
+// (the caBundle the controller wrote, the name <service>.<namespace>.svc)
+// fails at the Service's ClusterIP (no kube-proxy on the host: the
+// address leaves by the host's default route, where whatever answers is
+// not the controller) and succeeds at its endpoint, the controller pod's
+// address (the host routes each node's pod CIDR to the node).
 func checkWebhookRoute(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
 	t.Helper()
 	svc, err := c.Client.CoreV1().Services(railsNS).Get(ctx, railsController, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, railsWebhook, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,22 +206,36 @@ func checkWebhookRoute(ctx context.Context, t *testing.T, c *framework.MultiClus
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the controller's pod: %v (%d pods)", err, len(pods.Items))
 	}
-	dial := func(addr string) error {
-		conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			conn.Close()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(w.Webhooks[0].ClientConfig.CABundle) {
+		t.Fatalf("%s: caBundle holds no certificate", railsWebhook)
+	}
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: railsController + "." + railsNS + ".svc", MinVersion: tls.VersionTLS12}}}
+	get := func(hostPort string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+hostPort+"/healthz", nil)
+		if err != nil {
+			return err
 		}
-		return err
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s", resp.Status)
+		}
+		return nil
 	}
 	cip := net.JoinHostPort(svc.Spec.ClusterIP, "443")
-	if err := dial(cip); err == nil {
-		t.Errorf("the host reaches the Service's ClusterIP %s: docs/e2e.md says it cannot (no kube-proxy on the host)", cip)
+	if err := get(cip); err == nil {
+		t.Errorf("the host reaches the webhook at its Service's ClusterIP %s: docs/e2e.md says it cannot (no kube-proxy on the host)", cip)
 	} else {
-		t.Logf("from the host (the apiserver's side): ClusterIP %s: %v", cip, err)
+		t.Logf("from the host (the apiserver's side), the webhook at its ClusterIP %s: %v", cip, err)
 	}
 	ep := net.JoinHostPort(pods.Items[0].Status.PodIP, "8443")
-	if err := dial(ep); err != nil {
-		t.Errorf("the host does not reach the webhook's endpoint %s: %v", ep, err)
+	if err := get(ep); err != nil {
+		t.Errorf("the host does not reach the webhook at its endpoint %s: %v", ep, err)
 	}
 }
 
