@@ -54,7 +54,8 @@ const (
 // one rail set. Deleting the Job, the garbage collector deletes the
 // template. Then one NIC of that set on one node goes port DOWN; the
 // agent taints it NoSchedule; the next Job of the same shape gets a set
-// without that rail, and runs on two nodes.
+// without that rail, and runs on two nodes. Then a PodGroup's pods
+// (testPodGroupRails) and a re-chosen job (testRechoose).
 func TestRailsChosenAtAdmission(t *testing.T) {
 	c := mc(t)
 	needRelease(t, "1.37", "the rail controller's test (its taint case needs device taints, DRADeviceTaints: GA in 1.37; the 1.35 API server drops them)")
@@ -120,6 +121,9 @@ func TestRailsChosenAtAdmission(t *testing.T) {
 		needGroupScheduling(t, c)
 		testPodGroupRails(ctx, t, c)
 	})
+	t.Run("a job whose set lost its room before it started is re-chosen", func(t *testing.T) {
+		testRechoose(ctx, t, c)
+	})
 }
 
 // installRailsChart applies the chart (release railsRelease) with up.sh's
@@ -135,7 +139,8 @@ func installRailsChart(ctx context.Context, t *testing.T, c *framework.MultiClus
 		p.(map[string]any)["delivery"] = "dra"
 	}
 	cfg["cdiSpecDir"] = c.Info.CDIDir
-	vals["rails"] = map[string]any{"controller": map[string]any{"enabled": true}}
+	// A job re-chosen within seconds (testRechoose), not minutes.
+	vals["rails"] = map[string]any{"controller": map[string]any{"enabled": true, "rechooseAfter": "5s", "resync": "2s"}}
 	ms, err := helmchart.Render(ch, helmchart.Options{Release: railsRelease, Namespace: railsNS, Values: vals})
 	if err != nil {
 		t.Fatal(err)
