@@ -172,6 +172,9 @@ func testRechoose(ctx context.Context, t *testing.T, c *framework.MultiCluster) 
 		t.Errorf("rails-c's pods on nodes %v, want two", nodes)
 	}
 	t.Logf("rails-c's recreated pods run on %v on rails %v, %v after the pods were let go", nodes, set2, time.Since(start).Round(time.Millisecond))
+	if j, err = c.Client.BatchV1().Jobs("default").Get(ctx, "rails-c", metav1.GetOptions{}); err == nil {
+		t.Logf("Job rails-c's status: active %d, failed %d (the deleted pending pods), backoffLimit %d", j.Status.Active, j.Status.Failed, *j.Spec.BackoffLimit)
+	}
 }
 
 // jobTemplates lists the templates the controller made for Job name in
