@@ -121,16 +121,22 @@ func testRechoose(ctx context.Context, t *testing.T, c *framework.MultiCluster) 
 	if slices.Contains(set2, int64(lost)) {
 		t.Errorf("re-chosen set %v holds rail %d, which has no NIC free on either node", set2, lost)
 	}
-	evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(j.UID)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The controller records the event after it made the template and
+	// deleted the pods.
 	var why string
-	for _, e := range evs.Items {
-		if e.Reason == "RailsRechosen" {
-			why = e.Message
+	poll(ctx, t, "a RailsRechosen event on Job rails-c", func(ctx context.Context) (bool, string) {
+		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(j.UID)})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
+		for _, e := range evs.Items {
+			if e.Reason == "RailsRechosen" {
+				why = e.Message
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs.Items))
+	})
 	if !strings.Contains(why, second.Name) {
 		t.Errorf("the Job's RailsRechosen event: %q, want one naming %s", why, second.Name)
 	}
