@@ -7,7 +7,8 @@
 # fabric (one leaf bridge per rail in a fabric namespace; spine off).
 #
 #   hack/cluster/up.sh DIR [--kubernetes 1.35|1.37] [--nodes N]
-#                          [--machines dgx-h100,dgx-a100] [--spine]
+#                          [--machines dgx-h100,dgx-a100] [--spine] [--gpu-dra]
+#                          [--group-scheduling]
 #   source DIR/env      # KUBECONFIG, KUBECTL, KUBERNETES_VERSION, TEST_IMAGE, RAILYARD_VALUES
 #   hack/cluster/down.sh DIR
 #
@@ -21,6 +22,15 @@
 #   --machines M  built-in machine model of each GPU node, comma-separated
 #                 (the last repeats; default dgx-h100)
 #   --spine       start with the fabric's spine on (rails joined)
+#   --gpu-dra     run a STAND-IN GPU DRA driver (gpu.nvidia.com, built from
+#                 test/e2e/framework/gpudra.go; not NVIDIA's) on every GPU
+#                 node: its node's GPUs in a ResourceSlice, the DeviceClass
+#                 gpu.nvidia.com, claims prepared with a CDI spec giving
+#                 STANDIN_GPUS=<PCI addresses>; log DIR/logs/NODE/standin-gpu-dra.log
+#   --group-scheduling  (1.37 only) group scheduling on: the feature gates
+#                 GenericWorkload and TopologyAwareWorkloadScheduling on the
+#                 apiserver, scheduler and controller manager, and the
+#                 scheduling.k8s.io/v1beta1 API (PodGroup, Workload)
 #
 # It builds what it needs (cached: seconds when warm), imports Railyard's
 # image (make images, or RAILYARD_CLUSTER_IMAGE) into every node and writes
@@ -30,7 +40,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 usage() {
-  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine]" >&2
+  echo "usage: $0 DIR [--kubernetes 1.35|1.37] [--nodes N] [--machines M1,M2] [--spine] [--gpu-dra] [--group-scheduling]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -43,12 +53,14 @@ target="$1"
 shift
 # --kubernetes is up.sh's own; every other option goes to railyard-cluster.
 kubernetes=1.35
+group_scheduling=
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --kubernetes) [ $# -ge 2 ] || usage; kubernetes="$2"; shift 2 ;;
     --kubernetes=*) kubernetes="${1#*=}"; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    --group-scheduling) group_scheduling=1; args+=("$1"); shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -59,6 +71,10 @@ case "$kubernetes" in
   1.37) k8s_bin="$repo/_output/k8s-1.37/bin" ;;
   *) echo "up: --kubernetes $kubernetes: this cluster runs 1.35 or 1.37" >&2; usage ;;
 esac
+if [ -n "$group_scheduling" ] && [ "$kubernetes" != 1.37 ]; then
+  echo "up: --group-scheduling needs --kubernetes 1.37 ($kubernetes lacks TopologyAwareWorkloadScheduling and scheduling.k8s.io/v1beta1)" >&2
+  exit 2
+fi
 mkdir -p "$target"
 dir="$(cd "$target" && pwd)"
 t0=$(date +%s)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -122,6 +125,35 @@ func TestWantOfReadsAnnotations(t *testing.T) {
 	for _, bad := range []string{"0", "-1", "four", "99999"} {
 		if _, err := WantOf(pod(map[string]string{AnnotationGPUs: bad})); err == nil {
 			t.Errorf("%s=%q accepted", AnnotationGPUs, bad)
+		}
+	}
+}
+
+// TestClientOwnersFindsTheBetaPodGroup: a 1.37 cluster serves PodGroups
+// as scheduling.k8s.io/v1beta1 (the alpha only where asked for); the
+// template must be owned by the PodGroup found there, and by the alpha's
+// where only it has one.
+func TestClientOwnersFindsTheBetaPodGroup(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset(
+		&schedv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "gang", UID: "beta-uid"}},
+		&schedv1alpha3.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "old", UID: "alpha-uid"}},
+	)
+	o := ClientOwners{Client: cs}
+	for _, tc := range []struct {
+		name string
+		want *metav1.OwnerReference
+	}{
+		{"gang", &metav1.OwnerReference{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup", Name: "gang", UID: "beta-uid"}},
+		{"old", &metav1.OwnerReference{APIVersion: "scheduling.k8s.io/v1alpha3", Kind: "PodGroup", Name: "old", UID: "alpha-uid"}},
+		{"none", nil},
+	} {
+		got, err := o.PodGroup(context.Background(), "ml", tc.name)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("PodGroup ml/%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

@@ -223,15 +223,25 @@ func (o ClientOwners) JobController(ctx context.Context, namespace, name string)
 	return metav1.GetControllerOf(j), nil
 }
 
-// PodGroup references PodGroup namespace/name (scheduling.k8s.io
-// v1alpha3); nil when it does not exist or the API is not served.
+// PodGroup references PodGroup namespace/name: scheduling.k8s.io/v1beta1
+// (Kubernetes 1.37's group scheduling, the API a 1.37 cluster serves when
+// its --runtime-config enables it), else v1alpha3 (1.36, or a 1.37 cluster
+// serving only the alpha); nil when neither has it (not there yet, or the
+// API is not served: both answer NotFound).
 func (o ClientOwners) PodGroup(ctx context.Context, namespace, name string) (*metav1.OwnerReference, error) {
-	g, err := o.Client.SchedulingV1alpha3().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+	g, err := o.Client.SchedulingV1beta1().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return &metav1.OwnerReference{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup", Name: g.Name, UID: g.UID}, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	a, err := o.Client.SchedulingV1alpha3().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &metav1.OwnerReference{APIVersion: "scheduling.k8s.io/v1alpha3", Kind: "PodGroup", Name: g.Name, UID: g.UID}, nil
+	return &metav1.OwnerReference{APIVersion: "scheduling.k8s.io/v1alpha3", Kind: "PodGroup", Name: a.Name, UID: a.UID}, nil
 }

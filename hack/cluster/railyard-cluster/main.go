@@ -7,6 +7,7 @@
 //	railyard-cluster down DIR            stop the server of DIR and remove what is left
 //	railyard-cluster spine DIR on|off    join the rails through the fabric's spine, or isolate them
 //	railyard-cluster node-init NODE_DIR  a node's PID 1 (started by up)
+//	railyard-cluster standin-gpu-dra --node N ...  a GPU node's STAND-IN GPU DRA driver (started by up --gpu-dra)
 //
 // The logic lives in test/e2e/framework; this is its command line. It only
 // builds with the e2e tag.
@@ -36,6 +37,9 @@ func main() {
 func logf(f string, a ...any) { fmt.Printf(time.Now().Format("15:04:05 ")+f+"\n", a...) }
 
 func run(args []string) error {
+	if len(args) >= 1 && args[0] == "standin-gpu-dra" {
+		return standinGPUDRA(args[1:])
+	}
 	if len(args) < 2 {
 		return fmt.Errorf("usage: railyard-cluster up|down|spine|node-init DIR [ARGS]")
 	}
@@ -77,6 +81,8 @@ func up(dir string, args []string) error {
 	image := fs.String("image", "", "Railyard's image archive (make images) to import into every node")
 	tag := fs.String("image-tag", "", "the tag of that image (the chart's values)")
 	spine := fs.Bool("spine", false, "start with the spine on (rails joined)")
+	gpuDRA := fs.Bool("gpu-dra", false, "run the STAND-IN GPU DRA driver (gpu.nvidia.com) on every GPU node")
+	groups := fs.Bool("group-scheduling", false, "turn on Kubernetes 1.37's group scheduling (feature gates "+framework.GroupSchedulingGates+", the scheduling.k8s.io/v1beta1 API)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,10 +103,14 @@ func up(dir string, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	start := time.Now()
+	var gpuCmd []string
+	if *gpuDRA {
+		gpuCmd = []string{self, "standin-gpu-dra"}
+	}
 	mc, err := framework.StartMulti(ctx, framework.MultiConfig{
 		Dir: dir, K8sBinDir: *k8sBin, CNIBinDir: *cniBin, ContainerdBinDir: *ctrdBin, CoreDNSBinDir: *dnsBin,
 		WhereaboutsBinDir: *waBin, WhereaboutsCRDs: *waCRDs,
-		Machines: machines, NodeInit: []string{self, "node-init"}, Logf: logf,
+		Machines: machines, NodeInit: []string{self, "node-init"}, GPUDRA: gpuCmd, GroupScheduling: *groups, Logf: logf,
 	})
 	if err != nil {
 		return err
@@ -160,4 +170,25 @@ export RAILYARD_VALUES=%[1]s/railyard-values.yaml
 export KUBERNETES_VERSION=%[5]s
 `, dir, info.Kubeconfig, filepath.Join(info.K8sBinDir, "kubectl"), framework.BusyboxImage, info.KubernetesVersion)
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644)
+}
+
+// standinGPUDRA runs one GPU node's STAND-IN GPU DRA driver until SIGTERM
+// (framework.ServeStandinGPUDRA).
+func standinGPUDRA(args []string) error {
+	fs := flag.NewFlagSet("standin-gpu-dra", flag.ContinueOnError)
+	var o framework.StandinGPUDRAOptions
+	fs.StringVar(&o.Node, "node", "", "the Node's name")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the driver's kubeconfig")
+	fs.StringVar(&o.KubeletRoot, "kubelet-root", "", "the node kubelet's --root-dir")
+	fs.StringVar(&o.CDIDir, "cdi-dir", "", "the node's CDI spec directory")
+	fs.StringVar(&o.Sysfs, "sysfs", "", "the node's sysfs tree (its GPUs)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("standin-gpu-dra: unexpected arguments %q", fs.Args())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return framework.ServeStandinGPUDRA(ctx, o, logf)
 }

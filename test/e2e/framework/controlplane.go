@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +93,14 @@ type apiserverOptions struct {
 	// (needs the controller manager's token and service account
 	// controllers); the single-node cluster, without them, turns it off.
 	ServiceAccountAdmission bool
+	// EndpointRouting makes the apiserver call a webhook's (or an
+	// aggregated API's) Service at one of its endpoints' addresses
+	// (--enable-aggregator-routing) instead of its ClusterIP: the apiserver
+	// runs on the host, where no kube-proxy routes ClusterIPs, but the host
+	// routes every node's pod CIDR (setupNetwork).
+	EndpointRouting bool
+	// Extra are more flags (feature gates, runtime config).
+	Extra []string
 }
 
 func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
@@ -118,11 +127,13 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 		"--service-cluster-ip-range", serviceCIDR,
 		admission[0], admission[1],
 		"--allow-privileged=true",
+		"--enable-aggregator-routing=" + strconv.FormatBool(o.EndpointRouting),
 		// The node's hostname is not resolvable: reach the kubelet by IP.
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--profiling=false",
 		"--v=1",
 	}
+	args = append(args, o.Extra...)
 	proc, err := startProcess("kube-apiserver", filepath.Join(o.BinDir, "kube-apiserver"), args, nil, o.LogPath)
 	if err != nil {
 		return nil, err
@@ -145,7 +156,9 @@ func startAPIServer(ctx context.Context, o apiserverOptions) (*Process, error) {
 	return proc, nil
 }
 
-func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, logPath string) (*Process, error) {
+// startScheduler starts kube-scheduler; extra are more flags (feature
+// gates).
+func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, logPath string, extra ...string) (*Process, error) {
 	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
@@ -155,6 +168,7 @@ func startScheduler(ctx context.Context, binDir, kubeconfig string, port int, lo
 		"--leader-elect=false",
 		"--v=2",
 	}
+	args = append(args, extra...)
 	proc, err := startProcess("kube-scheduler", filepath.Join(binDir, "kube-scheduler"), args, nil, logPath)
 	if err != nil {
 		return nil, err
@@ -214,8 +228,8 @@ func httpOKWithToken(ctx context.Context, hc *http.Client, url, token string) er
 // cluster runs: what a chart install, a Deployment, namespace deletion,
 // service account tokens (the ServiceAccount admission plugin needs the
 // account and kube-root-ca.crt in every namespace), ResourceClaims made
-// from templates and Services (the EndpointSlices kube-proxy routes to)
-// need. The node lifecycle controller is left out: on two
+// from templates, Services (the EndpointSlices kube-proxy routes to) and
+// batch Jobs need. The node lifecycle controller is left out: on two
 // loaded cores it would mark a slow node NotReady and evict its pods.
 // The device taint eviction controller runs where its feature gate
 // (DRADeviceTaints) is on by default, from 1.36 (GA in 1.37): it evicts the
@@ -233,9 +247,12 @@ var controllers = []string{
 	"resourceclaim-controller",
 	"device-taint-eviction-controller",
 	"endpointslice-controller",
+	"job-controller",
 }
 
-func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string) (*Process, error) {
+// startControllerManager starts kube-controller-manager with the
+// controllers above and more; extra are more flags (feature gates).
+func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *pki, port int, logPath string, more []string, extra ...string) (*Process, error) {
 	args := []string{
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
@@ -243,13 +260,14 @@ func startControllerManager(ctx context.Context, binDir, kubeconfig string, p *p
 		"--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port),
 		"--leader-elect=false",
-		"--controllers", strings.Join(controllers, ","),
+		"--controllers", strings.Join(append(slices.Clone(controllers), more...), ","),
 		"--service-account-private-key-file", p.SAKeyFile,
 		"--root-ca-file", p.CAFile,
 		"--use-service-account-credentials=false",
 		"--concurrent-gc-syncs", "5",
 		"--v=1",
 	}
+	args = append(args, extra...)
 	proc, err := startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), args, nil, logPath)
 	if err != nil {
 		return nil, err

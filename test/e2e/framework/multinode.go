@@ -55,6 +55,15 @@ type MultiConfig struct {
 	// NodeInit is the command line of each node's PID 1 (a program that
 	// calls NodeInit); the node's directory is appended.
 	NodeInit []string
+	// GPUDRA is the command line of the STAND-IN GPU DRA driver
+	// (ServeStandinGPUDRA), started on every GPU node with its node's
+	// StandinGPUDRAOptions.Args appended; nil starts none.
+	GPUDRA []string
+	// GroupScheduling turns on Kubernetes 1.37's group scheduling
+	// (GroupSchedulingGates on the apiserver, scheduler and controller
+	// manager, and the scheduling.k8s.io/v1beta1 API: PodGroups and
+	// Workloads with topology constraints, KEP-4671 and KEP-5732).
+	GroupScheduling bool
 	// Bridge is the cluster bridge (default ry-mn0); Subnet its network
 	// (default 10.216.0.0/24): .1 is the host (the API server), .10 the
 	// control-plane node, .10+i GPU node i.
@@ -127,10 +136,16 @@ type ClusterInfo struct {
 	// WhereaboutsConfig is whereabouts' flat configuration file (its
 	// datastore and kubeconfig) that a network's ipam names as
 	// configuration_path; "" without whereabouts.
-	WhereaboutsConfig string     `json:"whereaboutsConfig,omitempty"`
-	Nodes             []NodeInfo `json:"nodes"`
-	Rails             []RailInfo `json:"rails"`
-	FabricPID         int        `json:"fabricPID"`
+	WhereaboutsConfig string `json:"whereaboutsConfig,omitempty"`
+	// GPUDRA: every GPU node runs the stand-in GPU DRA driver
+	// (gpu.nvidia.com, its DeviceClass created; up.sh --gpu-dra).
+	GPUDRA bool `json:"gpuDRA,omitempty"`
+	// GroupScheduling: the group-scheduling gates and API are on
+	// (MultiConfig.GroupScheduling; up.sh --group-scheduling).
+	GroupScheduling bool       `json:"groupScheduling,omitempty"`
+	Nodes           []NodeInfo `json:"nodes"`
+	Rails           []RailInfo `json:"rails"`
+	FabricPID       int        `json:"fabricPID"`
 	// ServerPID is the process that runs the cluster (StartMulti's
 	// caller); Bridge and Cgroups are what it made on the host.
 	ServerPID int      `json:"serverPID"`
@@ -261,7 +276,7 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	m.Info = ClusterInfo{
-		Dir: cfg.Dir, K8sBinDir: cfg.K8sBinDir,
+		Dir: cfg.Dir, K8sBinDir: cfg.K8sBinDir, GroupScheduling: cfg.GroupScheduling,
 		Kubeconfig: filepath.Join(cfg.Dir, "admin.kubeconfig"),
 		MachineDir: filepath.Join(cfg.Dir, "machine"),
 		CDIDir:     filepath.Join(cfg.Dir, "cdi"),
@@ -369,6 +384,12 @@ func StartMulti(ctx context.Context, cfg MultiConfig) (_ *MultiCluster, err erro
 	}
 	if err := step("nodes ready", func() error { return m.waitNodes(ctx) }); err != nil {
 		return nil, err
+	}
+	if len(cfg.GPUDRA) > 0 {
+		if err := step("stand-in GPU DRA drivers", func() error { return m.startGPUDRA(ctx) }); err != nil {
+			return nil, err
+		}
+		m.Info.GPUDRA = true
 	}
 	if cfg.WhereaboutsCRDs != "" {
 		if err := step("whereabouts CRDs", func() error { return m.applyCRDs(ctx, cfg.WhereaboutsCRDs) }); err != nil {

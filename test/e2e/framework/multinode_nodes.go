@@ -138,6 +138,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	if err := m.track(startAPIServer(ctx, apiserverOptions{
 		BinDir: m.cfg.K8sBinDir, Dir: dir, PKI: p, EtcdPort: etcdPort, SecurePort: apiPort,
 		LogPath: logPath("kube-apiserver"), BindAddress: host, ServiceAccountAdmission: true,
+		EndpointRouting: true, Extra: m.cfg.controlPlaneFlags(true),
 	})); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 	m.Info.APIServer = apiURL
 	kubeconfigs := []struct{ name, token string }{
 		{"admin", p.AdminToken}, {"scheduler", p.SchedulerToken}, {"kubelet", p.KubeletToken}, {"controller-manager", p.AdminToken}, {"kube-proxy", p.AdminToken},
-		{"whereabouts", p.AdminToken},
+		{"whereabouts", p.AdminToken}, {"gpu-dra", p.AdminToken},
 	}
 	for _, kc := range kubeconfigs {
 		if err := writeKubeconfig(filepath.Join(dir, kc.name+".kubeconfig"), apiURL, p.CAFile, kc.token); err != nil {
@@ -161,10 +162,11 @@ func (m *MultiCluster) startControlPlane(ctx context.Context, p *pki, host strin
 		return err
 	}
 	m.Cluster = c
-	if err := m.track(startScheduler(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "scheduler.kubeconfig"), schedPort, logPath("kube-scheduler"))); err != nil {
+	if err := m.track(startScheduler(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "scheduler.kubeconfig"), schedPort, logPath("kube-scheduler"), m.cfg.controlPlaneFlags(false)...)); err != nil {
 		return err
 	}
-	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager")))
+	return m.track(startControllerManager(ctx, m.cfg.K8sBinDir, filepath.Join(dir, "controller-manager.kubeconfig"), p, kcmPort, logPath("kube-controller-manager"),
+		m.cfg.moreControllers(), m.cfg.controlPlaneFlags(false)...))
 }
 
 // cgroupName is a node's kubelet cgroupRoot: unique per cluster directory

@@ -40,8 +40,8 @@ const draNS = "railyard-dra"
 // rail's PF runs its agent on every GPU node through the real DaemonSet
 // controller; each agent's DRA plugin, reaching the apiserver through the
 // `kubernetes` Service with its pod's own token, publishes its node's NICs
-// with their rails. A STAND-IN GPU DRA driver (the test process, one
-// kubelet plugin per node) publishes the GPUs. `railyard rails template`
+// with their rails. A STAND-IN GPU DRA driver (up.sh --gpu-dra: a
+// process of its own on each GPU node) publishes the GPUs. `railyard rails template`
 // reads the slices and writes the job's ResourceClaimTemplate; the real
 // resourceclaim controller makes each pod's claim from it, the real
 // scheduler allocates GPU and NIC on one PCIe root on each node, both
@@ -61,14 +61,10 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 	start := time.Now()
 	installDRAChart(ctx, t, c, func(p map[string]any) map[string]any { return p })
 
-	// The stand-in GPU driver, one kubelet plugin per GPU node.
-	gpuClass := gpustandin.DeviceClass()
-	if _, err := c.Client.ResourceV1().DeviceClasses().Create(ctx, gpuClass, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// The stand-in GPU driver: up.sh --gpu-dra runs one per GPU node.
+	if !c.Info.GPUDRA {
+		t.Fatal("the cluster runs no stand-in GPU DRA driver (up.sh --gpu-dra)")
 	}
-	t.Cleanup(func() {
-		_ = c.Client.ResourceV1().DeviceClasses().Delete(context.Background(), gpuClass.Name, metav1.DeleteOptions{})
-	})
 	nics := map[string]int{}
 	topos := map[string]*topology.Topology{}
 	for _, n := range gpus {
@@ -77,15 +73,6 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		topos[n.Name] = topo
-		g, err := framework.StartStandinGPUDRA(ctx, c.Client, n.Name, filepath.Join(n.Dir, "kubelet"), filepath.Join(n.Dir, "cdi"), topo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			g.Stop()
-			_ = c.Client.ResourceV1().ResourceSlices().DeleteCollection(context.Background(), metav1.DeleteOptions{},
-				metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + gpustandin.DriverName})
-		})
 		nics[n.Name] = len(n.Rails)
 	}
 

@@ -113,7 +113,10 @@ func run(m *testing.M) int {
 		os.Exit(1)
 	}()
 	start := time.Now()
-	args := []string{dir, "--kubernetes", release, "--nodes", envOr("RAILYARD_MULTINODE_NODES", "2")}
+	args := []string{dir, "--kubernetes", release, "--nodes", envOr("RAILYARD_MULTINODE_NODES", "2"), "--gpu-dra"}
+	if minorOf(release) >= 37 {
+		args = append(args, "--group-scheduling")
+	}
 	if err := script(repo, "up.sh", args...); err != nil {
 		fmt.Fprintln(os.Stderr, "multinode: up:", err)
 		down()

@@ -14,8 +14,9 @@ import (
 )
 
 // draGates are the DRA feature gates whose state the version matrix pins,
-// by release: the cluster passes no --feature-gates to any component, so
-// each release runs with its own defaults. On 1.35 the alpha gates stay
+// by release: the cluster sets no DRA gate (its only --feature-gates are
+// group scheduling's on 1.37, up.sh --group-scheduling), so each release
+// runs with its own DRA defaults. On 1.35 the alpha gates stay
 // off (the cluster turns nothing on); on 1.37 device taints, device status
 // and extended resources are GA, and consumable capacity, partitionable
 // devices and binding conditions beta and on by default: they must stay on.
@@ -68,7 +69,7 @@ func TestDRAFeatureGatesOfTheRelease(t *testing.T) {
 			continue
 		}
 		if state != on {
-			t.Errorf("%s: enabled=%v on Kubernetes %s, want %v (no component is given --feature-gates)", gate, state, release, on)
+			t.Errorf("%s: enabled=%v on Kubernetes %s, want %v (no component is given a DRA feature gate)", gate, state, release, on)
 		}
 	}
 	t.Run("DeviceTaintRulesServed", func(t *testing.T) {
