@@ -215,3 +215,25 @@ func TestCNIStateDirs(t *testing.T) {
 		t.Errorf("cniStateDirs(\"\") = %q", got)
 	}
 }
+
+// TestAgentLogsGIDMismatchOfCNIStateDir: the agent as main runs it
+// (--cni-state-dir, no API server) reads railyard-cni's records at start
+// and logs a sandbox's GID index mismatch once, saying why there is no
+// Event.
+func TestAgentLogsGIDMismatchOfCNIStateDir(t *testing.T) {
+	e := newEnv(t, "roce-8gpu-4nic", 1)
+	pod := &state.PodRef{Namespace: "ml", Name: "trainer-0", UID: "uid-1"}
+	putGIDRecord(t, e.cniState(), "0000:03:00.2", "sb1", "mlx5_3", "net1", 3, pod)
+	putGIDRecord(t, e.cniState(), "0000:03:00.3", "sb1", "mlx5_4", "net2", 5, pod)
+	r := start(t, e.args(e.writeConfig(t, twoPools(`""`))), nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.log.String(), "RoCE GID indexes differ") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	log := r.log.String()
+	for _, s := range []string{"RoCE GID indexes differ across the pod's HCAs", "pod=ml/trainer-0", `gids="mlx5_3=3,mlx5_4=5"`, "no API server", "leave NCCL_IB_GID_INDEX unset"} {
+		if !strings.Contains(log, s) {
+			t.Errorf("agent log lacks %q:\n%s", s, log)
+		}
+	}
+}
