@@ -141,7 +141,7 @@ func (g *gidEvents) check(ctx context.Context) {
 		}
 		if !said.logged {
 			said.logged = true
-			event := "recorded on the pod"
+			event := "recording one on the pod"
 			switch {
 			case s.pod == nil:
 				event = "none: the pod is unknown"
