@@ -55,6 +55,9 @@ type Agent struct {
 	// kubeconfig, not in a pod); set by run before Serve.
 	kube kubernetes.Interface
 	jobs podJobs // each pod's job, for the counters (watchPodJobs)
+	// gids says when a pod's HCAs have their RoCE GIDs at different
+	// indexes (nil: not set up, as by New alone); set by run before Serve.
+	gids *gidEvents
 	// tokensMu orders the token lists of sandbox pools: each is computed
 	// and handed to its plugin under it, so a list computed before a bind
 	// never replaces one computed after it (refreshes run concurrently).

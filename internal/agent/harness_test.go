@@ -49,6 +49,10 @@ func newEnv(t testing.TB, machineName string, vfs int) *env {
 	return e
 }
 
+// cniState is the agent's railyard-cni state directory (empty until a
+// test writes records there), never the host's.
+func (e *env) cniState() string { return filepath.Join(e.dir, "cni-state") }
+
 // makeDevNodes (re)creates stand-in files for the tree's uverbs devices.
 func (e *env) makeDevNodes(t testing.TB) {
 	t.Helper()
@@ -68,7 +72,8 @@ func (e *env) writeConfig(t testing.TB, body string) string {
 
 func (e *env) args(config string) []string {
 	return []string{"--config", config, "--sysfs", e.sysfs, "--dev-root", e.devRoot, "--plugin-dir", e.pluginDir,
-		"--pod-resources-socket", e.podSock, "--devinfo-dir", e.devInfo, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"}
+		"--pod-resources-socket", e.podSock, "--devinfo-dir", e.devInfo, "--metrics-addr", "127.0.0.1:0", "--log-level", "debug",
+		"--cni-state-dir", e.cniState()}
 }
 
 // syncBuffer is a goroutine-safe log sink.

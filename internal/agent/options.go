@@ -84,6 +84,10 @@ type Options struct {
 	Kubeconfig         string
 	DRAPluginDir       string
 	PluginsRegistryDir string
+	// CNIStateDir is railyard-cni's state directories (comma-separated;
+	// "": none), whose records the agent reads for the pods' RoCE GID
+	// indexes (gidevents.go).
+	CNIStateDir string
 }
 
 // ErrHelp is returned when --help was asked for (usage is printed).
@@ -104,6 +108,7 @@ func ParseOptions(args []string, env LookupEnv, fs *pflag.FlagSet) (*Options, er
 		{&opt.Kubeconfig, "kubeconfig", "", "kubeconfig file for the API server, used only by pools with delivery dra (default: the pod's service account)"},
 		{&opt.DRAPluginDir, "dra-plugin-dir", DefaultDRAPluginDir, "directory of the DRA kubelet plugin's dra.sock"},
 		{&opt.PluginsRegistryDir, "plugins-registry-dir", DefaultPluginsRegistryDir, "kubelet's plugin registration directory (DRA)"},
+		{&opt.CNIStateDir, "cni-state-dir", DefaultCNIStateDir, "railyard-cni's state directories, comma-separated, whose records say when a pod's HCAs have their RoCE GIDs at different indexes (\"\": none)"},
 	}
 	for _, d := range dirs {
 		fs.StringVar(d.dst, d.flag, d.def, d.help+"; env "+EnvPrefix+strings.ToUpper(strings.ReplaceAll(d.flag, "-", "_")))

@@ -92,6 +92,7 @@ func runWith(ctx context.Context, args []string, env LookupEnv, stderr io.Writer
 		}
 	}
 	a.kube = kube
+	a.gids = &gidEvents{dirs: cniStateDirs(opt.CNIStateDir), log: a.log, kube: kube, node: opt.Config.NodeName, now: time.Now}
 	if a.dra != nil {
 		a.dra.pluginDir, a.dra.registryDir = opt.DRAPluginDir, opt.PluginsRegistryDir
 	}
@@ -160,6 +161,13 @@ func (a *Agent) Serve(ctx context.Context, ready func(*Agent, net.Addr)) error {
 		}
 		defer h.Stop()
 		defer a.watchLeaves(ctx)()
+	}
+	if a.gids != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.gids.watch(ctx, a.cfg.ResyncInterval.Duration)
+		}()
 	}
 	a.primeFinder(ctx)
 	a.startLateBinding(ctx)

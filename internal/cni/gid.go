@@ -30,8 +30,14 @@ const gidPoll = 50 * time.Millisecond
 // NCCL_IB_GID_INDEX is one index for every HCA. Neither an unknown index
 // nor a mismatch fails ADD (NCCL 2.21 and later pick each HCA's GID
 // themselves, from NCCL_IB_ROCE_VERSION_NUM and NCCL_IB_ADDR_FAMILY):
-// each is a warning in the log, which says how to fix it.
+// each is a warning in the log, which says how to fix it. The record also
+// names the pod (CNI_ARGS), so that the agent, which has a Kubernetes
+// client, records the mismatch as an Event on it.
 func (p *Plugin) recordGID(ctx context.Context, s *session, a Args, rec *state.Record, res *current.Result) {
+	// The pod, for the agent's Event on it when the indexes differ.
+	if pod, ok := podArgs(a.PluginArgs); ok {
+		rec.Pod = &state.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	}
 	var addrs []net.IP
 	for _, ip := range res.IPs {
 		addrs = append(addrs, ip.Address.IP)

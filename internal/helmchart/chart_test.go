@@ -54,9 +54,10 @@ func TestEveryContainerIsUnprivilegedReadOnlyWithoutCapabilities(t *testing.T) {
 		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 			t.Errorf("%s: host namespaces %v %v %v", v.name, spec.HostNetwork, spec.HostPID, spec.HostIPC)
 		}
-		// Only the DRA kubelet plugin and the job names call the API server.
-		if want := hasDRA(t, objs) || v.name == "job-names"; spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != want {
-			t.Errorf("%s: service account token mounted: %v, want %v (only with a dra pool or metrics.jobNames)", v.name, spec.AutomountServiceAccountToken, want)
+		// Only the DRA kubelet plugin, the job names and the pods' Events
+		// call the API server.
+		if want := hasDRA(t, objs) || v.name == "job-names" || v.name == "pod-events"; spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken != want {
+			t.Errorf("%s: service account token mounted: %v, want %v (only with a dra pool, metrics.jobNames or cni.podEvents)", v.name, spec.AutomountServiceAccountToken, want)
 		}
 		if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("%s: pod seccomp %+v", v.name, spec.SecurityContext)
@@ -128,6 +129,13 @@ func TestHostPathsAreExactlyThoseTheAgentConfigNames(t *testing.T) {
 					t.Errorf("%s: no %s", v.name, k)
 				}
 				want[env[k]] = mount{env[k], false}
+			}
+		}
+		// railyard-cni's state directory, read-only, as the agent gets it
+		// (cni.podEvents).
+		for _, e := range objs.daemonSet(t).Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "RAILYARD_CNI_STATE_DIR" {
+				want[e.Value] = mount{e.Value, true}
 			}
 		}
 		for _, f := range []string{cfg.GPUMap, cfg.NCCLTopologyFile} {
@@ -212,6 +220,40 @@ func TestJobNamesBindListAndWatchOnPods(t *testing.T) {
 	_, off := render(t, map[string]any{"metrics": map[string]any{"jobNames": true, "enabled": false}})
 	if len(off.byKind["ClusterRole"]) != 0 {
 		t.Errorf("metrics off: %d ClusterRoles rendered, want none", len(off.byKind["ClusterRole"]))
+	}
+}
+
+// cni.podEvents binds the agent's account create on events, nothing
+// more, mounts its token and railyard-cni's state directory read-only.
+func TestPodEventsBindCreateOnEvents(t *testing.T) {
+	_, objs := render(t, map[string]any{"cni": map[string]any{"podEvents": true}})
+	var role rbacv1.ClusterRole
+	objs.one(t, "ClusterRole", &role)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	objs.one(t, "ClusterRoleBinding", &binding)
+	spec := objs.daemonSet(t).Spec.Template.Spec
+	if binding.RoleRef.Name != role.Name || cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: spec.ServiceAccountName, Namespace: "railyard-system"}}, binding.Subjects) != "" {
+		t.Errorf("ClusterRoleBinding %+v %+v, want role %s for %s", binding.RoleRef, binding.Subjects, role.Name, spec.ServiceAccountName)
+	}
+	if m := spec.AutomountServiceAccountToken; m == nil || !*m {
+		t.Errorf("token mounted: %v, want true", m)
+	}
+	mounted := false
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.MountPath == "/var/lib/cni/railyard" {
+			mounted = m.ReadOnly
+		}
+	}
+	if !mounted {
+		t.Errorf("railyard-cni's state directory not mounted read-only in the agent: %+v", spec.Containers[0].VolumeMounts)
+	}
+	_, off := render(t, nil)
+	if len(off.byKind["ClusterRole"]) != 0 {
+		t.Errorf("cni.podEvents off: %d ClusterRoles rendered, want none", len(off.byKind["ClusterRole"]))
 	}
 }
 

@@ -55,6 +55,7 @@ func variants() []variant {
 		{"fabric-units-topograph", map[string]any{"fabric": map[string]any{"enabled": true, "holdRounds": 0,
 			"labels": map[string]any{"scheme": "topograph"}, "units": map[string]any{"enabled": true, "interval": "2m"}}}},
 		{"job-names", map[string]any{"metrics": map[string]any{"jobNames": true}}},
+		{"pod-events", map[string]any{"cni": map[string]any{"podEvents": true}}},
 		{"node-setup", map[string]any{"nodeSetup": map[string]any{"enabled": true, "interval": "1m",
 			"policy": map[string]any{"pfs": []any{map[string]any{"netdev": "ibp24s0", "numVFs": 8, "linkLayer": "InfiniBand", "pkey": "0x8001"}}}}}},
 		{"dra", map[string]any{

@@ -87,11 +87,26 @@ type Record struct {
 	// GID is the RoCE v2 GID index the RDMA device has for the
 	// interface's address (nil: not RoCE, or not found).
 	GID *containerdev.HCAGID `json:"gid,omitempty"`
+	// Pod is the pod whose sandbox ContainerID is, from CNI_ARGS (nil:
+	// the runtime passed none, or a record written before railyard-cni
+	// recorded it). The agent names it in the Event it records on the
+	// pod when its HCAs' GID indexes differ.
+	Pod *PodRef `json:"pod,omitempty"`
 
 	DeviceInfoFile string          `json:"deviceInfoFile,omitempty"`
 	Config         json.RawMessage `json:"config"`
 	Result         json.RawMessage `json:"result,omitempty"`
 }
+
+// PodRef names a pod: CNI_ARGS' K8S_POD_NAMESPACE, K8S_POD_NAME and
+// K8S_POD_UID, which containerd and CRI-O pass.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
 
 // Store is a state directory.
 type Store struct {

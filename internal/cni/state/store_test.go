@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -304,5 +305,37 @@ func TestLockOnAReadOnlyStateDirReadOnlyMount(t *testing.T) {
 	unlock()
 	if _, err := s.Get("dev"); err != nil {
 		t.Fatalf("Get on a read-only state directory: %v", err)
+	}
+}
+
+// TestRecordsWithoutPodDecode: a record written before railyard-cni
+// recorded the pod (no "pod" key) decodes with Pod nil and its GID; one
+// with it decodes it.
+func TestRecordsWithoutPodDecode(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	old := `{"key":"0000:03:00.2","network":"rail0","containerID":"c1","ifname":"net1","netns":"/var/run/netns/p","bootID":"b","phase":"attached",` +
+		`"pci":"0000:03:00.2","tempName":"ry0","marker":"m","orig":{"name":"ens1f0v0","index":7},"rdma":"mlx5_3",` +
+		`"gid":{"hca":"mlx5_3","netdev":"net1","addr":"192.168.50.10","port":1,"index":3},"config":{}}`
+	withPod := strings.Replace(strings.Replace(old, "0000:03:00.2", "0000:03:00.3", 2), `"config":{}`,
+		`"pod":{"namespace":"ml","name":"trainer-0","uid":"u1"},"config":{}`, 1)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(s.Dir, "devices"), 0o700))
+	must(os.WriteFile(s.RecordPath("0000:03:00.2"), []byte(old), 0o600))
+	must(os.WriteFile(s.RecordPath("0000:03:00.3"), []byte(withPod), 0o600))
+	recs, err := s.List()
+	must(err)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	if recs[0].Pod != nil || recs[0].GID == nil || recs[0].GID.Index != 3 {
+		t.Errorf("old record: pod %+v, gid %+v; want none and index 3", recs[0].Pod, recs[0].GID)
+	}
+	if p := recs[1].Pod; p == nil || *p != (PodRef{Namespace: "ml", Name: "trainer-0", UID: "u1"}) {
+		t.Errorf("new record's pod %+v", p)
 	}
 }

@@ -212,13 +212,48 @@ func testNCCLTwoRailPodWithGIDStandIn(ctx context.Context, t *testing.T, c *fram
 			}
 		}
 		// What a user runs on the node: the records, with the mismatch.
-		out, err := exec.CommandContext(ctx, railyardBin(t), "topo", "--machine", n.Machine, "--cni-state", filepath.Join(n.Dir, "cni-state")).CombinedOutput()
+		out, err := exec.CommandContext(ctx, railyardBin(t), "topo", "--machine", n.Machine, "--cni-state", cniStateDir(n)).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "index 3 ("+a[0].ip+" on ") || !strings.Contains(string(out), "index 5 ("+a[1].ip+" on ") ||
 			!strings.Contains(string(out), "at different indexes") || !strings.Contains(string(out), "leave NCCL_IB_GID_INDEX unset") {
 			t.Errorf("railyard topo --cni-state: %v\n%s", err, out)
 		}
 		if i := strings.Index(string(out), "railyard-cni attachments"); i >= 0 {
 			t.Logf("railyard topo --cni-state on %s:\n%s", n.Name, out[i:])
+		}
+		// The agent, which reads these records, says so on the pod: one
+		// Warning Event naming each HCA's index and the fix, and not
+		// again at its next checks (resyncInterval).
+		var ev corev1.Event
+		poll(ctx, t, "the RoCEGIDIndexMismatch Event on nccl-gid-mismatch", func(ctx context.Context) (bool, string) {
+			evs, err := gidEvents(ctx, c, p.name)
+			if err != nil || len(evs) == 0 {
+				return false, fmt.Sprint(len(evs), err)
+			}
+			ev = evs[0]
+			return true, ""
+		})
+		if ev.Type != corev1.EventTypeWarning || ev.InvolvedObject.UID == "" || ev.Source.Component != "railyard-agent" || ev.Source.Host != n.Name {
+			t.Errorf("event type %q involvedObject %+v source %+v", ev.Type, ev.InvolvedObject, ev.Source)
+		}
+		for _, want := range []string{"index 3 (" + a[0].ip + " on ", "index 5 (" + a[1].ip + " on ", "leave NCCL_IB_GID_INDEX unset"} {
+			if !strings.Contains(ev.Message, want) {
+				t.Errorf("the Event's message lacks %q: %s", want, ev.Message)
+			}
+		}
+		t.Logf("event on pod %s: %s %s: %s", p.name, ev.Type, ev.Reason, ev.Message)
+		select {
+		case <-ctx.Done():
+		case <-time.After(25 * time.Second):
+		}
+		if evs, err := gidEvents(ctx, c, p.name); err != nil || len(evs) != 1 || evs[0].Count != 1 {
+			t.Errorf("after the agent's next checks: %d events (%v), want the one", len(evs), err)
+		}
+		if log := agentLog(ctx, t, c, n.Name); strings.Count(log, "RoCE GID indexes differ across the pod's HCAs") != 1 ||
+			!strings.Contains(log, "pod=default/"+p.name) || !strings.Contains(log, "leave NCCL_IB_GID_INDEX unset") {
+			t.Errorf("the agent's log on %s does not say it once, with the pod and the fix:\n%s", n.Name, log)
+		}
+		if evs, err := gidEvents(ctx, c, "nccl-two-rails"); err != nil || len(evs) != 0 {
+			t.Errorf("the two-rail pod whose HCAs agree has %d RoCEGIDIndexMismatch events (%v)", len(evs), err)
 		}
 	})
 	if err := standIn.err(); err != nil {
@@ -307,11 +342,50 @@ func podRailAddrs(ctx context.Context, t *testing.T, p *ncclTestPod, rails ...in
 	return got
 }
 
+// cniStateDir is where node n's railyard-cni state directory (the
+// default, /var/lib/cni/railyard, in the node's private /var/lib/cni) is
+// on the host.
+func cniStateDir(n framework.NodeInfo) string {
+	return filepath.Join(n.Dir, "cni-lib", "railyard")
+}
+
+// gidEvents are the agent's RoCEGIDIndexMismatch Events on pod
+// default/name.
+func gidEvents(ctx context.Context, c *framework.MultiCluster, name string) ([]corev1.Event, error) {
+	l, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + name + ",reason=RoCEGIDIndexMismatch"})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// agentLog is the log of the agent pod on node.
+func agentLog(ctx context.Context, t *testing.T, c *framework.MultiCluster, node string) string {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels["app.kubernetes.io/component"] != "agent" {
+			continue
+		}
+		b, err := c.Client.CoreV1().Pods(releaseNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: "agent"}).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("agent log of %s: %v", p.Name, err)
+		}
+		return string(b)
+	}
+	t.Fatalf("no agent pod on %s", node)
+	return ""
+}
+
 // cniGIDs are the GIDs railyard-cni recorded (its state records) for the
 // pod's addresses on node n, in the order of addrs.
 func cniGIDs(t *testing.T, n framework.NodeInfo, addrs []railAddr) []containerdev.HCAGID {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(n.Dir, "cni-state", "devices", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(cniStateDir(n), "devices", "*.json"))
 	var out []containerdev.HCAGID
 	for _, a := range addrs {
 		for _, f := range files {

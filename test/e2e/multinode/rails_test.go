@@ -42,8 +42,10 @@ func railNetwork(c *framework.MultiCluster, n framework.NodeInfo, r framework.Ra
 		"podResourcesSocket": "/var/lib/kubelet/pod-resources/kubelet.sock",
 		"bindingDir":         filepath.Join(n.Dir, "no-binding"),
 		"sysfsRoot":          filepath.Join(c.Info.MachineDir, "sysfs"),
-		"stateDir":           filepath.Join(n.Dir, "cni-state"),
-		"rdma":               false,
+		// railyard-cni's default, each node's own (a private
+		// /var/lib/cni): the agent reads it there (cni.podEvents).
+		"stateDir": "/var/lib/cni/railyard",
+		"rdma":     false,
 		"ipam": map[string]any{
 			"type": "whereabouts", "range": r.Subnet, "exclude": []string{r.Spine + "/32"},
 			"configuration_path": c.Info.WhereaboutsConfig,

@@ -108,6 +108,9 @@ Rendered as JSON: {"mounts": [{name, path, readOnly, type}]}.
 {{- $all = append $all (dict "name" "dra-plugin" "path" .Values.dra.pluginDir "readOnly" false "type" "DirectoryOrCreate") -}}
 {{- $all = append $all (dict "name" "plugins-registry" "path" .Values.dra.registryDir "readOnly" false "type" "Directory") -}}
 {{- end -}}
+{{- if .Values.cni.podEvents -}}
+{{- $all = append $all (dict "name" "cni-state" "path" "/var/lib/cni/railyard" "readOnly" true "type" "DirectoryOrCreate") -}}
+{{- end -}}
 {{- if $c.gpuMap -}}
 {{- $all = append $all (dict "name" "gpu-map" "path" (dir $c.gpuMap) "readOnly" true "type" "Directory") -}}
 {{- end -}}
