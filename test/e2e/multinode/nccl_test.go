@@ -222,7 +222,8 @@ func testNCCLTwoRailPodWithGIDStandIn(ctx context.Context, t *testing.T, c *fram
 		}
 		// The agent, which reads these records, says so on the pod: one
 		// Warning Event naming each HCA's index and the fix, and not
-		// again at its next checks (resyncInterval).
+		// again at its next check (resyncInterval, 10 s: the unit tests
+		// hold the once-only rule over many checks).
 		var ev corev1.Event
 		poll(ctx, t, "the RoCEGIDIndexMismatch Event on nccl-gid-mismatch", func(ctx context.Context) (bool, string) {
 			evs, err := gidEvents(ctx, c, p.name)
@@ -243,7 +244,7 @@ func testNCCLTwoRailPodWithGIDStandIn(ctx context.Context, t *testing.T, c *fram
 		t.Logf("event on pod %s: %s %s: %s", p.name, ev.Type, ev.Reason, ev.Message)
 		select {
 		case <-ctx.Done():
-		case <-time.After(25 * time.Second):
+		case <-time.After(11 * time.Second):
 		}
 		if evs, err := gidEvents(ctx, c, p.name); err != nil || len(evs) != 1 || evs[0].Count != 1 {
 			t.Errorf("after the agent's next checks: %d events (%v), want the one", len(evs), err)
