@@ -311,20 +311,7 @@ func runRailsJob(ctx context.Context, t *testing.T, c *framework.MultiCluster, n
 	}
 	nodes := map[string]string{}
 	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) != 1 || ptr.Deref(p.Spec.ResourceClaims[0].ResourceClaimTemplateName, "") != tmplName {
-			t.Errorf("pod %s claims %+v, want one from %s", p.Name, p.Spec.ResourceClaims, tmplName)
-		}
-		if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
-			t.Fatalf("pod %s: claim statuses %+v", p.Name, p.Status.ResourceClaimStatuses)
-		}
-		claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rails, err := nicRails(ctx, c, claim, p.Spec.NodeName)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rails := podClaimRails(ctx, t, c, &p, tmplName)
 		if !slices.Equal(rails, set) {
 			t.Errorf("pod %s on %s: NICs on rails %v, the job's template says %v", p.Name, p.Spec.NodeName, rails, set)
 		}
@@ -334,6 +321,28 @@ func runRailsJob(ctx context.Context, t *testing.T, c *framework.MultiCluster, n
 		t.Errorf("job %s's pods on nodes %v, want two nodes", name, nodes)
 	}
 	return set, nodes
+}
+
+// podClaimRails checks that pod p has its one claim from template tmpl
+// (an error if not) and returns the rails of the NICs that claim holds
+// on p's node.
+func podClaimRails(ctx context.Context, t *testing.T, c *framework.MultiCluster, p *corev1.Pod, tmpl string) []int64 {
+	t.Helper()
+	if len(p.Spec.ResourceClaims) != 1 || ptr.Deref(p.Spec.ResourceClaims[0].ResourceClaimTemplateName, "") != tmpl {
+		t.Errorf("pod %s claims %+v, want one from %s", p.Name, p.Spec.ResourceClaims, tmpl)
+	}
+	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("pod %s: claim statuses %+v", p.Name, p.Status.ResourceClaimStatuses)
+	}
+	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rails, err := nicRails(ctx, c, claim, p.Spec.NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rails
 }
 
 // jobTemplate is the name of the one template the controller made for

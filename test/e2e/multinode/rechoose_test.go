@@ -157,18 +157,7 @@ func testRechoose(ctx context.Context, t *testing.T, c *framework.MultiCluster) 
 		if p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		if len(p.Spec.ResourceClaims) != 1 || ptr.Deref(p.Spec.ResourceClaims[0].ResourceClaimTemplateName, "") != second.Name {
-			t.Errorf("pod %s claims %+v, want one from %s", p.Name, p.Spec.ResourceClaims, second.Name)
-			continue
-		}
-		claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rails, err := nicRails(ctx, c, claim, p.Spec.NodeName)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rails := podClaimRails(ctx, t, c, &p, second.Name)
 		if !slices.Equal(rails, set2) {
 			t.Errorf("pod %s on %s: NICs on rails %v, want %v", p.Name, p.Spec.NodeName, rails, set2)
 		}
