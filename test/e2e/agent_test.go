@@ -32,9 +32,7 @@ func TestAgentWithRealKubelet(t *testing.T) {
 	env := newAgentEnv(t, dir)
 	t.Cleanup(func() {
 		cctx := framework.Context(t, 2*time.Minute)
-		for _, p := range []string{"holder", "too-many", "filler", "one-more", "after-agent-restart"} {
-			_ = c.DeletePod(cctx, "default", p)
-		}
+		_ = c.DeletePods(cctx, "default", "holder", "too-many", "filler", "one-more", "after-agent-restart")
 		_ = env.stopAgent(c)
 	})
 
@@ -173,10 +171,8 @@ func TestAgentWithRealKubelet(t *testing.T) {
 		if _, err := c.WaitForEvent(ctx, "default", "one-more", "FailedScheduling"); err != nil {
 			t.Error(err)
 		}
-		for _, p := range []string{"one-more", "filler"} {
-			if err := c.DeletePod(ctx, "default", p); err != nil {
-				t.Fatal(err)
-			}
+		if err := c.DeletePods(ctx, "default", "one-more", "filler"); err != nil {
+			t.Fatal(err)
 		}
 	}
 

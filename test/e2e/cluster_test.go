@@ -150,8 +150,7 @@ func TestKubeletRestartKeepsNodeReadyAndPods(t *testing.T) {
 	const before, after = "before-restart", "after-restart"
 	t.Cleanup(func() {
 		cctx := framework.Context(t, time.Minute)
-		_ = c.DeletePod(cctx, "default", before)
-		_ = c.DeletePod(cctx, "default", after)
+		_ = c.DeletePods(cctx, "default", before, after)
 	})
 	if _, err := c.CreatePod(ctx, framework.BusyboxPod("default", before, "sleep", "3600")); err != nil {
 		t.Fatal(err)

@@ -76,9 +76,7 @@ pools:
 	sharePods := []string{"share-0", "share-1", "share-2"}
 	t.Cleanup(func() {
 		cctx := framework.Context(t, 2*time.Minute)
-		for _, p := range append(slices.Clone(railPods), sharePods...) {
-			_ = c.DeletePod(cctx, "default", p)
-		}
+		_ = c.DeletePods(cctx, "default", append(slices.Clone(railPods), sharePods...)...)
 		_ = env.stopAgent(c)
 	})
 	env.startAgent(t, c)

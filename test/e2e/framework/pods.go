@@ -21,13 +21,21 @@ import (
 
 // BusyboxPod returns a pod in namespace ns running command in the local
 // busybox image, never restarted, with a 1 s termination grace period.
+//
+// The pod shares one PID namespace (shareProcessNamespace), so the pause
+// container, not command, is PID 1. A PID 1 gets no default signal action:
+// `sleep` or `sh` as PID 1 ignores SIGTERM, and every delete waited for
+// the kubelet's 2 s minimum grace and its SIGKILL. As any other PID the
+// command ends on SIGTERM at once, and deleting a pod takes about a second.
 func BusyboxPod(ns, name string, command ...string) *corev1.Pod {
 	grace := int64(1)
+	share := true
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
+			ShareProcessNamespace:         &share,
 			Containers: []corev1.Container{{
 				Name:            "main",
 				Image:           BusyboxImage,
@@ -124,20 +132,32 @@ func (c *Cluster) PodLogs(ctx context.Context, ns, name, container string) (stri
 
 // DeletePod deletes a pod and waits until it is gone. A missing pod is fine.
 func (c *Cluster) DeletePod(ctx context.Context, ns, name string) error {
-	err := c.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("delete pod %s/%s: %w", ns, name, err)
-	}
-	return poll(ctx, 100*time.Millisecond, fmt.Sprintf("pod %s/%s gone", ns, name), func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
+	return c.DeletePods(ctx, ns, name)
+}
+
+// DeletePods deletes the named pods at once and waits until all are gone:
+// their kubelets tear them down side by side, not one after another.
+// Missing pods are fine.
+func (c *Cluster) DeletePods(ctx context.Context, ns string, names ...string) error {
+	for _, name := range names {
+		err := c.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pod %s/%s: %w", ns, name, err)
 		}
-		return false, err
-	})
+	}
+	for _, name := range names {
+		err := poll(ctx, 100*time.Millisecond, fmt.Sprintf("pod %s/%s gone", ns, name), func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WaitForEvent waits for an event with reason about the named object and

@@ -119,12 +119,10 @@ func TestLateBindingThroughContainerdCNI(t *testing.T) {
 	// Deleting the pods runs DEL: every netdev back under its name, every
 	// binding released.
 	began := time.Now()
-	for _, name := range names {
-		if err := c.DeletePod(ctx, "default", name); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.DeletePods(ctx, "default", names...); err != nil {
+		t.Fatal(err)
 	}
-	// DeletePod returns once the pod object is gone; the sandbox (and its
+	// DeletePods returns once the pod object is gone; the sandbox (and its
 	// CNI DEL) may end a moment later.
 	for pci, dev := range netdevOf {
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {

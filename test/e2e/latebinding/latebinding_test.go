@@ -81,7 +81,7 @@ func newNode(t *testing.T, c *framework.Cluster, kind string) *node {
 	cfg := fmt.Sprintf(`apiVersion: railyard.io/v1alpha1
 kind: AgentConfig
 nodeName: railyard-e2e
-resyncInterval: 5s
+resyncInterval: 2s
 stateDir: %s
 cdiSpecDir: %s
 pools:
@@ -247,10 +247,8 @@ func TestLateBindingWithRealKubelet(t *testing.T) {
 				t.Fatalf("after kubelet restart: %d bindings, want 8", len(bs))
 			}
 		}
-		for _, name := range names {
-			if err := c.DeletePod(ctx, "default", name); err != nil {
-				t.Fatal(err)
-			}
+		if err := c.DeletePods(ctx, "default", names...); err != nil {
+			t.Fatal(err)
 		}
 		// These pods have no network (no CNI DEL): the agent's GC releases
 		// their bindings once PodResources stopped listing them for a

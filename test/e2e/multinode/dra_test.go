@@ -261,10 +261,8 @@ func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
 		t.Errorf("job-2 runs on %s, want %s (the node whose rail %d NIC job-1 freed)", p.Spec.NodeName, gpus[1].Name, r)
 	}
 
-	for _, name := range []string{"job-0", "job-2"} {
-		if err := c.DeletePod(ctx, "default", name); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.DeletePods(ctx, "default", "job-0", "job-2"); err != nil {
+		t.Fatal(err)
 	}
 	poll(ctx, t, "whereabouts' pool of "+subnet+" empty after the pods went", func(ctx context.Context) (bool, string) {
 		held, err := railAllocations(ctx, c, subnet)
@@ -475,10 +473,8 @@ func testHalfNodeJob(ctx context.Context, t *testing.T, c *framework.MultiCluste
 	}
 	t.Logf("per-pod claims: per-pod-0 on %s rails %v, per-pod-1 on %s rails %v: no common rail, no traffic",
 		gpus[0].Name, split["per-pod-0"], gpus[1].Name, split["per-pod-1"])
-	for _, name := range []string{"per-pod-0", "per-pod-1"} {
-		if err := c.DeletePod(ctx, "default", name); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.DeletePods(ctx, "default", "per-pod-0", "per-pod-1"); err != nil {
+		t.Fatal(err)
 	}
 
 	// The job template: the rail set with room on both nodes.

@@ -176,8 +176,7 @@ func testNCCLTwoRailPodWithGIDStandIn(ctx context.Context, t *testing.T, c *fram
 			t.Errorf("with arp_ignore=1 again the rail-1 address answered on rail 0")
 		}
 	})
-	_ = c.DeletePod(ctx, "default", pod.name)
-	_ = c.DeletePod(ctx, "default", peer.name)
+	_ = c.DeletePods(ctx, "default", pod.name, peer.name)
 
 	t.Run("HCAs needing different GID indexes are reported with the fix", func(t *testing.T) {
 		n := gpus[1]
