@@ -12,12 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/railyard-io/railyard/internal/cni/state"
 	"github.com/railyard-io/railyard/internal/containerdev"
+	"github.com/railyard-io/railyard/internal/kubeevent"
 )
 
 // DefaultCNIStateDir is railyard-cni's default stateDir
@@ -32,10 +32,6 @@ const ReasonGIDIndexMismatch = "RoCEGIDIndexMismatch"
 
 // eventComponent is the source of the agent's Events.
 const eventComponent = "railyard-agent"
-
-// maxEventMessage bounds an Event's message (the API server refuses a
-// note over 1 KiB).
-const maxEventMessage = 1024
 
 // gidEvents finds, in railyard-cni's attachment records, the pod
 // sandboxes whose HCAs have their RoCE v2 GIDs at different indexes
@@ -172,27 +168,17 @@ func (g *gidEvents) check(ctx context.Context) {
 	}
 }
 
-// record creates the Warning Event on pod (core/v1, as the rails
-// controller's, internal/railctl).
+// record creates the Warning Event on pod through internal/kubeevent (as
+// the rails controller's, internal/railctl), synchronously: a nil error
+// means the Event exists, which check's once-only rule needs.
 func (g *gidEvents) record(ctx context.Context, pod state.PodRef, msg string) error {
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
-	now := metav1.NewTime(g.now())
-	e := &corev1.Event{
-		// Named as client-go's event recorder names its events
-		// (tools/record, makeEvent): the object and the time.
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%v.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod",
+	return kubeevent.Post(ctx, g.kube, kubeevent.Event{
+		Object: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod",
 			Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)},
-		Reason: ReasonGIDIndexMismatch, Message: msg, Type: corev1.EventTypeWarning,
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		Type: corev1.EventTypeWarning, Reason: ReasonGIDIndexMismatch, Message: msg,
 		Source: corev1.EventSource{Component: eventComponent, Host: g.node},
-	}
-	if _, err := g.kube.CoreV1().Events(pod.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("event %s on pod %s: %w", ReasonGIDIndexMismatch, pod, err)
-	}
-	return nil
+		Time:   g.now(),
+	})
 }
 
 // watchGIDs checks the records at once and then every interval until ctx

@@ -47,7 +47,7 @@ var Layers = []Layer{
 	}},
 	{ID: "foundations", Title: "foundations (leaves)", Patterns: []string{
 		"internal/pciaddr", "internal/inputfile", "internal/atomicfile", "internal/deviceid", "internal/version",
-		"internal/termsafe", "internal/strictjson",
+		"internal/termsafe", "internal/strictjson", "internal/kubeevent",
 	}},
 	{ID: "testhelpers", Title: "test helpers", Tests: true, Patterns: []string{
 		"internal/benchrun/benchruntest", "internal/cli/clitest", "internal/cni/multustest", "internal/cni/sysfstest",

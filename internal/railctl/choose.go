@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/railyard-io/railyard/internal/jobrails"
+	"github.com/railyard-io/railyard/internal/kubeevent"
 )
 
 // Chooser chooses rail sets with internal/jobrails from the cluster's
@@ -150,21 +152,17 @@ func jobTemplates(ctx context.Context, cs kubernetes.Interface, namespace, id st
 }
 
 // event records an event on the job's object, or on template t for a
-// job with none (named by label).
-func event(ctx context.Context, cs kubernetes.Interface, now metav1.Time, j Job, t *resourceapi.ResourceClaimTemplate, typ, reason, msg string) error {
+// job with none (named by label), through internal/kubeevent.
+func event(ctx context.Context, cs kubernetes.Interface, now time.Time, j Job, t *resourceapi.ResourceClaimTemplate, typ, reason, msg string) error {
 	obj := corev1.ObjectReference{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaimTemplate",
 		Namespace: t.Namespace, Name: t.Name, UID: t.UID}
 	if j.Owner != nil {
 		obj = corev1.ObjectReference{APIVersion: j.Owner.APIVersion, Kind: j.Owner.Kind, Namespace: j.Namespace, Name: j.Owner.Name, UID: j.Owner.UID}
 	}
-	e := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: obj.Name + ".", Namespace: j.Namespace},
-		InvolvedObject: obj, Reason: reason, Message: msg, Type: typ,
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		Source: corev1.EventSource{Component: ManagedBy},
-	}
-	if _, err := cs.CoreV1().Events(j.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("event %s on %s: %w", reason, j, err)
+	err := kubeevent.Post(ctx, cs, kubeevent.Event{Object: obj, Type: typ, Reason: reason, Message: msg,
+		Source: corev1.EventSource{Component: ManagedBy}, Time: now})
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j, err)
 	}
 	return nil
 }

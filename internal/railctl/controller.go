@@ -167,7 +167,7 @@ func (c *Controller) rechoose(ctx context.Context, now time.Time, cur *resourcea
 	}
 	msg := fmt.Sprintf("%s on rails %s; rails %s have room for a pod on %d nodes: template %s replaces %s; pods deleted for their owner to recreate: %d (%s)",
 		why, cur.Annotations[jobrails.AnnotationRails], choice.Set, len(choice.Nodes), created.Name, cur.Name, len(deleted), strings.Join(deleted, ", "))
-	if err := event(ctx, c.Client, metav1.NewTime(now), job, created, corev1.EventTypeNormal, "RailsRechosen", msg); err != nil {
+	if err := event(ctx, c.Client, now, job, created, corev1.EventTypeNormal, "RailsRechosen", msg); err != nil {
 		errs = append(errs, err)
 	}
 	c.Log.Info("rails re-chosen", "job", job.String(), "message", msg)

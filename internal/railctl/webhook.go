@@ -176,7 +176,7 @@ func (w *Webhook) templateFor(ctx context.Context, job Job, want Want) (*resourc
 		msg, typ = warning+"; template "+created.Name, corev1.EventTypeWarning
 	}
 	// The event is a courtesy: the pod is admitted without it.
-	_ = event(ctx, w.Client, metav1.NewTime(w.now()), job, created, typ, "RailsChosen", msg)
+	_ = event(ctx, w.Client, w.now(), job, created, typ, "RailsChosen", msg)
 	return created, warning, nil
 }
 
