@@ -24,6 +24,23 @@ func WriteFile(path string, b []byte, perm os.FileMode) error {
 	return SyncDir(dir)
 }
 
+// Replace replaces path with b (mode perm) as WriteFile does, the
+// temporary file fsynced before it is renamed over path, but without the
+// directory's fsync: after a power loss path holds the old content or the
+// new one, whole, never a part, and possibly the old one although Replace
+// returned. For a writer whose old content is already durable and serves
+// as well after a reboot as the new one.
+func Replace(path string, b []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	if err := renameio.WriteFile(path, b, perm, renameio.WithTempDir(dir), renameio.WithStaticPermissions(perm)); err != nil {
+		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
+	}
+	return nil
+}
+
 // Remove removes path durably; a missing file is no error.
 func Remove(path string) error {
 	if err := os.Remove(path); err != nil {

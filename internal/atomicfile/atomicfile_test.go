@@ -52,3 +52,25 @@ func TestWriteRemoveAndTemps(t *testing.T) {
 		t.Error("SyncDir of a missing directory succeeded")
 	}
 }
+
+// TestReplace: Replace creates the directory and replaces the file whole
+// with the mode asked, leaving no temporary file beside it.
+func TestReplace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	path := filepath.Join(dir, "r.json")
+	for _, content := range []string{`{"a":1}`, `{"b":2}`} {
+		if err := Replace(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || string(b) != content {
+			t.Fatalf("read %q (%v), want %q", b, err, content)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v (%v), want 0600", fi.Mode(), err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("directory holds %v (%v), want the file only", entries, err)
+	}
+}

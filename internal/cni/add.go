@@ -373,9 +373,11 @@ func (p *Plugin) finish(ctx context.Context, s *session, a Args, rec *state.Reco
 	}
 	// One write for the result and the multi-rail table, before the
 	// table's first rule (a DEL after a crash finds it); a failure after
-	// it rolls back as any other.
+	// it rolls back as any other. It replaces the staged record, durable
+	// since recordDurable, and a power loss that loses it loses nothing
+	// (state.Store.Advance): no directory fsync.
 	rec.Phase, rec.Result = state.PhaseAttached, b
-	if err := s.store.Put(rec); err != nil {
+	if err := s.store.Advance(rec); err != nil {
 		return nil, err
 	}
 	if err := p.setupMultiRail(ctx, s, a, rec, res); err != nil {

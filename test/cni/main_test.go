@@ -49,7 +49,11 @@ func TestMain(m *testing.M) {
 		case !exists(filepath.Join(tools, "cnitool")) || !exists(filepath.Join(tools, "host-local")) || !exists(filepath.Join(tools, "host-device")):
 			env.skip = "needs cnitool, host-local and host-device in " + tools + " (run hack/install-cni-tools.sh)"
 		default:
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "railyard-cni"), "../../cmd/railyard-cni").CombinedOutput()
+			// Built as the image builds it (Dockerfile): static, no
+			// symbols; the benchmark measures the binary that ships.
+			build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "railyard-cni"), "../../cmd/railyard-cni")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			out, err := build.CombinedOutput()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "building railyard-cni: %v\n%s", err, out)
 				return 1

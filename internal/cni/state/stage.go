@@ -30,7 +30,7 @@ import (
 // back on the host after the reboot: an empty or cut record does not
 // decode (ErrCorrupt) and, its device being free on the host, ADD, DEL and
 // GC remove it, as they remove a whole one from another boot. From durable
-// on, what is on disk is what Put leaves.
+// on, what is on disk is what Put leaves; ADD replaces it with Advance.
 func (s Store) Stage(r *Record) (durable func() error, err error) {
 	if !ValidKey(r.Key) {
 		return nil, fmt.Errorf("invalid device key %q", r.Key)

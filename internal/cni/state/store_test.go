@@ -339,3 +339,38 @@ func TestRecordsWithoutPodDecode(t *testing.T) {
 		t.Errorf("new record's pod %+v", p)
 	}
 }
+
+// TestAdvanceReplacesTheStagedRecordWhole: Advance puts the later version
+// in place of the staged record, whole, and leaves no temporary file; a
+// key that is not a file name is refused.
+func TestAdvanceReplacesTheStagedRecordWhole(t *testing.T) {
+	t.Parallel()
+	s := Store{Dir: t.TempDir()}
+	r := &Record{Key: "0000:03:00.2", ContainerID: "c1", IfName: "net1", Phase: PhaseAdding, Config: []byte(`{"name":"n"}`)}
+	durable, err := s.Stage(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := durable(); err != nil {
+		t.Fatal(err)
+	}
+	next := *r
+	next.Phase, next.Result = PhaseAttached, []byte(`{"cniVersion":"1.1.0"}`)
+	if err := s.Advance(&next); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(r.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&next, got); diff != "" {
+		t.Fatalf("record after Advance (-want +got):\n%s", diff)
+	}
+	entries, err := os.ReadDir(filepath.Join(s.Dir, "devices"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("devices/ after Advance: %v, %v; want the record only", entries, err)
+	}
+	if err := s.Advance(&Record{Key: "../x"}); err == nil {
+		t.Fatal("Advance of key ../x succeeded")
+	}
+}
