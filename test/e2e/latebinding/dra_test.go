@@ -129,7 +129,7 @@ func preparedClaims(t *testing.T, stateDir string) []string {
 	return out
 }
 
-// TestDRAGPUAndNICOnOneRootWithRealScheduler: railyard-agent publishes a
+// TestDRAGPUAndNICOnOneRootWithRealSchedulerStandInGPUDRA: railyard-agent publishes a
 // DRA pool of the fake tree's VFs (roce-8gpu-4nic, 2 VFs per NIC) through
 // the real kubelet's plugin registration, next to a stand-in GPU DRA
 // driver; a pod's ResourceClaimTemplate asks for the GPU at 0000:85:00.0
@@ -144,7 +144,7 @@ func preparedClaims(t *testing.T, stateDir string) []string {
 // Faked: the sysfs tree, the device nodes (real char devices, no driver),
 // the GPU driver and kube-controller-manager's claim controller (stand-ins,
 // named so).
-func TestDRAGPUAndNICOnOneRootWithRealScheduler(t *testing.T) {
+func TestDRAGPUAndNICOnOneRootWithRealSchedulerStandInGPUDRA(t *testing.T) {
 	c := suite.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -36,7 +36,7 @@ import (
 
 const draNS = "railyard-dra"
 
-// TestDRAJobOnOneRailSetAcrossNodes: the chart with a DRA pool of every
+// TestDRAJobOnOneRailSetAcrossNodesStandInGPUDRA: the chart with a DRA pool of every
 // rail's PF runs its agent on every GPU node through the real DaemonSet
 // controller; each agent's DRA plugin, reaching the apiserver through the
 // `kubernetes` Service with its pod's own token, publishes its node's NICs
@@ -48,7 +48,7 @@ const draNS = "railyard-dra"
 // nodes' kubelets have both drivers prepare, and each container gets its
 // NIC (NCCL_IB_HCA) and GPU. Both pods are on the same rail: the leaf
 // their peers are cabled to.
-func TestDRAJobOnOneRailSetAcrossNodes(t *testing.T) {
+func TestDRAJobOnOneRailSetAcrossNodesStandInGPUDRA(t *testing.T) {
 	c := mc(t)
 	ctx := framework.Context(t, 8*time.Minute)
 	gpus := c.Info.GPUNodes()

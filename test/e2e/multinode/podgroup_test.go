@@ -76,7 +76,7 @@ func TestRailsPodGroupKeepsOneLeafSet(t *testing.T) {
 	t.Logf("PodGroup split (topology key %s): pods on %v, leaf set %s", fabric.LeafSetLabel, got, leafSets[got["split-0"]])
 }
 
-// testPodGroupRails (a subtest of TestRailsChosenAtAdmission, the rail
+// testPodGroupRails (a subtest of TestRailsChosenAtAdmissionStandInGPUDRA, the rail
 // controller running): two bare pods of a PodGroup (gang of 2, topology
 // key railyard.io/leaf-set; both GPU nodes under one leaf set, as this
 // fabric cables them, the label written by the test as `railyard fabric

@@ -26,7 +26,6 @@ import (
 	"github.com/railyard-io/railyard/internal/discovery"
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/fakesysfs"
-	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/internal/jobrails"
 	"github.com/railyard-io/railyard/internal/railctl"
 	"github.com/railyard-io/railyard/test/e2e/framework"
@@ -40,7 +39,7 @@ const (
 	railsWebhook    = railsRelease + "-rails"
 )
 
-// TestRailsChosenAtAdmission: the chart with rails.controller.enabled (and
+// TestRailsChosenAtAdmissionStandInGPUDRA: the chart with rails.controller.enabled (and
 // every rail's pool delivered by DRA) on the multi-node cluster, whose GPU
 // nodes run the STAND-IN GPU DRA driver (up.sh --gpu-dra). A plain batch
 // Job of two pods, each wanting 4 GPUs and their NICs in the documented
@@ -56,7 +55,7 @@ const (
 // agent taints it NoSchedule; the next Job of the same shape gets a set
 // without that rail, and runs on two nodes. Then a PodGroup's pods
 // (testPodGroupRails) and a re-chosen job (testRechoose).
-func TestRailsChosenAtAdmission(t *testing.T) {
+func TestRailsChosenAtAdmissionStandInGPUDRA(t *testing.T) {
 	c := mc(t)
 	needRelease(t, "1.37", "the rail controller's test (its taint case needs device taints, DRADeviceTaints: GA in 1.37; the 1.35 API server drops them)")
 	if !c.Info.GPUDRA {
@@ -133,47 +132,17 @@ func TestRailsChosenAtAdmission(t *testing.T) {
 func installRailsChart(ctx context.Context, t *testing.T, c *framework.MultiCluster) {
 	t.Helper()
 	ch, vals := clusterChart(t, c)
-	cfg := vals["config"].(map[string]any)
-	pools := cfg["pools"].([]any)
-	for _, p := range pools {
-		p.(map[string]any)["delivery"] = "dra"
-	}
-	cfg["cdiSpecDir"] = c.Info.CDIDir
 	// A job re-chosen within seconds (testRechoose), not minutes.
 	vals["rails"] = map[string]any{"controller": map[string]any{"enabled": true, "rechooseAfter": "5s", "resync": "2s"}}
-	ms, err := helmchart.Render(ch, helmchart.Options{Release: railsRelease, Namespace: railsNS, Values: vals})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := helmchart.Stream(ms)
-	if out, err := kubectl(ctx, c, stream, "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
+	applyDRARelease(ctx, t, c, ch, vals, railsRelease, railsNS)
+	// Runs before the release's deletion (cleanups run last first).
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
 		if t.Failed() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			out, _ := kubectl(ctx, c, "", "-n", railsNS, "logs", "deployment/"+railsController, "--tail", "60")
 			t.Logf("rails controller's log:\n%s", out)
 		}
-		deleteRelease(ctx, t, c, stream, railsNS)
-		if err := c.Client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName}); err != nil {
-			t.Errorf("deleting the release's ResourceSlices: %v", err)
-		}
-	})
-	want := len(c.Info.GPUNodes()) * len(pools)
-	poll(ctx, t, "a slice of every pool from every GPU node", func(ctx context.Context) (bool, string) {
-		list, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-			FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName})
-		if err != nil {
-			return false, err.Error()
-		}
-		seen := map[string]bool{}
-		for _, s := range list.Items {
-			seen[s.Spec.Pool.Name] = true
-		}
-		return len(seen) >= want, fmt.Sprintf("%d of %d pools", len(seen), want)
 	})
 	poll(ctx, t, "the rails controller ready, its CA in "+railsWebhook, func(ctx context.Context) (bool, string) {
 		d, err := c.Client.AppsV1().Deployments(railsNS).Get(ctx, railsController, metav1.GetOptions{})

@@ -27,7 +27,7 @@ import (
 // a queue's admission gate (Kueue's pod integration gates its pods so).
 const holdGate = "railyard.io/test-hold"
 
-// testRechoose (a subtest of TestRailsChosenAtAdmission, the controller
+// testRechoose (a subtest of TestRailsChosenAtAdmissionStandInGPUDRA, the controller
 // running with rechooseAfter 5s and resync 2s): Job rails-c's pods are
 // admitted held by a scheduling gate, so the webhook chooses their set
 // while they wait; then that set's first rail loses its NIC on both nodes

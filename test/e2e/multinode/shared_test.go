@@ -18,33 +18,32 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"helm.sh/helm/v3/pkg/chart"
+
 	"github.com/railyard-io/railyard/internal/dra"
 	"github.com/railyard-io/railyard/internal/helmchart"
 	"github.com/railyard-io/railyard/test/e2e/framework"
 )
 
-// installDRAChart applies the chart (release railyard-dra in draNS) with
-// up.sh's rail pools, each delivered by DRA and changed by edit (nil
-// drops the pool), deleted when the test ends. It returns once every GPU
-// node's agent published a slice of every kept pool.
 // The firmware policy of every DRA release the tests install.
 const draFirmwareModel, draFirmwareMinimum = "15b3:1021", "28.39.1002"
 
+// installDRAChart applies the chart (release railyard-dra in draNS) with
+// up.sh's rail pools, each delivered by DRA and changed by edit (nil
+// drops the pool), through applyDRARelease.
 func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluster, edit func(pool map[string]any) map[string]any) {
 	t.Helper()
 	ch, vals := clusterChart(t, c)
 	cfg := vals["config"].(map[string]any)
 	var pools []any
-	var names []string
 	for _, p := range cfg["pools"].([]any) {
 		pool := p.(map[string]any)
 		pool["delivery"] = "dra"
 		if pool = edit(pool); pool != nil {
 			pools = append(pools, pool)
-			names = append(names, pool["name"].(string))
 		}
 	}
-	cfg["pools"], cfg["cdiSpecDir"] = pools, c.Info.CDIDir
+	cfg["pools"] = pools
 	// The generated trees' ConnectX-7 cards run 28.39.1002: accepted,
 	// until testUnhealthyNIC rewrites one card's fw_ver to an older one.
 	cfg["firmware"] = map[string]any{"minimum": map[string]any{draFirmwareModel: draFirmwareMinimum}}
@@ -54,7 +53,27 @@ func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluste
 	}
 	agent["logLevel"] = "debug" // what logAgent shows when a test fails
 	vals["agent"] = agent
-	ms, err := helmchart.Render(ch, helmchart.Options{Release: "railyard-dra", Namespace: draNS, Values: vals})
+	applyDRARelease(ctx, t, c, ch, vals, "railyard-dra", draNS)
+}
+
+// applyDRARelease renders chart ch with vals as release in ns, every
+// pool of vals delivered by DRA (CDI specs in the cluster's CDI
+// directory), applies it, and deletes it when the test ends, with its
+// driver's ResourceSlices: the agents are gone then, their slices are not
+// (kubelet wipes a driver's slices only a while after it unregisters),
+// and the next test would read this release's devices as its own. It
+// returns once every GPU node's agent published a slice of every pool.
+func applyDRARelease(ctx context.Context, t *testing.T, c *framework.MultiCluster, ch *chart.Chart, vals map[string]any, release, ns string) {
+	t.Helper()
+	cfg := vals["config"].(map[string]any)
+	var names []string
+	for _, p := range cfg["pools"].([]any) {
+		pool := p.(map[string]any)
+		pool["delivery"] = "dra"
+		names = append(names, pool["name"].(string))
+	}
+	cfg["cdiSpecDir"] = c.Info.CDIDir
+	ms, err := helmchart.Render(ch, helmchart.Options{Release: release, Namespace: ns, Values: vals})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +84,7 @@ func installDRAChart(ctx context.Context, t *testing.T, c *framework.MultiCluste
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		deleteRelease(ctx, t, c, stream, draNS)
-		// The agents are gone, their slices are not (kubelet wipes a
-		// driver's slices only a while after it unregisters): the next
-		// test would read this release's devices as its own.
+		deleteRelease(ctx, t, c, stream, ns)
 		if err := c.Client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName}); err != nil {
 			t.Errorf("deleting the release's ResourceSlices: %v", err)
