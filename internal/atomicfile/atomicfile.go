@@ -14,14 +14,10 @@ import (
 // "*.json", so a CDI registry watching the directory does not load it
 // half-written. RemoveTemps cleans up after a write that died.
 func WriteFile(path string, b []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+	if err := Replace(path, b, perm); err != nil {
+		return err
 	}
-	if err := renameio.WriteFile(path, b, perm, renameio.WithTempDir(dir), renameio.WithStaticPermissions(perm)); err != nil {
-		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
-	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
 }
 
 // Replace replaces path with b (mode perm) as WriteFile does, the

@@ -163,11 +163,16 @@ func (s Store) Put(r *Record) error {
 	if err := os.MkdirAll(filepath.Join(s.Dir, "devices"), 0o700); err != nil {
 		return fmt.Errorf("creating state directory: %w", err)
 	}
+	return s.write(r, atomicfile.WriteFile)
+}
+
+// write encodes r and writes it to its path with put (0600).
+func (s Store) write(r *Record, put func(path string, b []byte, perm os.FileMode) error) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding record of %s: %w", r.Key, err)
 	}
-	if err := atomicfile.WriteFile(s.recordPath(r.Key), b, 0o600); err != nil {
+	if err := put(s.recordPath(r.Key), b, 0o600); err != nil {
 		return fmt.Errorf("writing record of %s: %w", r.Key, err)
 	}
 	return nil
@@ -190,14 +195,7 @@ func (s Store) Advance(r *Record) error {
 	if !ValidKey(r.Key) {
 		return fmt.Errorf("invalid device key %q", r.Key)
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding record of %s: %w", r.Key, err)
-	}
-	if err := atomicfile.Replace(s.recordPath(r.Key), b, 0o600); err != nil {
-		return fmt.Errorf("writing record of %s: %w", r.Key, err)
-	}
-	return nil
+	return s.write(r, atomicfile.Replace)
 }
 
 // Delete removes the record of device key; a missing record is not an error.
