@@ -261,64 +261,49 @@ func TestDelOfUnknownAttachmentChangesNothing(t *testing.T) {
 	}
 }
 
+// TestStaleRecordFromPreviousBootIsReclaimedFakeVF: after a reboot, a
+// record of the previous boot is reclaimed by the next ADD of its device,
+// whichever version a power loss left: the attached record, or the one
+// ADD staged (adding, no result: the attached update's rename is not made
+// durable, state.Store.Advance). Either way its IPAM allocation is
+// released (with the staged configuration), its device-info file removed
+// and the device attached to the new pod.
 func TestStaleRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
-	w := newWorld(t)
-	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
-	oldInfo := infoFile(w.infoDir, "rdma-net", "c0", "net1")
-	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": oldInfo}))); err != nil {
-		t.Fatal(err)
-	}
-	w.ops.DeleteNetns(pod1) // the node rebooted: pods are gone
-	w.ops.AddNetns(pod2 + "x")
-	if _, err := w.plugin().Add(ctx, args("c1", pod2+"x", "net1", w.conf(vfPCI, nil))); err != nil {
-		t.Fatalf("ADD after reboot: %v", err)
-	}
-	if _, ok := w.ops.LinkIn(pod2+"x", "net1"); !ok {
-		t.Fatal("device not attached to the new pod")
-	}
-	// The stale attachment's device-info file went with its record.
-	if _, err := os.Stat(oldInfo); !os.IsNotExist(err) {
-		t.Fatalf("device-info file of the attachment from the previous boot: %v, want removed", err)
-	}
-}
-
-// TestStagedRecordFromPreviousBootIsReclaimedFakeVF: a power loss after
-// ADD can leave the record as ADD staged it (adding, no result: the
-// attached update's rename is not made durable, state.Store.Advance); after
-// the reboot that record is reclaimed as an attached one is: its IPAM
-// allocation released with the staged configuration, its device-info file
-// removed, the device attached to the new pod.
-func TestStagedRecordFromPreviousBootIsReclaimedFakeVF(t *testing.T) {
-	w := newWorld(t)
-	old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
-	oldInfo := infoFile(w.infoDir, "rdma-net", "c0", "net1")
-	if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": oldInfo}))); err != nil {
-		t.Fatal(err)
-	}
-	store := state.Store{Dir: w.stateDir}
-	rec, err := store.Get(vfPCI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the power loss left: the staged record, not the attached one.
-	rec.Phase, rec.Result, rec.RailTable, rec.GID, rec.Pod = state.PhaseAdding, nil, 0, nil, nil
-	must(t, store.Put(rec))
-	if n := w.ipam.allocated(); n != 1 {
-		t.Fatalf("%d IPAM allocations before the reboot, want 1", n)
-	}
-	w.ops.DeleteNetns(pod1) // the node rebooted: pods are gone
-	w.ops.AddNetns(pod2 + "x")
-	if _, err := w.plugin().Add(ctx, args("c1", pod2+"x", "net1", w.conf(vfPCI, nil))); err != nil {
-		t.Fatalf("ADD after reboot: %v", err)
-	}
-	if _, ok := w.ops.LinkIn(pod2+"x", "net1"); !ok {
-		t.Fatal("device not attached to the new pod")
-	}
-	if n := w.ipam.allocated(); n != 1 {
-		t.Errorf("%d IPAM allocations after the reboot's ADD, want 1 (the stale one released)", n)
-	}
-	if _, err := os.Stat(oldInfo); !os.IsNotExist(err) {
-		t.Fatalf("device-info file of the staged attachment from the previous boot: %v, want removed", err)
+	for _, left := range []string{state.PhaseAttached, state.PhaseAdding} {
+		t.Run(left, func(t *testing.T) {
+			w := newWorld(t)
+			old := &Plugin{Ops: w.ops, IPAM: w.ipam, BootID: "boot-0", DeviceInfoDir: w.infoDir, TestRoot: os.TempDir()}
+			oldInfo := infoFile(w.infoDir, "rdma-net", "c0", "net1")
+			if _, err := old.Add(ctx, args("c0", pod1, "net1", w.conf(vfPCI, map[string]any{"CNIDeviceInfoFile": oldInfo}))); err != nil {
+				t.Fatal(err)
+			}
+			if left == state.PhaseAdding {
+				store := state.Store{Dir: w.stateDir}
+				rec, err := store.Get(vfPCI)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec.Phase, rec.Result, rec.RailTable, rec.GID, rec.Pod = state.PhaseAdding, nil, 0, nil, nil
+				must(t, store.Put(rec))
+			}
+			if n := w.ipam.allocated(); n != 1 {
+				t.Fatalf("%d IPAM allocations before the reboot, want 1", n)
+			}
+			w.ops.DeleteNetns(pod1) // the node rebooted: pods are gone
+			w.ops.AddNetns(pod2 + "x")
+			if _, err := w.plugin().Add(ctx, args("c1", pod2+"x", "net1", w.conf(vfPCI, nil))); err != nil {
+				t.Fatalf("ADD after reboot: %v", err)
+			}
+			if _, ok := w.ops.LinkIn(pod2+"x", "net1"); !ok {
+				t.Fatal("device not attached to the new pod")
+			}
+			if n := w.ipam.allocated(); n != 1 {
+				t.Errorf("%d IPAM allocations after the reboot's ADD, want 1 (the stale one released)", n)
+			}
+			if _, err := os.Stat(oldInfo); !os.IsNotExist(err) {
+				t.Fatalf("device-info file of the attachment from the previous boot: %v, want removed", err)
+			}
+		})
 	}
 }
 

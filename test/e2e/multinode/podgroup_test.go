@@ -121,14 +121,7 @@ func testPodGroupRails(ctx context.Context, t *testing.T, c *framework.MultiClus
 		if err != nil {
 			t.Fatalf("%v\n%s", err, jobStory(ctx, c, "gang", nil))
 		}
-		claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rails, err := nicRails(ctx, c, claim, p.Spec.NodeName)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rails := podClaimRails(ctx, t, c, p, tmplName)
 		if fmt.Sprint(rails) != fmt.Sprint(set) {
 			t.Errorf("pod %s on %s: NICs on rails %v, the template says %v", name, p.Spec.NodeName, rails, set)
 		}
