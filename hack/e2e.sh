@@ -22,6 +22,29 @@ repo="$(pwd)"
 
 releases="${E2E_KUBERNETES:-1.35 1.37}"
 
+# Background builds: bg_start NAME CMD... runs CMD into
+# _output/e2e/NAME.log; bg_wait NAME waits for it in the shell that started
+# it, prints its log once and keeps its result for later calls (and for
+# subshells). A name never started is done.
+declare -A bg_pid=() bg_rc=()
+bg_start() {
+  local name=$1
+  shift
+  (set +e; "$@") >"$repo/_output/e2e/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+bg_wait() {
+  local name=$1 t0 rc=0
+  if [ -n "${bg_rc[$name]:-}" ]; then return "${bg_rc[$name]}"; fi
+  if [ -z "${bg_pid[$name]:-}" ]; then return 0; fi
+  t0=$(date +%s)
+  wait "${bg_pid[$name]}" || rc=$?
+  bg_rc[$name]=$rc
+  cat "$repo/_output/e2e/$name.log"
+  echo "e2e: waited $(( $(date +%s) - t0 ))s for the background build '$name' (exit $rc)"
+  return $rc
+}
+
 run_tests() {
   # -p 1: the single-node packages start clusters, and only one may run at
   # a time.
@@ -36,24 +59,16 @@ run_tests() {
     echo "e2e: single-node packages took $(( $(date +%s) - t0 ))s"
     return $rc
   }
-  # The image the multi-node cluster imports, built in the background
-  # (below): waited for in this shell, whose child the build is.
-  wait_image() {
-    [ -n "${image_pid:-}" ] || return 0
-    local t0 rc=0
-    t0=$(date +%s)
-    wait "$image_pid" || rc=$?
-    cat "$image_log"
-    echo "e2e: waited $(( $(date +%s) - t0 ))s for the railyard image"
-    if [ $rc != 0 ]; then
-      echo "e2e: the railyard image did not build (exit $rc): no multi-node tests"
-    fi
-    return $rc
-  }
-  # The multi-node package once per release, each its own cluster.
+  # The multi-node package once per release, each its own cluster, when
+  # what the release needs has built in the background (bg_wait, below).
   multi_node() {
     local r t0 rc=0
     for r in $releases; do
+      if [ "$r" != 1.35 ] && ! bg_wait releases; then
+        echo "e2e: no test/e2e/multinode on Kubernetes $r: its binaries did not build"
+        rc=1
+        continue
+      fi
       echo "e2e: test/e2e/multinode on Kubernetes $r (RAILYARD_E2E_KUBERNETES=$r)"
       t0=$(date +%s)
       RAILYARD_E2E_KUBERNETES="$r" go test "${args[@]}" ./test/e2e/multinode/ || rc=1
@@ -63,7 +78,8 @@ run_tests() {
   }
   if [ -z "${E2E_PARALLEL:-}" ]; then
     single_node || status=1
-    if wait_image; then multi_node || status=1; else status=1; fi
+    if bg_wait cluster; then multi_node || status=1; else status=1; fi
+    bg_wait releases >/dev/null || true # not left building when no multi-node test waited for it
     return $status
   fi
   # Side by side (E2E_PARALLEL=1, not yet the default): the clusters share
@@ -78,12 +94,15 @@ run_tests() {
   echo "e2e: single-node packages and test/e2e/multinode side by side (E2E_PARALLEL=1); logs $out/single-node.log, $out/multinode.log"
   single_node >"$out/single-node.log" 2>&1 &
   local p1=$! p2=
-  if wait_image; then
+  # Waited for here, in the shell that started them; multi_node's subshell
+  # inherits their results.
+  bg_wait releases || true
+  if bg_wait cluster; then
     multi_node >"$out/multinode.log" 2>&1 &
     p2=$!
   else
     status=1
-    echo "e2e: no multi-node tests: the railyard image did not build" >"$out/multinode.log"
+    echo "e2e: no multi-node tests: what the multi-node cluster needs did not build" >"$out/multinode.log"
   fi
   wait $p1 || status=1
   if [ -n "$p2" ]; then wait "$p2" || status=1; fi
@@ -103,9 +122,10 @@ fi
 
 step() {
   local name="$1"; shift
-  local t0; t0=$(date +%s)
-  "$@"
+  local t0 rc=0; t0=$(date +%s)
+  "$@" || rc=$?
   echo "e2e: step '$name' took $(( $(date +%s) - t0 ))s"
+  return $rc
 }
 
 # The e2e files only build with the e2e tag: check they compile before the
@@ -116,29 +136,37 @@ if [ "${E2E_VET:-1}" != 0 ]; then
 fi
 step "debian packages" hack/cluster/install-packages.sh
 step "kubernetes binaries" hack/cluster/build.sh k8s "$repo/_output/k8s/bin"
-for r in $releases; do
-  if [ "$r" != 1.35 ]; then
-    step "kubernetes $r binaries (multinode)" hack/cluster/build.sh "k8s-$r" "$repo/_output/k8s-$r/bin"
-  fi
-done
 step "containerd v2 (CDI, for test/e2e/latebinding)" hack/cluster/build.sh containerd "$repo/_output/containerd/bin"
 step "cni plugins" hack/cluster/install-cni.sh "$repo/_output/k8s/cni"
-# The multi-node cluster's DNS and rail IPAM: up.sh would build them too,
-# inside test/e2e/multinode's time; built here, their time shows.
-step "coredns (multinode)" hack/cluster/build.sh coredns "$repo/_output/coredns/bin"
-step "whereabouts (multinode)" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin"
-step "helm (multinode: helm install of the packaged chart)" hack/cluster/build.sh helm "$repo/_output/helm/bin"
 step "railyard binaries" go build -o "$repo/bin/" ./cmd/...
-# Railyard's image for the multi-node cluster (up.sh imports it into every
-# node); built once here so up.sh does not, in the background while the
-# single-node packages run (they do not use it): multi_node waits for it.
+
+# What only test/e2e/multinode needs builds in the background while the
+# single-node packages run (they use none of it): on a machine that has
+# built it before each step takes seconds, on a new one many minutes.
+#   cluster   Railyard's image (up.sh imports it into every node), the
+#             cluster's DNS and rail IPAM (up.sh would build them inside
+#             the tests' time) and helm (the packaged chart's install)
+#   releases  the Kubernetes binaries of the matrix's other releases
+multinode_cluster() {
+  step "coredns (multinode)" hack/cluster/build.sh coredns "$repo/_output/coredns/bin" &&
+    step "whereabouts (multinode)" hack/cluster/build.sh whereabouts "$repo/_output/whereabouts/bin" &&
+    step "helm (multinode: helm install of the packaged chart)" hack/cluster/build.sh helm "$repo/_output/helm/bin" &&
+    step "railyard image (multinode)" make -s images VERSION="$version"
+}
+multinode_releases() {
+  local r rc=0
+  for r in $releases; do
+    if [ "$r" != 1.35 ]; then
+      step "kubernetes $r binaries (multinode)" hack/cluster/build.sh "k8s-$r" "$repo/_output/k8s-$r/bin" || rc=1
+    fi
+  done
+  return $rc
+}
 version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Chart.yaml)"
-arch="$(go env GOARCH)"
-export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$arch.tar"
-image_log="$repo/_output/e2e/image.log"
-mkdir -p "$(dirname "$image_log")"
-step "railyard image (multinode)" make -s images VERSION="$version" >"$image_log" 2>&1 &
-image_pid=$!
+export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env GOARCH).tar"
+mkdir -p "$repo/_output/e2e"
+bg_start cluster multinode_cluster
+if [ "$releases" != 1.35 ]; then bg_start releases multinode_releases; fi
 
 # One e2e at a time on a machine: the suites start kubelets, a bridge and the
 # multi-node cluster, and the clean-up below reaps what a dead run left. A

@@ -5,7 +5,10 @@
 #      before): the Debian packages of every stage (apt holds one lock, so
 #      never two at once), the CNI tools, the pinned Go tools.
 #   2. three lanes at once:
-#        check  lint, then unit (compiling, vetting, -race tests: CPU)
+#        check  lint, then unit (compiling, vetting, -race tests: CPU);
+#               lint at nice 10: static analysis has no deadline, and on
+#               a new machine the e2e lane's Kubernetes build, the longest
+#               path, then gets the CPU first
 #        e2e    hack/e2e.sh (builds once per machine, then clusters: mostly
 #               waiting on kubelets and controllers)
 #        vm     hack/vm/test.sh (the real-kernel tests in QEMU)
@@ -64,7 +67,7 @@ fi
 # 2. The lanes.
 lane_check() {
   local rc=0
-  if want lint; then stage lint make -s lint || rc=1; fi
+  if want lint; then stage lint nice -n 10 make -s lint || rc=1; fi
   if want unit; then stage unit make -s unit || rc=1; fi
   return $rc
 }

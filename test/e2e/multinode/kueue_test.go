@@ -4,6 +4,7 @@ package multinode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -185,16 +186,19 @@ func installKueueCRDs(ctx context.Context, t *testing.T, dyn dynamic.Interface) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}} {{.Version}}", kueueModule)
+	// go mod download, not go list -m: a machine that has never fetched the
+	// module (a new one) gets it, where go list -m names no directory.
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", kueueModule)
 	cmd.Dir = filepath.Join(repo, "hack/cluster/kueuecrds")
 	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("finding %s (hack/cluster/kueuecrds): %v %s", kueueModule, err, errText(err))
+		t.Fatalf("fetching %s (hack/cluster/kueuecrds): %v %s %s", kueueModule, err, errText(err), b)
 	}
-	dir, version, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
-	if !ok || dir == "" {
-		t.Fatalf("go list %s: %q", kueueModule, b)
+	var mod struct{ Dir, Version, Error string }
+	if err := json.Unmarshal(b, &mod); err != nil || mod.Dir == "" || mod.Error != "" {
+		t.Fatalf("go mod download %s: %q (%v)", kueueModule, b, err)
 	}
+	dir, version := mod.Dir, mod.Version
 	crds := dyn.Resource(crdResource)
 	for name, file := range kueueCRDFiles {
 		data, err := os.ReadFile(filepath.Join(dir, "config/components/crd/bases", file))
