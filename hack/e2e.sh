@@ -166,7 +166,7 @@ version="$(sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/railyard/Char
 export RAILYARD_CLUSTER_IMAGE="$repo/_output/images/railyard-$version-$(go env GOARCH).tar"
 mkdir -p "$repo/_output/e2e"
 bg_start cluster multinode_cluster
-if [ "$releases" != 1.35 ]; then bg_start releases multinode_releases; fi
+bg_start releases multinode_releases # builds nothing when the matrix is 1.35 alone
 
 # One e2e at a time on a machine: the suites start kubelets, a bridge and the
 # multi-node cluster, and the clean-up below reaps what a dead run left. A
